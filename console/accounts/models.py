@@ -1,0 +1,1 @@
+# Roles are Django groups (console.accounts.roles); no model of our own.

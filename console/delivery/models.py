@@ -1,0 +1,58 @@
+from django.db import models
+from django.db.models import Q
+
+
+class DeliveryRun(models.Model):
+    """One pass of the delivery engine. Its heartbeat is its lease on the messages it claimed:
+    when the heartbeat stops, the sweeper applies R7 to the claims (ARCHITECTURE: tasks may be
+    lost, work may not)."""
+
+    RUNNING = "running"
+    COMMITTED = "committed"
+    FAILED = "failed"  # the job raised; its claims were recovered by R7
+    CRASHED = "crashed"  # its heartbeat stopped; the sweeper recovered its claims by R7
+    STATUSES = [(s, s) for s in (RUNNING, COMMITTED, FAILED, CRASHED)]
+
+    epoch = models.BigIntegerField(unique=True)
+    status = models.CharField(max_length=12, choices=STATUSES, default=RUNNING)
+    lock = models.CharField(max_length=20, default="delivery", editable=False)
+    queues = models.JSONField(default=list)
+    worker = models.CharField(max_length=200, blank=True, default="")
+    started_at = models.DateTimeField()
+    heartbeat_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    claims_path = models.CharField(max_length=500, blank=True, default="")
+    claimed = models.BigIntegerField(default=0)
+    outcomes = models.JSONField(default=dict)
+    error = models.TextField(blank=True, default="")
+    recovered = models.BooleanField(default=False)
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            # One delivery run at a time: two runs would claim the same due messages.
+            models.UniqueConstraint(
+                fields=["lock"], condition=Q(status="running"), name="one_running_delivery"
+            )
+        ]
+
+    def __str__(self):
+        return f"run {self.id} ({self.status})"
+
+
+class PoisonEntry(models.Model):
+    """The shared poison list (R9): every quarantined message's id, its reason and body hash.
+    Applications outside the product may read it and report to it (the AMPS pattern)."""
+
+    message_id = models.CharField(max_length=200, unique=True)
+    body_sha256 = models.CharField(max_length=64, blank=True, default="", db_index=True)
+    queue = models.CharField(max_length=100, blank=True, default="")
+    reason = models.TextField()
+    source = models.CharField(max_length=100, default="engine")
+    added_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        verbose_name_plural = "poison entries"
+
+    def __str__(self):
+        return self.message_id

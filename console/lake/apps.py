@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class LakeConfig(AppConfig):
+    name = "console.lake"
+    label = "lake"

@@ -1,0 +1,38 @@
+from django.db import models
+
+
+class Epoch(models.Model):
+    """A number for one writer of lake events. Events carry it, and the latest event of a message
+    is its current state, so writers that started later win ties with those that started earlier."""
+
+    purpose = models.CharField(max_length=200)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+
+class LakeCommit(models.Model):
+    """One directory of lake output that readers may see. A directory with no row here does not
+    exist as far as any reader is concerned (ARCHITECTURE: lake commits)."""
+
+    DATASETS = [(d, d) for d in ("messages", "events", "state", "notifications")]
+
+    dataset = models.CharField(max_length=32, choices=DATASETS)
+    path = models.CharField(max_length=500, unique=True)
+    row_count = models.BigIntegerField()
+    idempotency_key = models.CharField(max_length=300)
+    epoch = models.BigIntegerField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+    # Compaction folds commits into a new one and retires them in the same transaction.
+    retired = models.BooleanField(default=False)
+    # For a state snapshot: the id of the last events commit folded into it.
+    covers_upto = models.BigIntegerField(null=True, blank=True)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(
+                fields=["dataset", "idempotency_key"], name="lake_commit_once_per_key"
+            )
+        ]
+        indexes = [models.Index(fields=["dataset", "retired", "id"])]
+
+    def __str__(self):
+        return f"{self.dataset}:{self.path} ({self.row_count} rows)"

@@ -1,0 +1,44 @@
+"""Reads of the lake catalog: which directories a reader may see."""
+
+from dataclasses import dataclass
+
+from console.lake.models import LakeCommit
+
+
+def lake_committed(*, idempotency_key):
+    return LakeCommit.objects.filter(idempotency_key=idempotency_key).exists()
+
+
+def lake_paths(*, dataset):
+    return list(
+        LakeCommit.objects.filter(dataset=dataset, retired=False)
+        .order_by("id")
+        .values_list("path", flat=True)
+    )
+
+
+@dataclass(frozen=True)
+class StateInputs:
+    """What a reader folds to get every message's current state: the newest state snapshot and
+    the event commits made after it."""
+
+    snapshot_paths: list
+    event_paths: list
+    snapshot_id: int | None
+    last_event_commit: int | None
+
+
+def lake_state_inputs():
+    snapshot = (
+        LakeCommit.objects.filter(dataset="state", retired=False).order_by("-id").first()
+    )
+    events = LakeCommit.objects.filter(dataset="events", retired=False)
+    if snapshot is not None:
+        events = events.filter(id__gt=snapshot.covers_upto)
+    events = list(events.order_by("id").values_list("id", "path"))
+    return StateInputs(
+        snapshot_paths=[snapshot.path] if snapshot else [],
+        event_paths=[p for _, p in events],
+        snapshot_id=snapshot.id if snapshot else None,
+        last_event_commit=events[-1][0] if events else (snapshot.covers_upto if snapshot else None),
+    )

@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class QueuesConfig(AppConfig):
+    name = "console.queues"
+    label = "queues"

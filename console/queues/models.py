@@ -1,0 +1,127 @@
+from django.core.exceptions import ValidationError
+from django.db import models
+
+from workers.engine import policy as P
+from workers.engine.handlers import HandlerImportError, load_handler
+
+
+def _validate_exception_destination(value):
+    try:
+        P.validate_exception_destination(value)
+    except P.PolicyError as exc:
+        raise ValidationError(str(exc)) from exc
+
+
+def _validate_backoff_delays(value):
+    try:
+        P.validate_backoff_delays(value)
+    except P.PolicyError as exc:
+        raise ValidationError(str(exc)) from exc
+
+
+def _validate_queue_name(value):
+    try:
+        P.validate_queue_name(value)
+    except P.PolicyError as exc:
+        raise ValidationError(str(exc)) from exc
+
+
+def _default_backoff_delays():
+    return list(P.DEFAULTS["backoff_delays"])
+
+
+def _validate_handler(value):
+    try:
+        load_handler(value)
+    except HandlerImportError as exc:
+        raise ValidationError(f"handler: {exc}") from exc
+
+
+class Queue(models.Model):
+    """A named destination with its handler and delivery policy (SEMANTICS.md, R3-R6, R9, R11, R15)."""
+
+    D = P.DEFAULTS
+
+    name = models.CharField(max_length=100, unique=True, validators=[_validate_queue_name])
+    handler = models.CharField(
+        max_length=300,
+        validators=[_validate_handler],
+        help_text="Dotted path of the callable that processes this queue's messages.",
+    )
+    max_failed_deliveries = models.PositiveIntegerField(
+        default=D["max_failed_deliveries"], help_text="R3. 0 means no limit."
+    )
+    exception_destination = models.CharField(
+        max_length=120,
+        default=D["exception_destination"],
+        validators=[_validate_exception_destination],
+        help_text="R4: quarantine, none, or queue:<name>.",
+    )
+    blocked_retry_timeout = models.PositiveIntegerField(
+        default=D["blocked_retry_timeout"], help_text="R4 'none': seconds between retries."
+    )
+    backoff_every = models.PositiveIntegerField(default=D["backoff_every"], help_text="R5: k.")
+    backoff_delays = models.JSONField(
+        default=_default_backoff_delays,
+        validators=[_validate_backoff_delays],
+        help_text="R5: delays in seconds, e.g. [300, 600].",
+    )
+    periodic_interval = models.PositiveIntegerField(
+        default=D["periodic_interval"], help_text="R5: seconds between periodic runs."
+    )
+    on_permanent = models.CharField(
+        max_length=20,
+        default=D["on_permanent"],
+        choices=[(c, c) for c in P.ON_PERMANENT_CHOICES],
+        help_text="R6.",
+    )
+    poison_match = models.CharField(
+        max_length=20,
+        default=D["poison_match"],
+        choices=[(c, c) for c in P.POISON_MATCH_CHOICES],
+        help_text="R9.",
+    )
+    disable_after = models.PositiveIntegerField(
+        default=D["disable_after"], help_text="R11: failed attempts in a row; 0 = never."
+    )
+    retention_days = models.PositiveIntegerField(default=D["retention_days"], help_text="R15.")
+
+    enabled = models.BooleanField(default=True)
+    disabled_at = models.DateTimeField(null=True, blank=True)
+    disabled_reason = models.TextField(blank=True, default="")
+    consecutive_failures = models.PositiveIntegerField(default=0, editable=False)
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name
+
+    def clean(self):
+        if self.backoff_every < 1:
+            raise ValidationError({"backoff_every": "must be at least 1"})
+        if self.periodic_interval < 1:
+            raise ValidationError({"periodic_interval": "must be at least 1"})
+
+    def policy(self):
+        return P.policy_from_mapping(
+            {
+                "name": self.name,
+                "handler": self.handler,
+                "max_failed_deliveries": self.max_failed_deliveries,
+                "exception_destination": self.exception_destination,
+                "blocked_retry_timeout": self.blocked_retry_timeout,
+                "backoff_every": self.backoff_every,
+                "backoff_delays": list(self.backoff_delays),
+                "periodic_interval": self.periodic_interval,
+                "on_permanent": self.on_permanent,
+                "poison_match": self.poison_match,
+                "disable_after": self.disable_after,
+                "retention_days": self.retention_days,
+                "enabled": self.enabled,
+                "consecutive_failures": self.consecutive_failures,
+            }
+        )

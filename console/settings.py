@@ -1,0 +1,220 @@
+"""Antidote's settings.
+
+Every setting comes from the environment through the small helpers below. Each helper refuses a
+value it does not understand with ImproperlyConfigured, so a typo fails the process at start instead
+of surfacing later as odd behaviour. Without any variable set, the product runs on embedded defaults:
+SQLite, a lake folder under ./var, local Spark and kombu's filesystem broker.
+"""
+
+import os
+import secrets
+from pathlib import Path
+from urllib.parse import urlparse
+
+import dj_database_url
+from django.core.exceptions import ImproperlyConfigured
+
+BASE_DIR = Path(__file__).resolve().parent.parent
+
+
+def envbool(name, default):
+    value = os.environ.get(name, default)
+    if value in ("True", "true", "1", "yes", "on"):
+        return True
+    if value in ("False", "false", "0", "no", "off", ""):
+        return False
+    raise ImproperlyConfigured(f"{name} must be a boolean (true/false/1/0), not {value!r}")
+
+
+def envint(name, default, *, minimum=None):
+    value = os.environ.get(name, default)
+    try:
+        number = int(value)
+    except (TypeError, ValueError):
+        raise ImproperlyConfigured(f"{name} must be an integer, not {value!r}") from None
+    if minimum is not None and number < minimum:
+        raise ImproperlyConfigured(f"{name} must be at least {minimum}, not {number}")
+    return number
+
+
+def envpath(name, default):
+    return Path(os.environ.get(name, default)).expanduser().resolve()
+
+
+def envchoice(name, default, *, prefixes):
+    value = os.environ.get(name, default)
+    if value and not value.startswith(prefixes):
+        raise ImproperlyConfigured(
+            f"{name} must start with one of {', '.join(prefixes)}, not {value!r}"
+        )
+    return value
+
+
+VAR_DIR = envpath("VAR_DIR", BASE_DIR / "var")
+DEBUG = envbool("DEBUG", "false")
+
+
+def _secret_key():
+    key = os.environ.get("SECRET_KEY")
+    if key:
+        return key
+    # Embedded mode only: a key made once per checkout and kept beside the data it protects.
+    # Production sets SECRET_KEY; check --deploy refuses a short or missing one.
+    keyfile = VAR_DIR / "secret_key"
+    if not keyfile.exists():
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+        keyfile.write_text(secrets.token_urlsafe(50))
+        keyfile.chmod(0o600)
+    return keyfile.read_text().strip()
+
+
+SECRET_KEY = _secret_key()
+ALLOWED_HOSTS = [h for h in os.environ.get("ALLOWED_HOSTS", "localhost,127.0.0.1").split(",") if h]
+CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
+
+INSTALLED_APPS = [
+    "django.contrib.admin",
+    "django.contrib.auth",
+    "django.contrib.contenttypes",
+    "django.contrib.sessions",
+    "django.contrib.messages",
+    "django.contrib.staticfiles",
+    "rest_framework",
+    "rest_framework.authtoken",
+    "console.accounts",
+    "console.lake",
+    "console.queues",
+    "console.ingest",
+    "console.delivery",
+]
+
+MIDDLEWARE = [
+    "django.middleware.security.SecurityMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    "django.middleware.common.CommonMiddleware",
+    "django.middleware.csrf.CsrfViewMiddleware",
+    "django.contrib.auth.middleware.AuthenticationMiddleware",
+    "django.contrib.messages.middleware.MessageMiddleware",
+    "django.middleware.clickjacking.XFrameOptionsMiddleware",
+]
+
+ROOT_URLCONF = "console.urls"
+WSGI_APPLICATION = "console.wsgi.application"
+
+TEMPLATES = [
+    {
+        "BACKEND": "django.template.backends.django.DjangoTemplates",
+        "DIRS": [BASE_DIR / "templates"],
+        "APP_DIRS": True,
+        "OPTIONS": {
+            "context_processors": [
+                "django.template.context_processors.request",
+                "django.contrib.auth.context_processors.auth",
+                "django.contrib.messages.context_processors.messages",
+            ],
+        },
+    },
+]
+
+_default_db = f"sqlite:///{VAR_DIR / 'console.sqlite3'}"
+_db_url = envchoice("DATABASE_URL", _default_db, prefixes=("sqlite://", "postgres://", "postgresql://"))
+DATABASES = {"default": dj_database_url.parse(_db_url, conn_max_age=60)}
+if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
+    # WAL lets the web process read while a worker commits; the timeout rides out short locks.
+    DATABASES["default"]["OPTIONS"] = {
+        "timeout": 30,
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        "transaction_mode": "IMMEDIATE",
+    }
+    DATABASES["default"]["CONN_MAX_AGE"] = 0
+DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
+
+AUTH_PASSWORD_VALIDATORS = [
+    {"NAME": "django.contrib.auth.password_validation.UserAttributeSimilarityValidator"},
+    {"NAME": "django.contrib.auth.password_validation.MinimumLengthValidator"},
+    {"NAME": "django.contrib.auth.password_validation.CommonPasswordValidator"},
+    {"NAME": "django.contrib.auth.password_validation.NumericPasswordValidator"},
+]
+
+LANGUAGE_CODE = "en-us"
+TIME_ZONE = "UTC"
+USE_I18N = True
+USE_TZ = True
+
+STATIC_URL = "static/"
+STATICFILES_DIRS = [BASE_DIR / "static"]
+STATIC_ROOT = envpath("STATIC_ROOT", VAR_DIR / "staticfiles")
+
+LOGIN_URL = "/admin/login/"
+
+REST_FRAMEWORK = {
+    "DEFAULT_AUTHENTICATION_CLASSES": [
+        "rest_framework.authentication.SessionAuthentication",
+        "rest_framework.authentication.TokenAuthentication",
+    ],
+    "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
+    "UNAUTHENTICATED_USER": None,
+}
+
+# --- The lake and Spark -------------------------------------------------------------------------
+
+LAKE_URI = str(envpath("LAKE_URI", VAR_DIR / "lake"))
+SPARK_MASTER = envchoice("SPARK_MASTER", "local[*]", prefixes=("local", "spark://"))
+SPARK_REMOTE = envchoice("SPARK_REMOTE", "", prefixes=("sc://",))
+SPARK_DRIVER_MEMORY = os.environ.get("SPARK_DRIVER_MEMORY", "2g")
+
+# --- Ingest ----------------------------------------------------------------------------------------
+
+MAX_BODY_BYTES = envint("MAX_BODY_BYTES", 10 * 1024 * 1024, minimum=1)
+INBOX_DIR = envpath("INBOX_DIR", VAR_DIR / "inbox")
+INBOX_POLL_SECONDS = envint("INBOX_POLL_SECONDS", 10, minimum=1)
+
+# --- Delivery --------------------------------------------------------------------------------------
+
+# An isolation batch is the unit a handler crash takes down (R8): at most this many messages.
+DELIVERY_BATCH_SIZE = envint("DELIVERY_BATCH_SIZE", 5000, minimum=1)
+DELIVERY_BATCH_BYTES = envint("DELIVERY_BATCH_BYTES", 64 * 1024 * 1024, minimum=1)
+# A handler call that runs longer than this is killed and treated as a crash (R7, R10).
+HANDLER_TIMEOUT_SECONDS = envint("HANDLER_TIMEOUT_SECONDS", 300, minimum=1)
+DELIVERY_INTERVAL_SECONDS = envint("DELIVERY_INTERVAL_SECONDS", 15, minimum=1)
+# A run whose heartbeat is older than this is treated as dead and swept (R7).
+LEASE_SECONDS = envint("LEASE_SECONDS", 120, minimum=5)
+HEARTBEAT_SECONDS = envint("HEARTBEAT_SECONDS", 10, minimum=1)
+SWEEP_INTERVAL_SECONDS = envint("SWEEP_INTERVAL_SECONDS", 30, minimum=1)
+# Fold event commits into a new state snapshot once this many are outstanding.
+COMPACT_AFTER_COMMITS = envint("COMPACT_AFTER_COMMITS", 20, minimum=1)
+
+# --- Celery ----------------------------------------------------------------------------------------
+
+_broker_dir = VAR_DIR / "broker"
+CELERY_BROKER_URL = envchoice(
+    "CELERY_BROKER_URL",
+    "filesystem://",
+    prefixes=("filesystem://", "redis://", "rediss://", "amqp://", "pyamqp://", "memory://"),
+)
+CELERY_BROKER_TRANSPORT_OPTIONS = {}
+if CELERY_BROKER_URL.startswith("filesystem://"):
+    for sub in ("in", "processed"):
+        (_broker_dir / sub).mkdir(parents=True, exist_ok=True)
+    CELERY_BROKER_TRANSPORT_OPTIONS = {
+        "data_folder_in": str(_broker_dir / "in"),
+        "data_folder_out": str(_broker_dir / "in"),
+        "processed_folder": str(_broker_dir / "processed"),
+        "store_processed": False,
+    }
+CELERY_TASK_ALWAYS_EAGER = envbool("CELERY_TASK_ALWAYS_EAGER", "false")
+CELERY_BEAT_SCHEDULE_FILE = str(VAR_DIR / "celerybeat-schedule")
+
+if urlparse(CELERY_BROKER_URL).scheme in ("redis", "rediss"):
+    # A task is redelivered only after this; our own sweeper does not wait for it (ARCHITECTURE).
+    CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
+
+LOGGING = {
+    "version": 1,
+    "disable_existing_loggers": False,
+    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
+    "loggers": {"py4j": {"level": "WARNING"}},
+}

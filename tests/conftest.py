@@ -1,0 +1,45 @@
+"""Shared fixtures: one real Spark session per test run, a fresh lake folder per test, and one
+persona per role. Tests that need an outside service call `require_service`, which skips when it is
+missing on a developer's machine and fails when REQUIRE_SERVICES=1 (CI)."""
+
+import os
+import shutil
+import socket
+
+import pytest
+
+REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
+
+
+def require_service(name, host="127.0.0.1", port=None, *, path=None):
+    """Skip (or fail under REQUIRE_SERVICES=1) unless the service answers."""
+    ok = True
+    if path is not None:
+        ok = shutil.which(path) is not None or os.path.exists(path)
+    if port is not None:
+        try:
+            with socket.create_connection((host, port), timeout=2):
+                pass
+        except OSError:
+            ok = False
+    if not ok:
+        message = f"{name} is not available"
+        if REQUIRE_SERVICES:
+            pytest.fail(f"{message} and REQUIRE_SERVICES=1")
+        pytest.skip(message)
+
+
+@pytest.fixture(scope="session")
+def spark():
+    from workers.spark import spark_session
+
+    session = spark_session(master="local[2]", driver_memory="2g")
+    yield session
+
+
+@pytest.fixture
+def lake_root(tmp_path, settings):
+    root = tmp_path / "lake"
+    root.mkdir()
+    settings.LAKE_URI = str(root)
+    return root

@@ -1,0 +1,47 @@
+"""The Celery app. Two queues: `spark` for the worker that holds the one Spark session, and
+`default` for light tasks (sweeping, inbox scanning)."""
+
+import os
+
+from celery import Celery
+from kombu import Queue
+
+os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
+
+app = Celery("antidote")
+app.config_from_object("django.conf:settings", namespace="CELERY")
+app.conf.task_queues = (Queue("default"), Queue("spark"))
+app.conf.task_default_queue = "default"
+app.conf.task_routes = {
+    "workers.tasks.delivery_run_task": {"queue": "spark"},
+    "workers.tasks.lake_compact_task": {"queue": "spark"},
+}
+# The spark worker must not prefetch: a second delivery run waiting in its buffer would be lost
+# with it if it died, and runs are cheap to re-enqueue from beat anyway.
+app.conf.worker_prefetch_multiplier = 1
+app.conf.task_acks_late = False
+app.conf.broker_connection_retry_on_startup = True
+app.conf.beat_schedule = {}
+
+
+@app.on_after_finalize.connect
+def _schedule(sender, **kwargs):
+    from django.conf import settings
+
+    sender.conf.beat_schedule = {
+        "delivery-run": {
+            "task": "workers.tasks.delivery_run_task",
+            "schedule": float(settings.DELIVERY_INTERVAL_SECONDS),
+        },
+        "sweep-leases": {
+            "task": "workers.tasks.sweep_leases_task",
+            "schedule": float(settings.SWEEP_INTERVAL_SECONDS),
+        },
+        "scan-inbox": {
+            "task": "workers.tasks.inbox_scan_task",
+            "schedule": float(settings.INBOX_POLL_SECONDS),
+        },
+    }
+
+
+app.autodiscover_tasks(["workers"], related_name="tasks", force=True)

@@ -1,0 +1,194 @@
+"""The poison rules as pure functions: current state in, the events that record the outcome out.
+
+Every event carries the message's whole state after it (queue, delivery count, candidate flag, ...),
+so the current state of a message is simply its latest event. Nothing here does I/O or reads a clock:
+the caller passes the time, which is how the tests check backoff schedules without sleeping.
+"""
+
+import math
+from datetime import datetime, timedelta
+
+from workers.engine import states as S
+
+# Columns every event carries, in ledger order (see workers.lake.schema).
+STATE_FIELDS = (
+    "queue",
+    "delivery_count",
+    "candidate",
+    "batch_limit",
+    "next_attempt_at",
+    "body_version",
+)
+
+
+def event(
+    current,
+    to_state,
+    *,
+    at,
+    actor,
+    run_id,
+    attempt=0,
+    reason=None,
+    exception_type=None,
+    stack=None,
+    queue_streak=None,
+    **changes,
+):
+    """One ledger row: `current`'s state fields, overridden by `changes`, entering `to_state`."""
+    row = {
+        "message_id": current["message_id"],
+        "from_state": current["state"],
+        "to_state": to_state,
+        "at": at,
+        "attempt": attempt,
+        "actor": actor,
+        "run_id": run_id,
+        "reason": reason,
+        "exception_type": exception_type,
+        "stack": stack,
+        "queue_streak": queue_streak,
+    }
+    for name in STATE_FIELDS:
+        row[name] = changes.pop(name, current.get(name))
+    if changes:
+        raise TypeError(f"unknown state fields: {sorted(changes)}")
+    if not S.is_allowed(row["from_state"], to_state):
+        raise ValueError(f"transition {row['from_state']} -> {to_state} is not allowed")
+    return row
+
+
+def advance(current, ev):
+    """The state a message is in after `ev`, as the next rule sees it."""
+    nxt = dict(current)
+    nxt["state"] = ev["to_state"]
+    for name in STATE_FIELDS:
+        nxt[name] = ev[name]
+    return nxt
+
+
+def next_periodic_run(failed_at, interval):
+    """The first periodic run strictly after `failed_at`; periodic runs fall on multiples of
+    `interval` seconds since the Unix epoch, so every worker agrees on them (R5)."""
+    ts = failed_at.timestamp()
+    boundary = (math.floor(ts / interval) + 1) * interval
+    return datetime.fromtimestamp(boundary, tz=failed_at.tzinfo)
+
+
+def backoff_until(policy, attempts, failed_at):
+    """R5: with `attempts` failed attempts so far, n = (attempts - 1) // backoff_every; the
+    n-th delay if the table has one, else the queue's next periodic run."""
+    n = (attempts - 1) // policy.backoff_every
+    if n < len(policy.backoff_delays):
+        return failed_at + timedelta(seconds=policy.backoff_delays[n])
+    return next_periodic_run(failed_at, policy.periodic_interval)
+
+
+def start_attempt(current, *, at, actor, run_id):
+    """R1: the events that take a due message into delivery (WAIT first becomes TBDL)."""
+    events = []
+    if current["state"] == S.WAIT:
+        ev = event(current, S.TBDL, at=at, actor=actor, run_id=run_id, reason=S.REASON_DUE,
+                   next_attempt_at=None)
+        events.append(ev)
+        current = advance(current, ev)
+    attempt = current["delivery_count"] + 1
+    ev = event(current, S.DLNG, at=at, actor=actor, run_id=run_id, attempt=attempt)
+    events.append(ev)
+    return events, advance(current, ev)
+
+
+def delivered(current, *, at, actor, run_id, queue_streak=None):
+    """R1: success."""
+    return [
+        event(current, S.DLVD, at=at, actor=actor, run_id=run_id,
+              attempt=current["delivery_count"] + 1, queue_streak=queue_streak,
+              next_attempt_at=None)
+    ]
+
+
+def _exception_destination(current, policy, *, at, actor, run_id, attempt, count, detail, common):
+    """R3 + R4: the failure made delivery_count reach max_failed_deliveries."""
+    reason = f"{S.REASON_MAX_FAILED} ({policy.max_failed_deliveries}): {detail}"
+    target = policy.exception_queue
+    if target is not None:
+        # A new TBDL in the exception queue, keeping id and history; its count starts afresh
+        # there so the exception queue's own policy applies from its first attempt.
+        return [
+            event(current, S.TBDL, at=at, actor=actor, run_id=run_id, attempt=attempt,
+                  reason=f"{reason}; moved to queue {target}", queue=target, delivery_count=0,
+                  candidate=False, batch_limit=0, next_attempt_at=None, **common)
+        ]
+    if policy.exception_destination == "none":
+        return [
+            event(current, S.WAIT, at=at, actor=actor, run_id=run_id, attempt=attempt,
+                  reason=f"{reason}; blocked, retried after {policy.blocked_retry_timeout} s",
+                  delivery_count=count,
+                  next_attempt_at=at + timedelta(seconds=policy.blocked_retry_timeout), **common)
+        ]
+    return [
+        event(current, S.NDLV, at=at, actor=actor, run_id=run_id, attempt=attempt, reason=reason,
+              delivery_count=count, next_attempt_at=None, **common)
+    ]
+
+
+def failed_transiently(current, policy, *, at, actor, run_id, reason, exception_type=None,
+                       stack=None, queue_streak=None):
+    """R2, R3, R4, R5: a transient failure."""
+    attempt = current["delivery_count"] + 1
+    count = attempt
+    common = {"exception_type": exception_type, "stack": stack, "queue_streak": queue_streak}
+    if policy.max_failed_deliveries and count >= policy.max_failed_deliveries:
+        return _exception_destination(current, policy, at=at, actor=actor, run_id=run_id,
+                                      attempt=attempt, count=count, detail=reason, common=common)
+    return [
+        event(current, S.WAIT, at=at, actor=actor, run_id=run_id, attempt=attempt, reason=reason,
+              delivery_count=count, next_attempt_at=backoff_until(policy, count, at), **common)
+    ]
+
+
+def failed_permanently(current, policy, *, at, actor, run_id, reason, exception_type=None,
+                       stack=None, queue_streak=None):
+    """R6: no retry. Quarantine, or return to sender: quarantined and ended in the same instant,
+    the queue's standing decision, so every recorded transition is one SEMANTICS.md allows."""
+    attempt = current["delivery_count"] + 1
+    common = {"exception_type": exception_type, "stack": stack, "queue_streak": queue_streak}
+    quarantined = event(current, S.NDLV, at=at, actor=actor, run_id=run_id, attempt=attempt,
+                        reason=f"{S.REASON_PERMANENT}: {reason}", delivery_count=attempt,
+                        next_attempt_at=None, **common)
+    if policy.on_permanent != "return_to_sender":
+        return [quarantined]
+    ended = event(advance(current, quarantined), S.ENDED, at=at, actor=actor, run_id=run_id,
+                  attempt=attempt, reason=f"{S.REASON_RETURNED}: {S.REASON_PERMANENT}: {reason}")
+    return [quarantined, ended]
+
+
+def crashed(current, *, at, actor, run_id, batch_size, in_flight, detail=None, queue_streak=None):
+    """R7, R8, R10: the message was in DLNG when its batch's process died.
+
+    Alone in the crashed batch and already a candidate: the second strike, NDLV. Otherwise back
+    to TBDL, flagged, and from now on delivered in batches of at most half the crashed one, so
+    the crashing message ends up alone in about log2(batch size) runs."""
+    attempt = current["delivery_count"] + 1
+    reason = S.REASON_CRASH
+    if in_flight:
+        reason = f"{S.REASON_FATAL} ({detail}); {S.REASON_CRASH}" if detail else S.REASON_FATAL
+    common = {"attempt": attempt, "queue_streak": queue_streak, "delivery_count": attempt,
+              "next_attempt_at": None}
+    if batch_size <= 1 and current["candidate"]:
+        return [event(current, S.NDLV, at=at, actor=actor, run_id=run_id,
+                      reason=f"{S.REASON_BLACKLISTED} (last: {reason})", **common)]
+    limit = max(1, batch_size // 2)
+    if current["batch_limit"]:
+        limit = min(limit, current["batch_limit"])
+    return [event(current, S.TBDL, at=at, actor=actor, run_id=run_id, reason=reason,
+                  candidate=True, batch_limit=limit, **common)]
+
+
+def poisoned(current, *, at, actor, run_id, entry_reason):
+    """R9: on the shared poison list; the handler is not called."""
+    reason = S.REASON_POISON_LIST
+    if entry_reason:
+        reason = f"{reason}: {entry_reason}"
+    return [event(current, S.NDLV, at=at, actor=actor, run_id=run_id, reason=reason,
+                  next_attempt_at=None)]

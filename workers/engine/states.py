@@ -1,0 +1,47 @@
+"""Message states and the transitions SEMANTICS.md allows; nothing else may be recorded."""
+
+TBDL = "TBDL"
+WAIT = "WAIT"
+DLNG = "DLNG"
+DLVD = "DLVD"
+NDLV = "NDLV"
+FAIL = "FAIL"
+ENDED = "ENDED"
+
+STATES = (TBDL, WAIT, DLNG, DLVD, NDLV, FAIL, ENDED)
+FINAL_STATES = frozenset({DLVD, FAIL, ENDED})
+
+# None is "not yet known to the product": ingest creates a message as TBDL (R1).
+ALLOWED_TRANSITIONS = frozenset(
+    {
+        (None, TBDL),
+        (TBDL, DLNG),
+        (DLNG, DLVD),
+        (DLNG, WAIT),
+        (DLNG, NDLV),
+        (DLNG, TBDL),
+        (WAIT, TBDL),
+        (NDLV, TBDL),
+        (NDLV, FAIL),
+        (NDLV, ENDED),
+        (TBDL, ENDED),
+        (WAIT, ENDED),
+    }
+)
+
+
+def is_allowed(from_state, to_state):
+    return (from_state, to_state) in ALLOWED_TRANSITIONS
+
+
+# Reasons people read in the console; tests match them exactly.
+REASON_CRASH = "in flight when a worker crashed"
+REASON_FATAL = "fatal error in handler"
+REASON_BLACKLISTED = "blacklisted: in flight during two worker crashes"
+REASON_POISON_LIST = "on the poison list"
+REASON_MAX_FAILED = "maximum failed deliveries reached"
+REASON_PERMANENT = "permanent failure"
+REASON_TIMEOUT = "handler timed out"
+REASON_CONVERSATION_ENDED = "conversation ended with an error"
+REASON_DUE = "retry is due"
+REASON_RETURNED = "returned to sender"

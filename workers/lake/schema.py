@@ -1,0 +1,89 @@
+"""Column layouts of the lake's datasets, declared once for pyarrow and for Spark.
+
+- messages: immutable bodies and metadata, one row per (message_id, version). Version 1 is the
+  body as received; an administrator's edit adds a new version, the original is kept (R13).
+- events: the append-only ledger. Each row is one transition and carries the message's whole
+  state after it, so the current state is the latest event per message by (epoch, step).
+- state: compacted current state: exactly the latest event per message.
+- notifications: error notifications sent to senders (R6, R13).
+"""
+
+import pyarrow as pa
+
+TS = pa.timestamp("us", tz="UTC")
+
+MESSAGE_SCHEMA = pa.schema(
+    [
+        ("message_id", pa.string()),
+        ("version", pa.int32()),
+        ("queue", pa.string()),
+        ("body", pa.binary()),
+        ("body_sha256", pa.string()),
+        ("body_size", pa.int64()),
+        ("content_type", pa.string()),
+        ("headers", pa.string()),  # a JSON object, as text
+        ("conversation_id", pa.string()),
+        ("sender", pa.string()),
+        ("enqueued_at", TS),
+    ]
+)
+
+EVENT_SCHEMA = pa.schema(
+    [
+        ("message_id", pa.string()),
+        ("epoch", pa.int64()),  # the writer's number, allocated by the console DB: orders writers
+        ("step", pa.int32()),  # order of this message's events within one epoch
+        ("at", TS),
+        ("from_state", pa.string()),
+        ("to_state", pa.string()),
+        ("queue", pa.string()),
+        ("attempt", pa.int32()),
+        ("delivery_count", pa.int32()),
+        ("candidate", pa.bool_()),
+        ("batch_limit", pa.int32()),  # R8: deliver in batches of at most this many; 0 = no limit
+        ("next_attempt_at", TS),
+        ("body_version", pa.int32()),
+        ("actor", pa.string()),
+        ("run_id", pa.string()),
+        ("reason", pa.string()),
+        ("exception_type", pa.string()),
+        ("stack", pa.string()),
+        ("queue_streak", pa.int32()),  # R11: failed attempts in a row on the queue after this one
+    ]
+)
+
+STATE_SCHEMA = EVENT_SCHEMA
+
+NOTIFICATION_SCHEMA = pa.schema(
+    [
+        ("message_id", pa.string()),
+        ("conversation_id", pa.string()),
+        ("sender", pa.string()),
+        ("code", pa.string()),
+        ("description", pa.string()),
+        ("at", TS),
+        ("run_id", pa.string()),
+    ]
+)
+
+# Claims: what a delivery run holds in DLNG, written before any handler runs so that a sweeper
+# can apply R7 to them if the run dies (read with pyarrow, no Spark needed).
+CLAIM_SCHEMA = pa.schema([f for f in EVENT_SCHEMA if f.name not in ("stack", "queue_streak")])
+
+SCHEMAS = {
+    "messages": MESSAGE_SCHEMA,
+    "events": EVENT_SCHEMA,
+    "state": STATE_SCHEMA,
+    "notifications": NOTIFICATION_SCHEMA,
+}
+
+
+def spark_schema(arrow_schema):
+    """The Spark StructType of an arrow schema (imports pyspark only when asked)."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(arrow_schema)
+
+
+def ddl(arrow_schema):
+    return spark_schema(arrow_schema).simpleString()[len("struct<") : -1]

@@ -1,0 +1,58 @@
+"""Where the lake's files live and how new output directories are named.
+
+Every writer puts its output in a new, uniquely named directory and never touches existing files;
+the output becomes visible only when the console DB records a commit for it (console.lake). A
+directory without a commit is invisible garbage a crash left behind.
+"""
+
+import os
+import uuid
+from datetime import UTC, datetime
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
+
+from workers.lake.schema import SCHEMAS
+
+
+class Lake:
+    def __init__(self, root):
+        self.root = Path(root)
+
+    def new_dir(self, dataset, label=""):
+        """A fresh relative path for a writer's output: dataset/YYYYMMDD/<label>-<uuid>."""
+        day = datetime.now(UTC).strftime("%Y%m%d")
+        name = f"{label}-{uuid.uuid4().hex}" if label else uuid.uuid4().hex
+        return f"{dataset}/{day}/{name}"
+
+    def path(self, relpath):
+        return str(self.root / relpath)
+
+    def paths(self, relpaths):
+        return [self.path(p) for p in relpaths]
+
+    def write_arrow(self, table, relpath, *, rows_per_file=500_000):
+        """Write an arrow table as Parquet files into relpath (which must not exist yet)."""
+        target = self.root / relpath
+        target.mkdir(parents=True, exist_ok=False)
+        for index, start in enumerate(range(0, max(table.num_rows, 1), rows_per_file)):
+            part = table.slice(start, rows_per_file)
+            tmp = target / f".part-{index:05d}.parquet.tmp"
+            pq.write_table(part, tmp, compression="zstd", row_group_size=64_000)
+            os.replace(tmp, target / f"part-{index:05d}.parquet")
+        return relpath
+
+    def read_arrow(self, dataset, relpaths, *, columns=None, filter=None):  # noqa: A002
+        """Read committed directories of one dataset with pyarrow (no Spark)."""
+        schema = SCHEMAS[dataset]
+        existing = [self.path(p) for p in relpaths]
+        if not existing:
+            return schema.empty_table() if columns is None else schema.empty_table().select(columns)
+        ds = pads.dataset(existing, schema=schema, format="parquet")
+        return ds.to_table(columns=columns, filter=filter)
+
+
+def empty_table(schema):
+    return pa.Table.from_batches([], schema=schema)
