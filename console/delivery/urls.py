@@ -1,3 +1,7 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns = []
+from console.delivery import apis
+
+urlpatterns = [
+    path("messages/<path:message_id>", apis.MessageDetailApi.as_view(), name="api-message-detail"),
+]

@@ -7,6 +7,8 @@ from django.db import transaction
 from console.lake.models import Epoch, LakeCommit
 from workers.lake.store import Lake
 
+LAKE_COMMIT_LOCK = 0x4C414B45  # an arbitrary, fixed advisory-lock key for lake commits
+
 
 def lake():
     return Lake(settings.LAKE_URI)
@@ -18,8 +20,15 @@ def epoch_allocate(*, purpose):
 
 def lake_commit_record(*, dataset, path, row_count, idempotency_key, epoch=None, covers_upto=None):
     """Make one written directory visible. Must run inside the caller's transaction."""
-    if not transaction.get_connection().in_atomic_block:
+    conn = transaction.get_connection()
+    if not conn.in_atomic_block:
         raise RuntimeError("a lake commit must be recorded inside the caller's transaction")
+    if conn.vendor == "postgresql":
+        # Commits must become visible in id order: a snapshot covers "every events commit up to
+        # id N", which would silently skip a lower id that committed later. SQLite's writers are
+        # serialized already.
+        with conn.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [LAKE_COMMIT_LOCK])
     return LakeCommit.objects.create(
         dataset=dataset,
         path=path,
@@ -33,3 +42,36 @@ def lake_commit_record(*, dataset, path, row_count, idempotency_key, epoch=None,
 def lake_commits_retire(*, ids):
     """Compaction swapped these out; readers stop seeing them in the same transaction."""
     return LakeCommit.objects.filter(id__in=ids, retired=False).update(retired=True)
+
+
+def lake_state_compact_if_due(*, force=False, spark=None):
+    """Fold the newest snapshot and the event commits after it into a new state snapshot, and
+    swap it in with one transaction. Returns the new snapshot's commit, or None."""
+    from console.lake.selectors import lake_state_inputs
+    from workers.jobs.state import extract_state
+    from workers.spark import spark_from_settings
+
+    inputs = lake_state_inputs()
+    if not inputs.event_paths:
+        return None
+    if not force and len(inputs.event_paths) < settings.COMPACT_AFTER_COMMITS:
+        return None
+    store = lake()
+    session = spark or spark_from_settings()
+    path = store.new_dir("state", "snapshot")
+    state = extract_state(
+        session, store.paths(inputs.snapshot_paths), store.paths(inputs.event_paths)
+    )
+    state.write.parquet(store.path(path))
+    rows = session.read.parquet(store.path(path)).count()
+    with transaction.atomic():
+        commit = lake_commit_record(
+            dataset="state",
+            path=path,
+            row_count=rows,
+            idempotency_key=f"state:upto:{inputs.last_event_commit}",
+            covers_upto=inputs.last_event_commit,
+        )
+        if inputs.snapshot_id is not None:
+            lake_commits_retire(ids=[inputs.snapshot_id])
+    return commit

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 
-class PermanentFailure(Exception):  # noqa: N818 - the name handlers raise reads better as is
+class PermanentFailure(Exception):
     """Raised by a handler when a message can never be processed (validation error, unknown
     reference). The message is not retried: it is quarantined or returned to its sender,
     as the queue's ``on_permanent`` says."""

@@ -32,7 +32,9 @@ EVENT_SCHEMA = pa.schema(
     [
         ("message_id", pa.string()),
         ("epoch", pa.int64()),  # the writer's number, allocated by the console DB: orders writers
-        ("step", pa.int32()),  # order of this message's events within one epoch
+        # Order of events within one epoch. A delivery run numbers each partition's events in the
+        # order they happened ((partition << 32) + n), so a queue's attempts can be replayed.
+        ("step", pa.int64()),
         ("at", TS),
         ("from_state", pa.string()),
         ("to_state", pa.string()),

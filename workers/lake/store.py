@@ -50,7 +50,10 @@ class Lake:
         existing = [self.path(p) for p in relpaths]
         if not existing:
             return schema.empty_table() if columns is None else schema.empty_table().select(columns)
-        ds = pads.dataset(existing, schema=schema, format="parquet")
+        # One dataset per directory, unioned: pyarrow takes a list of files, not of folders.
+        # Spark's _SUCCESS and .crc files are skipped by pyarrow's default ignore prefixes.
+        parts = [pads.dataset(p, schema=schema, format="parquet") for p in existing]
+        ds = parts[0] if len(parts) == 1 else pads.dataset(parts)
         return ds.to_table(columns=columns, filter=filter)
 
 

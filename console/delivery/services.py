@@ -1,0 +1,301 @@
+"""Delivery runs: claim, run the Spark job, commit; and R7 recovery when a run dies.
+
+A run holds a lease on what it claimed through its heartbeat row. Whoever moves the run out of
+RUNNING first, the run committing its outcome or the sweeper declaring it dead, wins; the loser's
+output stays invisible (ARCHITECTURE: tasks may be lost, work may not).
+"""
+
+import logging
+import os
+import socket
+import threading
+from datetime import UTC, datetime, timedelta
+
+import pyarrow as pa
+import pyarrow.dataset as pads
+from django.conf import settings
+from django.db import IntegrityError, close_old_connections, connection, transaction
+from django.utils import timezone
+
+from console.delivery.models import DeliveryRun, PoisonEntry
+from console.lake.selectors import lake_committed, lake_paths, lake_state_inputs
+from console.lake.services import epoch_allocate, lake, lake_commit_record
+from console.queues.models import Queue
+from workers.engine import rules
+from workers.engine import states as S
+from workers.lake.schema import CLAIM_SCHEMA, EVENT_SCHEMA
+
+log = logging.getLogger(__name__)
+
+
+class _Heartbeat(threading.Thread):
+    """Renews the run's lease until stopped. Its own DB connection, closed when it ends."""
+
+    def __init__(self, run_id, interval):
+        super().__init__(daemon=True, name=f"heartbeat-{run_id}")
+        self.run_id = run_id
+        self.interval = interval
+        self.stopped = threading.Event()
+
+    def run(self):
+        try:
+            while not self.stopped.wait(self.interval):
+                DeliveryRun.objects.filter(id=self.run_id, status=DeliveryRun.RUNNING).update(
+                    heartbeat_at=timezone.now()
+                )
+        finally:
+            connection.close()
+
+    def stop(self):
+        self.stopped.set()
+        self.join(timeout=self.interval + 5)
+
+
+def _run_start(queues):
+    now = timezone.now()
+    epoch = epoch_allocate(purpose="delivery run")
+    try:
+        with transaction.atomic():
+            return DeliveryRun.objects.create(
+                epoch=epoch,
+                queues=queues,
+                worker=f"{socket.gethostname()}:{os.getpid()}",
+                started_at=now,
+                heartbeat_at=now,
+            )
+    except IntegrityError:
+        return None  # another run holds the delivery lock
+
+
+def _policies():
+    return {q.name: q.policy().as_dict() for q in Queue.objects.all()}
+
+
+def _poison_lists():
+    ids, hashes = [], []
+    for mid, sha, reason in PoisonEntry.objects.values_list("message_id", "body_sha256", "reason"):
+        ids.append((mid, reason))
+        if sha:
+            hashes.append((sha, reason))
+    return ids, hashes
+
+
+def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, spark=None):
+    """One delivery run over the due messages of the enabled queues (all, or those named).
+
+    Returns the DeliveryRun, or None when another run is in progress. `now` and `fixed_clock`
+    let tests and simulations choose the time the run happens at."""
+    from workers.jobs.delivery import DeliveryParams, run_delivery
+    from workers.spark import spark_from_settings
+
+    enabled = list(Queue.objects.filter(enabled=True).values_list("name", flat=True))
+    if queues:
+        unknown = set(queues) - set(Queue.objects.values_list("name", flat=True))
+        if unknown:
+            raise ValueError(f"unknown queue(s): {', '.join(sorted(unknown))}")
+        enabled = [q for q in enabled if q in queues]
+    run = _run_start(enabled)
+    if run is None:
+        log.info("a delivery run is already in progress; this one is skipped")
+        return None
+    store = lake()
+    inputs = lake_state_inputs()
+    poison_ids, poison_hashes = _poison_lists()
+    label = f"run{run.id}"
+    paths = {
+        "claims": store.new_dir("claims", label),
+        "events": store.new_dir("events", label),
+        "conversation": store.new_dir("events", f"{label}-conversations"),
+        "notifications": store.new_dir("notifications", label),
+    }
+    params = DeliveryParams(
+        run_id=str(run.id),
+        epoch=run.epoch,
+        now=now or datetime.now(UTC),
+        policies=_policies(),
+        queues=enabled,
+        message_paths=store.paths(lake_paths(dataset="messages")),
+        snapshot_paths=store.paths(inputs.snapshot_paths),
+        event_paths=store.paths(inputs.event_paths),
+        claims_path=store.path(paths["claims"]),
+        events_path=store.path(paths["events"]),
+        conversation_events_path=store.path(paths["conversation"]),
+        notifications_path=store.path(paths["notifications"]),
+        poison_ids=poison_ids,
+        poison_hashes=poison_hashes,
+        fixed_clock=fixed_clock,
+        max_batch=settings.DELIVERY_BATCH_SIZE,
+        max_batch_bytes=settings.DELIVERY_BATCH_BYTES,
+        handler_timeout=float(settings.HANDLER_TIMEOUT_SECONDS),
+        partitions=partitions,
+    )
+
+    def on_claimed(_path, count):
+        DeliveryRun.objects.filter(id=run.id, status=DeliveryRun.RUNNING).update(
+            claims_path=paths["claims"], claimed=count
+        )
+
+    heartbeat = _Heartbeat(run.id, settings.HEARTBEAT_SECONDS)
+    heartbeat.start()
+    try:
+        result = run_delivery(spark or spark_from_settings(), params, on_claimed=on_claimed)
+    except Exception as exc:
+        heartbeat.stop()
+        log.exception("delivery run %s failed", run.id)
+        _run_fail(run, f"{exc.__class__.__name__}: {exc}")
+        raise
+    heartbeat.stop()
+    _run_commit(run, result, paths)
+    run.refresh_from_db()
+    return run
+
+
+def _run_commit(run, result, paths):
+    outcomes = {
+        "claimed": result.claimed,
+        "events": result.events,
+        "states": result.outcomes,
+        "conversation_events": result.conversation_events,
+        "notifications": result.notifications,
+        "disabled": result.disabled,
+    }
+    with transaction.atomic():
+        won = DeliveryRun.objects.filter(id=run.id, status=DeliveryRun.RUNNING).update(
+            status=DeliveryRun.COMMITTED, finished_at=timezone.now(), outcomes=outcomes
+        )
+        if won != 1:
+            # The sweeper declared this run dead and recovered its claims first; what it wrote
+            # stays invisible, as if the run had died.
+            log.warning("delivery run %s lost its lease before committing", run.id)
+            return
+        key = f"delivery:{run.id}"
+        if result.events:
+            lake_commit_record(dataset="events", path=paths["events"], row_count=result.events,
+                               idempotency_key=key, epoch=run.epoch)
+        if result.conversation_events:
+            lake_commit_record(dataset="events", path=paths["conversation"],
+                               row_count=result.conversation_events,
+                               idempotency_key=f"{key}:conversations", epoch=run.epoch)
+        if result.notifications:
+            lake_commit_record(dataset="notifications", path=paths["notifications"],
+                               row_count=result.notifications, idempotency_key=key,
+                               epoch=run.epoch)
+        poison_add(entries=result.quarantined, source="engine")
+        _queues_record(result)
+
+
+def _queues_record(result):
+    """R11: carry each queue's failure streak to the next run; disable those that reached it."""
+    for name, streak in result.streaks.items():
+        Queue.objects.filter(name=name).update(consecutive_failures=streak)
+    for name, reason in result.disabled.items():
+        Queue.objects.filter(name=name, enabled=True).update(
+            enabled=False, disabled_at=timezone.now(), disabled_reason=reason
+        )
+        log.warning("queue %s disabled: %s", name, reason)
+
+
+def poison_add(*, entries, source):
+    """R9: put quarantined messages on the shared poison list (their latest reason wins)."""
+    rows = [
+        PoisonEntry(message_id=mid, queue=queue or "", reason=reason or "", body_sha256=sha or "",
+                    source=source)
+        for mid, queue, reason, sha in entries
+    ]
+    PoisonEntry.objects.bulk_create(
+        rows,
+        batch_size=500,
+        update_conflicts=True,
+        unique_fields=["message_id"],
+        update_fields=["reason", "body_sha256", "queue", "source"],
+    )
+
+
+def _run_fail(run, error):
+    won = DeliveryRun.objects.filter(id=run.id, status=DeliveryRun.RUNNING).update(
+        status=DeliveryRun.FAILED, finished_at=timezone.now(), error=error[:5000]
+    )
+    if won == 1:
+        run.refresh_from_db()
+        delivery_run_recover(run=run, why=f"delivery run {run.id} failed: {error[:500]}")
+
+
+def delivery_run_recover(*, run, why):
+    """R7 for a run that died: every message it claimed was in DLNG under its lease. Each goes
+    back to TBDL flagged as a blacklist candidate, or to NDLV if it already was one and was alone
+    (R8). Idempotent: a second call finds the commit and does nothing."""
+    key = f"recover:{run.id}"
+    if run.recovered or lake_committed(idempotency_key=key) or not run.claims_path:
+        DeliveryRun.objects.filter(id=run.id).update(recovered=True)
+        return 0
+    store = lake()
+    claims_dir = store.path(run.claims_path)
+    if not os.path.isdir(claims_dir):
+        DeliveryRun.objects.filter(id=run.id).update(recovered=True)
+        return 0
+    claims = pads.dataset(claims_dir, schema=CLAIM_SCHEMA, format="parquet").to_table().to_pylist()
+    epoch = epoch_allocate(purpose=f"recover run {run.id}")
+    at = datetime.now(UTC)
+    actor = f"sweeper/{socket.gethostname()}:{os.getpid()}"
+    events = []
+    step = 0
+    quarantined = []
+    size = len(claims)
+    for claim in claims:
+        current = dict(claim, state=claim["to_state"])
+        started, current = rules.start_attempt(current, at=run.started_at, actor=run.worker or actor,
+                                               run_id=str(run.id))
+        outcome = rules.crashed(current, at=at, actor=actor, run_id=str(run.id), batch_size=size,
+                                in_flight=False, detail=why)
+        for ev in [*started, *outcome]:
+            step += 1
+            ev["epoch"] = epoch
+            ev["step"] = step
+            events.append(ev)
+        if outcome[-1]["to_state"] == S.NDLV:
+            quarantined.append((claim["message_id"], outcome[-1]["queue"], outcome[-1]["reason"], ""))
+    path = store.new_dir("events", f"recover{run.id}")
+    store.write_arrow(pa.Table.from_pylist(events, schema=EVENT_SCHEMA), path)
+    with transaction.atomic():
+        lake_commit_record(dataset="events", path=path, row_count=len(events), idempotency_key=key,
+                           epoch=epoch)
+        poison_add(entries=_with_hashes(quarantined), source="engine")
+        DeliveryRun.objects.filter(id=run.id).update(recovered=True)
+    log.warning("recovered %s message(s) claimed by dead run %s: %s", size, run.id, why)
+    return size
+
+
+def _with_hashes(entries):
+    from console.ingest.models import MessageKey
+
+    if not entries:
+        return entries
+    hashes = dict(
+        MessageKey.objects.filter(message_id__in=[e[0] for e in entries]).values_list(
+            "message_id", "body_sha256"
+        )
+    )
+    return [(mid, q, reason, hashes.get(mid, "")) for mid, q, reason, _ in entries]
+
+
+def leases_sweep(*, now=None):
+    """Declare dead every run whose heartbeat stopped, and recover what it held (R7)."""
+    close_old_connections()
+    now = now or timezone.now()
+    deadline = now - timedelta(seconds=settings.LEASE_SECONDS)
+    recovered = 0
+    for run in DeliveryRun.objects.filter(status=DeliveryRun.RUNNING, heartbeat_at__lt=deadline):
+        won = DeliveryRun.objects.filter(id=run.id, status=DeliveryRun.RUNNING).update(
+            status=DeliveryRun.CRASHED, finished_at=now,
+            error=f"lease expired: no heartbeat since {run.heartbeat_at.isoformat()}",
+        )
+        if won != 1:
+            continue  # it committed (or another sweeper took it) meanwhile
+    pending = DeliveryRun.objects.filter(
+        status__in=[DeliveryRun.CRASHED, DeliveryRun.FAILED], recovered=False
+    )
+    for run in pending:
+        recovered += delivery_run_recover(
+            run=run, why=f"delivery run {run.id} stopped: {run.error or run.status}"
+        )
+    return recovered

@@ -1,0 +1,56 @@
+"""Handlers the engine tests deliver to. Each reads its behaviour from the message body, so a
+test states the outcome it wants in the data it ingests."""
+
+import os
+import time
+
+from workers.engine.handlers import PermanentFailure
+
+
+def scripted(message):
+    """Body 'ok' succeeds; 'transient' and 'permanent' fail that way; 'crash' exits the
+    process; 'crash-once:<path>' crashes until the marker file exists; 'sleep' hangs."""
+    body = message.body.decode()
+    if body == "ok":
+        return
+    if body == "transient":
+        raise ConnectionError("inventory service unavailable")
+    if body == "permanent":
+        raise PermanentFailure("missing field: customer")
+    if body == "crash":
+        os._exit(70)
+    if body == "sleep":
+        time.sleep(3600)
+    raise ValueError(f"unexpected body {body!r}")
+
+
+def always_ok(message):
+    return None
+
+
+def always_transient(message):
+    raise ConnectionError("ledger service is down")
+
+
+def sequence(message):
+    """Body 'ok', or a comma-separated script of outcomes by attempt ('t,t,ok'; 't' transient,
+    'p' permanent, 'c' crash); the last entry repeats."""
+    script = message.body.decode().split(",")
+    step = script[min(message.attempt - 1, len(script) - 1)]
+    if step == "ok":
+        return
+    if step == "t":
+        raise ConnectionError("inventory service unavailable")
+    if step == "p":
+        raise PermanentFailure("missing field: customer")
+    if step == "c":
+        os._exit(70)
+    raise ValueError(f"unknown step {step!r}")
+
+
+def calls_recorded(message):
+    """Succeeds, leaving a file named after the message in the folder its body names, so a test
+    can tell whether a handler was called at all."""
+    folder = message.headers["record-to"]
+    with open(os.path.join(folder, message.id), "a") as f:
+        f.write("called\n")

@@ -1,0 +1,152 @@
+"""Run one isolation batch of handler calls in a forked child process.
+
+A handler that ends its process (``os._exit``, abort, out of memory, a segfault in a C extension)
+must not take the delivery run down with it, and the engine must know exactly which messages
+finished before it did (R7, R8, R10). So each batch runs in a child forked from the Spark Python
+worker: the child writes its progress into a shared memory page (the index of the message in
+flight, then one outcome byte per message), which survives the child's death, and sends the
+details of failures (rare) through a pipe. Successes cost two memory writes and nothing else.
+"""
+
+import mmap
+import os
+import pickle
+import select
+import signal
+import struct
+import time
+import traceback
+from dataclasses import dataclass, field
+
+from workers.engine.handlers import PermanentFailure
+
+PENDING = 0
+SUCCESS = 1
+TRANSIENT = 2
+PERMANENT = 3
+SKIPPED = 4  # not attempted: the queue was disabled earlier in this batch (R11)
+
+_HEADER = struct.Struct("qd")  # index in flight, monotonic time its call started
+_LEN = struct.Struct("I")
+MAX_REASON = 2000
+MAX_STACK = 8000
+
+
+@dataclass
+class BatchResult:
+    codes: list
+    failures: dict = field(default_factory=dict)  # index -> (reason, exception type, stack)
+    in_flight: int | None = None  # the message whose handler was running when the child died
+    crash: str | None = None  # how the child died; None if it finished normally
+    worker: str = ""
+
+
+def describe_exit(status):
+    if os.WIFSIGNALED(status):
+        signum = os.WTERMSIG(status)
+        try:
+            name = signal.Signals(signum).name
+        except ValueError:
+            name = str(signum)
+        return f"process killed by signal {signum} ({name})"
+    return f"process exited with code {os.waitstatus_to_exitcode(status)}"
+
+
+def _failure_record(index, exc, *, transient):
+    reason = str(exc) or exc.__class__.__name__
+    if transient and not isinstance(exc, Exception):
+        reason = f"{exc.__class__.__name__}: {reason}"
+    stack = "".join(traceback.format_exception(exc))[-MAX_STACK:]
+    return pickle.dumps((index, reason[:MAX_REASON], exc.__class__.__name__, stack))
+
+
+def _child(messages, call, streaks, shm, wfd):
+    codes_at = _HEADER.size
+    try:
+        for index, message in enumerate(messages):
+            if streaks is not None and streaks.disabled(message.queue):
+                shm[codes_at + index] = SKIPPED
+                continue
+            _HEADER.pack_into(shm, 0, index, time.monotonic())
+            try:
+                call(message)
+            except PermanentFailure as exc:
+                record = _failure_record(index, exc, transient=False)
+                os.write(wfd, _LEN.pack(len(record)) + record)
+                code = PERMANENT
+            except SystemExit as exc:
+                # The handler asked to end its process: honour it, it is a crash (R10).
+                code = exc.code if isinstance(exc.code, int) else 1
+                os._exit(code or 1)
+            except BaseException as exc:
+                record = _failure_record(index, exc, transient=True)
+                os.write(wfd, _LEN.pack(len(record)) + record)
+                code = TRANSIENT
+            else:
+                code = SUCCESS
+            shm[codes_at + index] = code
+            if streaks is not None:
+                streaks.record(message.queue, code)
+        _HEADER.pack_into(shm, 0, -1, 0.0)
+    finally:
+        os._exit(0)
+
+
+def _read_records(buffer):
+    records = []
+    offset = 0
+    while len(buffer) - offset >= _LEN.size:
+        (length,) = _LEN.unpack_from(buffer, offset)
+        if len(buffer) - offset - _LEN.size < length:
+            break  # the child died while writing this one; it is lost with the child
+        records.append(pickle.loads(bytes(buffer[offset + _LEN.size : offset + _LEN.size + length])))  # noqa: S301 - our own child wrote it
+        offset += _LEN.size + length
+    return records
+
+
+def run_isolated(messages, call, *, timeout=300.0, streaks=None):
+    """Call `call(message)` for each message in a forked child; return what became of each.
+
+    `streaks` (a QueueStreaks) lets the child stop calling a queue's handler once the queue
+    reaches its disable_after threshold within this batch (R11)."""
+    size = _HEADER.size + len(messages)
+    shm = mmap.mmap(-1, max(size, mmap.PAGESIZE))
+    _HEADER.pack_into(shm, 0, -1, 0.0)
+    rfd, wfd = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # pragma: no cover - runs in the child, which never returns
+        os.close(rfd)
+        _child(messages, call, streaks, shm, wfd)
+    os.close(wfd)
+    buffer = bytearray()
+    timed_out = None
+    try:
+        while True:
+            ready, _, _ = select.select([rfd], [], [], 1.0)
+            if ready:
+                chunk = os.read(rfd, 1 << 16)
+                if not chunk:
+                    break
+                buffer += chunk
+                continue
+            index, started = _HEADER.unpack_from(shm, 0)
+            if index >= 0 and time.monotonic() - started > timeout:
+                timed_out = index
+                os.kill(pid, signal.SIGKILL)
+    finally:
+        os.close(rfd)
+    _, status = os.waitpid(pid, 0)
+    codes = list(shm[_HEADER.size : _HEADER.size + len(messages)])
+    index, _ = _HEADER.unpack_from(shm, 0)
+    shm.close()
+    result = BatchResult(codes=codes, worker=f"{os.uname().nodename}:{pid}")
+    for rec_index, reason, exc_type, stack in _read_records(buffer):
+        result.failures[rec_index] = (reason, exc_type, stack)
+    normal = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and index == -1
+    if not normal:
+        if timed_out is not None:
+            result.crash = f"handler timed out after {timeout:g} s"
+        else:
+            result.crash = describe_exit(status)
+        result.in_flight = index if index >= 0 else None
+    return result

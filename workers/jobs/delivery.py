@@ -1,0 +1,231 @@
+"""The delivery run as a Spark job (R1-R11, R14).
+
+extract: current state (snapshot + newer events), message bodies, the poison list.
+transform: pick the due messages of enabled queues (`due_messages`), mark those on the poison list
+  (`mark_poisoned`), and deliver each partition through workers.engine.runner in the executors
+  (`deliver`), which calls handlers in isolated children.
+load: claims first (what the run holds in DLNG, so a sweeper can recover them if the run dies),
+  then the events, written exactly once: the handlers run during that single write.
+
+No Django here: the task passes paths and parameters and records the commit (workers.tasks).
+"""
+
+import math
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import pyarrow as pa
+from pyspark import StorageLevel
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from workers.engine import states as S
+from workers.engine.policy import policy_from_mapping
+from workers.engine.runner import RunContext, deliver_rows
+from workers.jobs.conversations import end_conversations
+from workers.jobs.state import EVENT_COLUMNS, extract_events, extract_messages, fold_state
+from workers.lake.schema import CLAIM_SCHEMA, EVENT_SCHEMA, ddl
+
+MESSAGE_COLUMNS = ["body", "body_size", "body_sha256", "content_type", "headers",
+                   "conversation_id", "sender", "enqueued_at"]
+
+
+@dataclass
+class DeliveryParams:
+    run_id: str
+    epoch: int
+    now: datetime
+    policies: dict  # every queue's policy as a dict (exception queues need theirs too)
+    queues: list  # the queues this run delivers: enabled ones, maybe narrowed by --queue
+    message_paths: list
+    snapshot_paths: list
+    event_paths: list
+    claims_path: str
+    events_path: str
+    conversation_events_path: str
+    notifications_path: str
+    poison_ids: list = field(default_factory=list)  # [(message_id, reason)]
+    poison_hashes: list = field(default_factory=list)  # [(body_sha256, reason)]
+    fixed_clock: bool = False
+    max_batch: int = 5000
+    max_batch_bytes: int = 64 * 1024 * 1024
+    handler_timeout: float = 300.0
+    partitions: int | None = None
+
+
+@dataclass
+class DeliveryResult:
+    claimed: int = 0
+    events: int = 0
+    conversation_events: int = 0
+    notifications: int = 0
+    outcomes: dict = field(default_factory=dict)  # final state in this run -> count
+    streaks: dict = field(default_factory=dict)  # queue -> failed attempts in a row (R11)
+    disabled: dict = field(default_factory=dict)  # queue -> reason (R11)
+    quarantined: list = field(default_factory=list)  # [(id, queue, reason, body_sha256)] (R9)
+
+
+def due_messages(state: DataFrame, messages: DataFrame, *, queues, now) -> DataFrame:
+    """Messages of the given queues that are TBDL, or WAIT and due by `now` (R5), with their
+    current body version joined in."""
+    due = state.where(
+        F.col("queue").isin(list(queues))
+        & (
+            (F.col("to_state") == S.TBDL)
+            | ((F.col("to_state") == S.WAIT) & (F.col("next_attempt_at") <= F.lit(now)))
+        )
+    ).withColumnRenamed("to_state", "state")
+    bodies = messages.select(
+        "message_id", F.col("version").alias("body_version"), *MESSAGE_COLUMNS
+    )
+    return due.join(bodies, on=["message_id", "body_version"], how="inner")
+
+
+def mark_poisoned(due: DataFrame, poison_ids: DataFrame, poison_hashes: DataFrame, *,
+                  body_match_queues) -> DataFrame:
+    """R9: add `poison_reason` for messages whose id (or, on id_or_body queues, body hash) is on
+    the shared poison list."""
+    by_id = poison_ids.select("message_id", F.col("reason").alias("_id_reason"))
+    by_hash = poison_hashes.select("body_sha256", F.col("reason").alias("_hash_reason"))
+    marked = due.join(F.broadcast(by_id), on="message_id", how="left").join(
+        F.broadcast(by_hash), on="body_sha256", how="left"
+    )
+    hash_applies = F.col("queue").isin(list(body_match_queues))
+    return marked.withColumn(
+        "poison_reason",
+        F.coalesce(
+            F.col("_id_reason"),
+            F.when(hash_applies & F.col("_hash_reason").isNotNull(),
+                   F.concat(F.lit("same body as a poisoned message: "), F.col("_hash_reason"))),
+        ),
+    ).drop("_id_reason", "_hash_reason")
+
+
+def deliver(due: DataFrame, ctx: RunContext) -> DataFrame:
+    """The engine in the executors: one events row per transition (lazy until written)."""
+    from pyspark import TaskContext
+
+    def run_partition(batches):
+        partition = TaskContext.get().partitionId()
+
+        def rows():
+            for batch in batches:
+                yield from batch.to_pylist()
+
+        for events in deliver_rows(rows(), ctx, partition=partition):
+            yield pa.RecordBatch.from_pylist(events, schema=EVENT_SCHEMA)
+
+    return due.mapInArrow(run_partition, ddl(EVENT_SCHEMA))
+
+
+def _partitioned(due: DataFrame, policies, count, max_batch, partitions):
+    """All messages of a queue with disable_after go to one partition, in order, so "failed
+    attempts in a row" (R11) means exactly that; the rest spread by id."""
+    serial = [q for q, p in policies.items() if p.disable_after]
+    key = F.when(F.col("queue").isin(serial), F.col("queue")).otherwise(F.col("message_id"))
+    n = partitions or max(due.sparkSession.sparkContext.defaultParallelism,
+                          math.ceil(count / max_batch))
+    return due.repartition(n, key).sortWithinPartitions("queue", "enqueued_at", "message_id")
+
+
+def run_delivery(spark, params: DeliveryParams, *, on_claimed=None) -> DeliveryResult:
+    policies = {name: policy_from_mapping(p) for name, p in params.policies.items()}
+    ctx = RunContext(
+        run_id=params.run_id,
+        epoch=params.epoch,
+        policies=policies,
+        now=params.now,
+        fixed_clock=params.fixed_clock,
+        max_batch=params.max_batch,
+        max_batch_bytes=params.max_batch_bytes,
+        handler_timeout=params.handler_timeout,
+    )
+    result = DeliveryResult()
+    queues = [q for q in params.queues if q in policies and policies[q].enabled]
+    if not queues:
+        return result
+    before = extract_events(spark, [*params.snapshot_paths, *params.event_paths])
+    state = fold_state(before)
+    messages = extract_messages(spark, params.message_paths)
+    poison_ids = spark.createDataFrame(params.poison_ids, "message_id string, reason string")
+    poison_hashes = spark.createDataFrame(params.poison_hashes, "body_sha256 string, reason string")
+    due = mark_poisoned(
+        due_messages(state, messages, queues=queues, now=params.now),
+        poison_ids,
+        poison_hashes,
+        body_match_queues=[q for q, p in policies.items() if p.poison_match == "id_or_body"],
+    ).persist(StorageLevel.MEMORY_AND_DISK)
+    try:
+        result.claimed = due.count()
+        if result.claimed == 0:
+            return result
+        # Claims are on disk before any handler runs (R7: the sweeper's record of what was held).
+        claim_columns = [f.name for f in CLAIM_SCHEMA]
+        (due.withColumnRenamed("state", "to_state")
+            .withColumn("from_state", F.col("to_state"))
+            .withColumn("at", F.lit(params.now))
+            .withColumn("actor", F.lit(None).cast("string"))
+            .withColumn("run_id", F.lit(params.run_id))
+            .select(*claim_columns)
+            .write.parquet(params.claims_path))
+        if on_claimed is not None:
+            on_claimed(params.claims_path, result.claimed)
+        partitioned = _partitioned(due, policies, result.claimed, params.max_batch,
+                                   params.partitions)
+        deliver(partitioned, ctx).write.parquet(params.events_path)
+    finally:
+        due.unpersist()
+    run_events = extract_events(spark, [params.events_path])
+    result.events = run_events.count()
+    _summarize(run_events, messages, policies, result)
+    _end_conversations(spark, params, before, run_events, messages, result)
+    return result
+
+
+def _summarize(run_events: DataFrame, messages: DataFrame, policies, result):
+    last = fold_state(run_events)
+    result.outcomes = {r["to_state"]: r["count"] for r in last.groupBy("to_state").count().collect()}
+    serial = {q: p for q, p in policies.items() if p.disable_after}
+    if serial:
+        rows = (
+            run_events.where(F.col("queue_streak").isNotNull() & F.col("queue").isin(list(serial)))
+            .groupBy("queue")
+            .agg(F.max_by("queue_streak", "step").alias("last"), F.max("queue_streak").alias("peak"))
+            .collect()
+        )
+        for row in rows:
+            result.streaks[row["queue"]] = row["last"]
+            limit = serial[row["queue"]].disable_after
+            if row["peak"] >= limit:
+                result.disabled[row["queue"]] = f"queue disabled: {limit} failed attempts in a row"
+    quarantined = (
+        last.where(F.col("to_state") == S.NDLV)
+        .join(messages.select("message_id", F.col("version").alias("body_version"), "body_sha256"),
+              on=["message_id", "body_version"], how="left")
+        .select("message_id", "queue", "reason", "body_sha256")
+    )
+    result.quarantined = [tuple(r) for r in quarantined.toLocalIterator()]
+
+
+def _end_conversations(spark, params, before, run_events, messages, result):
+    """R6 return_to_sender ends the message's conversation as R13 does: notify the sender and
+    end the conversation's other unfinished messages."""
+    ended = fold_state(run_events).where(F.col("to_state") == S.ENDED).select(
+        "message_id", "reason"
+    )
+    if ended.limit(1).count() == 0:
+        return
+    after = fold_state(before.unionByName(run_events.select(*EVENT_COLUMNS)))
+    events, notifications = end_conversations(
+        after,
+        messages,
+        ended.withColumn("code", F.lit("permanent-failure")),
+        epoch=params.epoch,
+        at=params.now,
+        actor=f"engine/run {params.run_id}",
+        run_id=params.run_id,
+    )
+    events.write.parquet(params.conversation_events_path)
+    notifications.write.parquet(params.notifications_path)
+    result.conversation_events = extract_events(spark, [params.conversation_events_path]).count()
+    result.notifications = spark.read.parquet(params.notifications_path).count()

@@ -1,0 +1,45 @@
+"""Celery tasks: thin. Each fetches what it needs and calls a service; the services hold the
+logic and the tests call them directly.
+
+None of these retries on its own: beat enqueues the periodic ones again soon, and the work they
+do is idempotent (a run claims only what is due; a sweep recovers a dead run once)."""
+
+from celery import shared_task
+
+
+@shared_task(soft_time_limit=3300, time_limit=3600, ignore_result=True)
+def delivery_run_task(queues=None):
+    """One delivery run on the spark worker. Returns the run's id, or None when another run was
+    in progress (beat will try again at the next tick)."""
+    from console.delivery.services import delivery_run
+
+    run = delivery_run(queues=queues)
+    if run is not None:
+        from console.lake.services import lake_state_compact_if_due
+
+        lake_state_compact_if_due()
+    return run.id if run else None
+
+
+@shared_task(soft_time_limit=1700, time_limit=1800, ignore_result=True)
+def lake_compact_task():
+    """Fold event commits into a new state snapshot when enough have piled up."""
+    from console.lake.services import lake_state_compact_if_due
+
+    return lake_state_compact_if_due()
+
+
+@shared_task(soft_time_limit=240, time_limit=300, ignore_result=True)
+def sweep_leases_task():
+    """R7: recover what dead delivery runs held. Returns how many messages were recovered."""
+    from console.delivery.services import leases_sweep
+
+    return leases_sweep()
+
+
+@shared_task(soft_time_limit=1700, time_limit=1800, ignore_result=True)
+def inbox_scan_task():
+    """Take the inbox folder's files in. Returns how many files were processed."""
+    from console.ingest.services import inbox_scan
+
+    return len(inbox_scan())
