@@ -127,6 +127,8 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "transaction_mode": "IMMEDIATE",
     }
     DATABASES["default"]["CONN_MAX_AGE"] = 0
+    # A file, not memory: tests start real workers that must see the same database.
+    DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-console.sqlite3")}
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

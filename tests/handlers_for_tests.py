@@ -54,3 +54,11 @@ def calls_recorded(message):
     folder = message.headers["record-to"]
     with open(os.path.join(folder, message.id), "a") as f:
         f.write("called\n")
+
+
+def held(message):
+    """Succeeds, but only once the file named by the 'hold-while' header is gone: a test keeps
+    the message in flight for as long as it likes."""
+    flag = message.headers["hold-while"]
+    while os.path.exists(flag):
+        time.sleep(0.05)

@@ -180,7 +180,7 @@ def _run_commit(run, result, paths):
             lake_commit_record(dataset="notifications", path=paths["notifications"],
                                row_count=result.notifications, idempotency_key=key,
                                epoch=run.epoch)
-        poison_add(entries=result.quarantined, source="engine")
+        poison_add(entries=_with_hashes(result.quarantined), source="engine")
         _queues_record(result)
 
 
@@ -268,13 +268,12 @@ def delivery_run_recover(*, run, why):
 def _with_hashes(entries):
     from console.ingest.models import MessageKey
 
-    if not entries:
-        return entries
-    hashes = dict(
-        MessageKey.objects.filter(message_id__in=[e[0] for e in entries]).values_list(
-            "message_id", "body_sha256"
+    hashes = {}
+    for start in range(0, len(entries), 900):
+        ids = [e[0] for e in entries[start : start + 900]]
+        hashes.update(
+            MessageKey.objects.filter(message_id__in=ids).values_list("message_id", "body_sha256")
         )
-    )
     return [(mid, q, reason, hashes.get(mid, "")) for mid, q, reason, _ in entries]
 
 

@@ -1,3 +1,7 @@
-from django.urls import path  # noqa: F401
+from django.urls import path
 
-urlpatterns = []
+from console.ingest import apis
+
+urlpatterns = [
+    path("messages", apis.MessagesIngestApi.as_view(), name="ingest-messages"),
+]

@@ -38,7 +38,7 @@ def _validate_handler(value):
 
 
 class Queue(models.Model):
-    """A named destination with its handler and delivery policy (SEMANTICS.md, R3-R6, R9, R11, R15)."""
+    """A named destination with its handler and delivery policy (R3-R6, R9, R11, R15)."""
 
     D = P.DEFAULTS
 
@@ -63,6 +63,7 @@ class Queue(models.Model):
     backoff_every = models.PositiveIntegerField(default=D["backoff_every"], help_text="R5: k.")
     backoff_delays = models.JSONField(
         default=_default_backoff_delays,
+        blank=True,
         validators=[_validate_backoff_delays],
         help_text="R5: delays in seconds, e.g. [300, 600].",
     )

@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import pyarrow as pa
+import pyarrow.dataset as pads
 from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
@@ -145,20 +146,16 @@ def run_delivery(spark, params: DeliveryParams, *, on_claimed=None) -> DeliveryR
     if not queues:
         return result
     before = extract_events(spark, [*params.snapshot_paths, *params.event_paths])
-    state = fold_state(before)
     messages = extract_messages(spark, params.message_paths)
     poison_ids = spark.createDataFrame(params.poison_ids, "message_id string, reason string")
     poison_hashes = spark.createDataFrame(params.poison_hashes, "body_sha256 string, reason string")
     due = mark_poisoned(
-        due_messages(state, messages, queues=queues, now=params.now),
+        due_messages(fold_state(before), messages, queues=queues, now=params.now),
         poison_ids,
         poison_hashes,
         body_match_queues=[q for q, p in policies.items() if p.poison_match == "id_or_body"],
     ).persist(StorageLevel.MEMORY_AND_DISK)
     try:
-        result.claimed = due.count()
-        if result.claimed == 0:
-            return result
         # Claims are on disk before any handler runs (R7: the sweeper's record of what was held).
         claim_columns = [f.name for f in CLAIM_SCHEMA]
         (due.withColumnRenamed("state", "to_state")
@@ -168,6 +165,9 @@ def run_delivery(spark, params: DeliveryParams, *, on_claimed=None) -> DeliveryR
             .withColumn("run_id", F.lit(params.run_id))
             .select(*claim_columns)
             .write.parquet(params.claims_path))
+        result.claimed = count_rows(params.claims_path)
+        if result.claimed == 0:
+            return result
         if on_claimed is not None:
             on_claimed(params.claims_path, result.claimed)
         partitioned = _partitioned(due, policies, result.claimed, params.max_batch,
@@ -175,46 +175,61 @@ def run_delivery(spark, params: DeliveryParams, *, on_claimed=None) -> DeliveryR
         deliver(partitioned, ctx).write.parquet(params.events_path)
     finally:
         due.unpersist()
-    run_events = extract_events(spark, [params.events_path])
-    result.events = run_events.count()
-    _summarize(run_events, messages, policies, result)
-    _end_conversations(spark, params, before, run_events, messages, result)
+    summarize_run(params.events_path, policies, result)
+    if result.outcomes.get(S.ENDED):
+        _end_conversations(spark, params, before, messages, result)
     return result
 
 
-def _summarize(run_events: DataFrame, messages: DataFrame, policies, result):
-    last = fold_state(run_events)
-    result.outcomes = {r["to_state"]: r["count"] for r in last.groupBy("to_state").count().collect()}
-    serial = {q: p for q, p in policies.items() if p.disable_after}
-    if serial:
-        rows = (
-            run_events.where(F.col("queue_streak").isNotNull() & F.col("queue").isin(list(serial)))
-            .groupBy("queue")
-            .agg(F.max_by("queue_streak", "step").alias("last"), F.max("queue_streak").alias("peak"))
-            .collect()
-        )
-        for row in rows:
-            result.streaks[row["queue"]] = row["last"]
-            limit = serial[row["queue"]].disable_after
-            if row["peak"] >= limit:
-                result.disabled[row["queue"]] = f"queue disabled: {limit} failed attempts in a row"
-    quarantined = (
-        last.where(F.col("to_state") == S.NDLV)
-        .join(messages.select("message_id", F.col("version").alias("body_version"), "body_sha256"),
-              on=["message_id", "body_version"], how="left")
-        .select("message_id", "queue", "reason", "body_sha256")
-    )
-    result.quarantined = [tuple(r) for r in quarantined.toLocalIterator()]
+def count_rows(path):
+    """Rows in a written directory, from the Parquet footers alone (no Spark job)."""
+    return pads.dataset(path, format="parquet").count_rows()
 
 
-def _end_conversations(spark, params, before, run_events, messages, result):
+def summarize_run(events_path, policies, result):
+    """What the run did, in one streaming pass over its events with pyarrow.
+
+    A message's events of one run are written one after the other by the partition that
+    delivered it, so its last event is the one the next message's events follow: no shuffle
+    and memory bounded by one record batch, however large the run."""
+    serial = {q: p.disable_after for q, p in policies.items() if p.disable_after}
+    outcomes, peaks = {}, {}
+    columns = ["message_id", "to_state", "queue", "reason", "queue_streak", "step"]
+    dataset = pads.dataset(events_path, format="parquet")
+    for fragment in dataset.get_fragments():
+        last = None
+        for batch in fragment.to_batches(columns=columns):
+            for row in batch.to_pylist():
+                if last is not None and row["message_id"] != last["message_id"]:
+                    _tally(last, outcomes, result)
+                last = row
+                streak = row["queue_streak"]
+                if streak is not None and row["queue"] in serial:
+                    result.streaks[row["queue"]] = streak
+                    peaks[row["queue"]] = max(peaks.get(row["queue"], 0), streak)
+                result.events += 1
+        if last is not None:
+            _tally(last, outcomes, result)
+    result.outcomes = outcomes
+    for queue, peak in peaks.items():
+        if peak >= serial[queue]:
+            result.disabled[queue] = f"queue disabled: {serial[queue]} failed attempts in a row"
+
+
+def _tally(last, outcomes, result):
+    state = last["to_state"]
+    outcomes[state] = outcomes.get(state, 0) + 1
+    if state == S.NDLV:
+        result.quarantined.append((last["message_id"], last["queue"], last["reason"], None))
+
+
+def _end_conversations(spark, params, before, messages, result):
     """R6 return_to_sender ends the message's conversation as R13 does: notify the sender and
     end the conversation's other unfinished messages."""
+    run_events = extract_events(spark, [params.events_path])
     ended = fold_state(run_events).where(F.col("to_state") == S.ENDED).select(
         "message_id", "reason"
     )
-    if ended.limit(1).count() == 0:
-        return
     after = fold_state(before.unionByName(run_events.select(*EVENT_COLUMNS)))
     events, notifications = end_conversations(
         after,
@@ -227,5 +242,5 @@ def _end_conversations(spark, params, before, run_events, messages, result):
     )
     events.write.parquet(params.conversation_events_path)
     notifications.write.parquet(params.notifications_path)
-    result.conversation_events = extract_events(spark, [params.conversation_events_path]).count()
-    result.notifications = spark.read.parquet(params.notifications_path).count()
+    result.conversation_events = count_rows(params.conversation_events_path)
+    result.notifications = count_rows(params.notifications_path)

@@ -1,0 +1,129 @@
+"""POST /api/v1/messages: send messages in.
+
+The body is one message object, a list of them, or {"messages": [...]} (fields: SEMANTICS' words,
+see console.ingest.files.FIELDS). The answer counts what became of every record:
+
+- 201 Created: every record was accepted or was a duplicate of one accepted before (re-sending a
+  batch is safe, and answers 201 again).
+- 200 OK with `errors`: some records were accepted and some refused. The accepted ones are in;
+  resend only the refused ones, fixed. (207 Multi-Status would say the same, but it is WebDAV's and
+  clients handle a plain 200 with an error list better.)
+- 400 Bad Request: nothing was accepted and something was refused, the JSON is malformed, or the
+  body holds no message.
+- 413: the request is larger than one message at MAX_BODY_BYTES can need; larger batches go
+  through the inbox folder.
+
+Each error names the record by its index in the batch (from 0) and its id when it had one.
+"""
+
+import json
+
+from rest_framework import serializers, status
+from rest_framework.exceptions import UnsupportedMediaType
+from rest_framework.permissions import BasePermission, IsAuthenticated
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from console.ingest.files import record_max_bytes
+from console.ingest.services import messages_ingest
+
+# Adding a message key is what accepting a message does; console.accounts.roles grants it.
+PERMISSION = "ingest.add_messagekey"
+
+
+class CanIngestMessages(BasePermission):
+    message = f"sending messages in needs the {PERMISSION} permission"
+
+    def has_permission(self, request, view):
+        return bool(request.user and request.user.has_perm(PERMISSION))
+
+
+class _BadRequest(Exception):
+    def __init__(self, detail, code=status.HTTP_400_BAD_REQUEST):
+        super().__init__(detail)
+        self.detail = detail
+        self.code = code
+
+
+class MessagesIngestApi(APIView):
+    permission_classes = [IsAuthenticated, CanIngestMessages]
+
+    class OutputSerializer(serializers.Serializer):
+        accepted = serializers.IntegerField()
+        duplicates = serializers.IntegerField()
+        refused = serializers.IntegerField()
+        errors = serializers.SerializerMethodField()
+
+        def get_errors(self, result):
+            return [e.as_dict() for e in result.errors]
+
+    def post(self, request):
+        try:
+            records = _records(_payload(request))
+        except _BadRequest as exc:
+            return Response({"detail": exc.detail}, status=exc.code)
+
+        result = messages_ingest(
+            records=records, source=f"api:{request.user.get_username()}", errors_kept=None
+        )
+
+        if not result.refused:
+            code = status.HTTP_201_CREATED
+        elif result.accepted:
+            code = status.HTTP_200_OK
+        else:
+            code = status.HTTP_400_BAD_REQUEST
+        return Response(self.OutputSerializer(result).data, status=code)
+
+
+def _payload(request):
+    media_type = (request.content_type or "").split(";")[0].strip().lower()
+    if media_type != "application/json" and not media_type.endswith("+json"):
+        raise UnsupportedMediaType(
+            media_type or "(none)", detail="send Content-Type: application/json"
+        )
+    limit = record_max_bytes()
+    try:
+        declared = int(request.META.get("CONTENT_LENGTH") or 0)
+    except ValueError:
+        declared = 0
+    if declared > limit:
+        raise _BadRequest(_too_large(limit), status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+    # Read here, with our own limit: Django's DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MB) is right for
+    # forms but smaller than one message at MAX_BODY_BYTES.
+    stream = request.stream
+    raw = stream.read(limit + 1) if stream is not None else b""
+    if len(raw) > limit:
+        raise _BadRequest(_too_large(limit), status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+    if not raw.strip():
+        raise _BadRequest(_EXPECTED)
+    try:
+        return json.loads(raw.decode("utf-8"))
+    except UnicodeDecodeError:
+        raise _BadRequest("malformed JSON: the body is not valid UTF-8") from None
+    except json.JSONDecodeError as exc:
+        raise _BadRequest(f"malformed JSON: {exc}") from None
+
+
+_EXPECTED = 'send a message object, a list of them, or {"messages": [...]}'
+
+
+def _records(payload):
+    if isinstance(payload, dict) and "messages" in payload:
+        if len(payload) != 1 or not isinstance(payload["messages"], list):
+            raise _BadRequest(f'"messages" must be a list, alone in the object: {_EXPECTED}')
+        payload = payload["messages"]
+    if isinstance(payload, dict):
+        return [payload]
+    if not isinstance(payload, list):
+        raise _BadRequest(f"{_EXPECTED}, not a JSON {type(payload).__name__}")
+    if not payload:
+        raise _BadRequest(f"the request holds no message: {_EXPECTED}")
+    return payload
+
+
+def _too_large(limit):
+    return (
+        f"the request is over {limit} bytes; send one message of up to MAX_BODY_BYTES per request, "
+        "or larger batches through the inbox folder"
+    )

@@ -1,0 +1,80 @@
+"""Real processes against the test database: Celery workers and Django commands started as
+subprocesses, each in its own process group so a test can SIGKILL one with everything it
+started (the JVM, Spark's Python workers, handler children)."""
+
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from django.db import connection
+
+ROOT = Path(__file__).resolve().parents[2]
+
+
+def database_url():
+    s = connection.settings_dict
+    if s["ENGINE"].endswith("sqlite3"):
+        return f"sqlite:///{s['NAME']}"
+    host = s.get("HOST") or "127.0.0.1"
+    port = s.get("PORT") or 5432
+    auth = s["USER"] + (f":{s['PASSWORD']}" if s.get("PASSWORD") else "")
+    return f"postgres://{auth}@{host}:{port}/{s['NAME']}"
+
+
+class Processes:
+    def __init__(self, env):
+        self.env = env
+        self.started = []
+
+    def start(self, *args, log):
+        out = open(log, "ab")  # noqa: SIM115 - closed with the process
+        proc = subprocess.Popen(
+            [sys.executable, *args], cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+            start_new_session=True,
+        )
+        proc.log_path = log
+        self.started.append((proc, out))
+        return proc
+
+    def kill(self, proc):
+        """SIGKILL the process and everything in its group, as a machine failure would."""
+        try:
+            os.killpg(proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        proc.wait(timeout=30)
+
+    def stop_all(self):
+        for proc, out in self.started:
+            if proc.poll() is None:
+                self.kill(proc)
+            out.close()
+
+
+@pytest.fixture
+def processes(transactional_db, lake_root, settings, tmp_path):
+    env = dict(os.environ)
+    env.update(
+        DATABASE_URL=database_url(),
+        LAKE_URI=str(lake_root),
+        HEARTBEAT_SECONDS="1",
+        DJANGO_SETTINGS_MODULE="console.settings",
+        PYTHONPATH=str(ROOT),
+    )
+    procs = Processes(env)
+    yield procs
+    procs.stop_all()
+
+
+def wait_for(predicate, *, timeout, what):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(0.2)
+    raise AssertionError(f"timed out after {timeout} s waiting for {what}")
