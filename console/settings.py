@@ -1,9 +1,9 @@
 """Antidote's settings.
 
 Every setting comes from the environment through the small helpers below. Each helper refuses a
-value it does not understand with ImproperlyConfigured, so a typo fails the process at start instead
-of surfacing later as odd behaviour. Without any variable set, the product runs on embedded defaults:
-SQLite, a lake folder under ./var, local Spark and kombu's filesystem broker.
+value it does not understand with ImproperlyConfigured, so a typo fails the process at start
+instead of surfacing later as odd behaviour. Without any variable set, the product runs on
+embedded defaults: SQLite, a lake folder under ./var, local Spark and kombu's filesystem broker.
 """
 
 import os
@@ -117,7 +117,9 @@ TEMPLATES = [
 ]
 
 _default_db = f"sqlite:///{VAR_DIR / 'console.sqlite3'}"
-_db_url = envchoice("DATABASE_URL", _default_db, prefixes=("sqlite://", "postgres://", "postgresql://"))
+_db_url = envchoice(
+    "DATABASE_URL", _default_db, prefixes=("sqlite://", "postgres://", "postgresql://")
+)
 DATABASES = {"default": dj_database_url.parse(_db_url, conn_max_age=60)}
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web process read while a worker commits; the timeout rides out short locks.
@@ -159,20 +161,20 @@ REST_FRAMEWORK = {
     "UNAUTHENTICATED_USER": None,
 }
 
-# --- The lake and Spark -------------------------------------------------------------------------
+# --- The lake and Spark --------------------------------------------------------------------------
 
 LAKE_URI = str(envpath("LAKE_URI", VAR_DIR / "lake"))
 SPARK_MASTER = envchoice("SPARK_MASTER", "local[*]", prefixes=("local", "spark://"))
 SPARK_REMOTE = envchoice("SPARK_REMOTE", "", prefixes=("sc://",))
 SPARK_DRIVER_MEMORY = os.environ.get("SPARK_DRIVER_MEMORY", "2g")
 
-# --- Ingest ----------------------------------------------------------------------------------------
+# --- Ingest --------------------------------------------------------------------------------------
 
 MAX_BODY_BYTES = envint("MAX_BODY_BYTES", 10 * 1024 * 1024, minimum=1)
 INBOX_DIR = envpath("INBOX_DIR", VAR_DIR / "inbox")
 INBOX_POLL_SECONDS = envint("INBOX_POLL_SECONDS", 10, minimum=1)
 
-# --- Delivery --------------------------------------------------------------------------------------
+# --- Delivery ------------------------------------------------------------------------------------
 
 # An isolation batch is the unit a handler crash takes down (R8): at most this many messages.
 DELIVERY_BATCH_SIZE = envint("DELIVERY_BATCH_SIZE", 5000, minimum=1)
@@ -187,7 +189,7 @@ SWEEP_INTERVAL_SECONDS = envint("SWEEP_INTERVAL_SECONDS", 30, minimum=1)
 # Fold event commits into a new state snapshot once this many are outstanding.
 COMPACT_AFTER_COMMITS = envint("COMPACT_AFTER_COMMITS", 20, minimum=1)
 
-# --- Celery ----------------------------------------------------------------------------------------
+# --- Celery --------------------------------------------------------------------------------------
 
 _broker_dir = VAR_DIR / "broker"
 CELERY_BROKER_URL = envchoice(
@@ -197,12 +199,13 @@ CELERY_BROKER_URL = envchoice(
 )
 CELERY_BROKER_TRANSPORT_OPTIONS = {}
 if CELERY_BROKER_URL.startswith("filesystem://"):
-    for sub in ("in", "processed"):
+    for sub in ("in", "processed", "control"):
         (_broker_dir / sub).mkdir(parents=True, exist_ok=True)
     CELERY_BROKER_TRANSPORT_OPTIONS = {
         "data_folder_in": str(_broker_dir / "in"),
         "data_folder_out": str(_broker_dir / "in"),
         "processed_folder": str(_broker_dir / "processed"),
+        "control_folder": str(_broker_dir / "control"),
         "store_processed": False,
     }
 CELERY_TASK_ALWAYS_EAGER = envbool("CELERY_TASK_ALWAYS_EAGER", "false")

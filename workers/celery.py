@@ -4,17 +4,23 @@
 import os
 
 from celery import Celery
-from kombu import Queue
+from kombu import Exchange, Queue
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 
 app = Celery("antidote")
 app.config_from_object("django.conf:settings", namespace="CELERY")
-app.conf.task_queues = (Queue("default"), Queue("spark"))
+# Each queue with its own exchange and routing key: sharing one would hand every task to both.
+app.conf.task_queues = (
+    Queue("default", Exchange("default"), routing_key="default"),
+    Queue("spark", Exchange("spark"), routing_key="spark"),
+)
+app.conf.task_default_exchange = "default"
+app.conf.task_default_routing_key = "default"
 app.conf.task_default_queue = "default"
 app.conf.task_routes = {
-    "workers.tasks.delivery_run_task": {"queue": "spark"},
-    "workers.tasks.lake_compact_task": {"queue": "spark"},
+    "workers.tasks.delivery_run_task": {"queue": "spark", "routing_key": "spark"},
+    "workers.tasks.lake_compact_task": {"queue": "spark", "routing_key": "spark"},
 }
 # The spark worker must not prefetch: a second delivery run waiting in its buffer would be lost
 # with it if it died, and runs are cheap to re-enqueue from beat anyway.

@@ -12,8 +12,9 @@ _lock = threading.Lock()
 _session = None
 
 
-def spark_session(*, master="local[*]", remote="", app_name="antidote", driver_memory="2g",
-                  extra_conf=None):
+def spark_session(
+    *, master="local[*]", remote="", app_name="antidote", driver_memory="2g", extra_conf=None
+):
     global _session
     with _lock:
         if _session is not None:

@@ -9,8 +9,19 @@ from console.lake.selectors import lake_paths
 from console.lake.services import lake
 
 HISTORY_FIELDS = (
-    "at", "from_state", "to_state", "queue", "attempt", "delivery_count", "candidate",
-    "next_attempt_at", "actor", "run_id", "reason", "exception_type", "stack",
+    "at",
+    "from_state",
+    "to_state",
+    "queue",
+    "attempt",
+    "delivery_count",
+    "candidate",
+    "next_attempt_at",
+    "actor",
+    "run_id",
+    "reason",
+    "exception_type",
+    "stack",
 )
 
 
@@ -29,13 +40,27 @@ def message_detail(*, message_id):
     key = MessageKey.objects.select_related("commit").filter(message_id=message_id).first()
     if key is None:
         return None
-    meta = lake().read_arrow(
-        "messages",
-        [key.commit.path],
-        columns=["message_id", "version", "queue", "body_size", "body_sha256", "content_type",
-                 "headers", "conversation_id", "sender", "enqueued_at"],
-        filter=pc.field("message_id") == message_id,
-    ).to_pylist()
+    meta = (
+        lake()
+        .read_arrow(
+            "messages",
+            [key.commit.path],
+            columns=[
+                "message_id",
+                "version",
+                "queue",
+                "body_size",
+                "body_sha256",
+                "content_type",
+                "headers",
+                "conversation_id",
+                "sender",
+                "enqueued_at",
+            ],
+            filter=pc.field("message_id") == message_id,
+        )
+        .to_pylist()
+    )
     history = message_history(message_id=message_id)
     latest = history[-1] if history else {}
     failure = next((e for e in reversed(history) if e["reason"] and e["to_state"] != "DLNG"), {})

@@ -170,16 +170,29 @@ def _run_commit(run, result, paths):
             return
         key = f"delivery:{run.id}"
         if result.events:
-            lake_commit_record(dataset="events", path=paths["events"], row_count=result.events,
-                               idempotency_key=key, epoch=run.epoch)
+            lake_commit_record(
+                dataset="events",
+                path=paths["events"],
+                row_count=result.events,
+                idempotency_key=key,
+                epoch=run.epoch,
+            )
         if result.conversation_events:
-            lake_commit_record(dataset="events", path=paths["conversation"],
-                               row_count=result.conversation_events,
-                               idempotency_key=f"{key}:conversations", epoch=run.epoch)
+            lake_commit_record(
+                dataset="events",
+                path=paths["conversation"],
+                row_count=result.conversation_events,
+                idempotency_key=f"{key}:conversations",
+                epoch=run.epoch,
+            )
         if result.notifications:
-            lake_commit_record(dataset="notifications", path=paths["notifications"],
-                               row_count=result.notifications, idempotency_key=key,
-                               epoch=run.epoch)
+            lake_commit_record(
+                dataset="notifications",
+                path=paths["notifications"],
+                row_count=result.notifications,
+                idempotency_key=key,
+                epoch=run.epoch,
+            )
         poison_add(entries=_with_hashes(result.quarantined), source="engine")
         _queues_record(result)
 
@@ -198,8 +211,13 @@ def _queues_record(result):
 def poison_add(*, entries, source):
     """R9: put quarantined messages on the shared poison list (their latest reason wins)."""
     rows = [
-        PoisonEntry(message_id=mid, queue=queue or "", reason=reason or "", body_sha256=sha or "",
-                    source=source)
+        PoisonEntry(
+            message_id=mid,
+            queue=queue or "",
+            reason=reason or "",
+            body_sha256=sha or "",
+            source=source,
+        )
         for mid, queue, reason, sha in entries
     ]
     PoisonEntry.objects.bulk_create(
@@ -243,22 +261,33 @@ def delivery_run_recover(*, run, why):
     size = len(claims)
     for claim in claims:
         current = dict(claim, state=claim["to_state"])
-        started, current = rules.start_attempt(current, at=run.started_at, actor=run.worker or actor,
-                                               run_id=str(run.id))
-        outcome = rules.crashed(current, at=at, actor=actor, run_id=str(run.id), batch_size=size,
-                                in_flight=False, detail=why)
+        started, current = rules.start_attempt(
+            current, at=run.started_at, actor=run.worker or actor, run_id=str(run.id)
+        )
+        outcome = rules.crashed(
+            current,
+            at=at,
+            actor=actor,
+            run_id=str(run.id),
+            batch_size=size,
+            in_flight=False,
+            detail=why,
+        )
         for ev in [*started, *outcome]:
             step += 1
             ev["epoch"] = epoch
             ev["step"] = step
             events.append(ev)
         if outcome[-1]["to_state"] == S.NDLV:
-            quarantined.append((claim["message_id"], outcome[-1]["queue"], outcome[-1]["reason"], ""))
+            quarantined.append(
+                (claim["message_id"], outcome[-1]["queue"], outcome[-1]["reason"], "")
+            )
     path = store.new_dir("events", f"recover{run.id}")
     store.write_arrow(pa.Table.from_pylist(events, schema=EVENT_SCHEMA), path)
     with transaction.atomic():
-        lake_commit_record(dataset="events", path=path, row_count=len(events), idempotency_key=key,
-                           epoch=epoch)
+        lake_commit_record(
+            dataset="events", path=path, row_count=len(events), idempotency_key=key, epoch=epoch
+        )
         poison_add(entries=_with_hashes(quarantined), source="engine")
         DeliveryRun.objects.filter(id=run.id).update(recovered=True)
     log.warning("recovered %s message(s) claimed by dead run %s: %s", size, run.id, why)
@@ -285,7 +314,8 @@ def leases_sweep(*, now=None):
     recovered = 0
     for run in DeliveryRun.objects.filter(status=DeliveryRun.RUNNING, heartbeat_at__lt=deadline):
         won = DeliveryRun.objects.filter(id=run.id, status=DeliveryRun.RUNNING).update(
-            status=DeliveryRun.CRASHED, finished_at=now,
+            status=DeliveryRun.CRASHED,
+            finished_at=now,
             error=f"lease expired: no heartbeat since {run.heartbeat_at.isoformat()}",
         )
         if won != 1:

@@ -8,6 +8,9 @@ class Epoch(models.Model):
     purpose = models.CharField(max_length=200)
     created_at = models.DateTimeField(auto_now_add=True)
 
+    def __str__(self):
+        return f"epoch {self.id}: {self.purpose}"
+
 
 class LakeCommit(models.Model):
     """One directory of lake output that readers may see. A directory with no row here does not

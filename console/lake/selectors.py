@@ -29,9 +29,7 @@ class StateInputs:
 
 
 def lake_state_inputs():
-    snapshot = (
-        LakeCommit.objects.filter(dataset="state", retired=False).order_by("-id").first()
-    )
+    snapshot = LakeCommit.objects.filter(dataset="state", retired=False).order_by("-id").first()
     events = LakeCommit.objects.filter(dataset="events", retired=False)
     if snapshot is not None:
         events = events.filter(id__gt=snapshot.covers_upto)

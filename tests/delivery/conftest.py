@@ -30,8 +30,9 @@ class Engine:
         if not isinstance(bodies, dict):
             prefix = prefix or queue
             bodies = {f"{prefix}-{i:04d}": b for i, b in enumerate(bodies)}
-        records = [{"id": mid, "queue": queue, "body": body, **fields}
-                   for mid, body in bodies.items()]
+        records = [
+            {"id": mid, "queue": queue, "body": body, **fields} for mid, body in bodies.items()
+        ]
         result = messages_ingest(records=records, source="test")
         assert not result.errors, result.errors
         return list(bodies)
@@ -39,8 +40,9 @@ class Engine:
     def deliver(self, *, at=None, queues=None, partitions=None):
         if at is not None:
             self.now = at
-        run = delivery_run(queues=queues, now=self.now, fixed_clock=True,
-                           partitions=partitions, spark=self.spark)
+        run = delivery_run(
+            queues=queues, now=self.now, fixed_clock=True, partitions=partitions, spark=self.spark
+        )
         self.runs.append(run)
         return run
 

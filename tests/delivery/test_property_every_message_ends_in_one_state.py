@@ -8,8 +8,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from console.lake.selectors import lake_paths
-from console.queues.models import Queue
 from console.lake.services import lake
+from console.queues.models import Queue
 from workers.engine import states as S
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -33,8 +33,12 @@ scripts = st.lists(st.lists(step, min_size=1, max_size=4).map(",".join), min_siz
 conversations = st.lists(st.sampled_from([None, "a", "b"]), min_size=8, max_size=8)
 
 
-@settings(max_examples=5, deadline=None, derandomize=True,
-          suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+@settings(
+    max_examples=5,
+    deadline=None,
+    derandomize=True,
+    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow],
+)
 @given(policy=policies, bodies=scripts, convs=conversations)
 def test_every_message_ends_in_exactly_one_state_through_allowed_transitions(
     engine, policy, bodies, convs
@@ -47,8 +51,12 @@ def test_every_message_ends_in_exactly_one_state_through_allowed_transitions(
     ids = []
     for i, body in enumerate(bodies):
         mid = f"{queue}-{i}"
-        engine.ingest(queue, {mid: body}, conversation_id=convs[i] and f"{queue}-{convs[i]}",
-                      sender="sender@example.test")
+        engine.ingest(
+            queue,
+            {mid: body},
+            conversation_id=convs[i] and f"{queue}-{convs[i]}",
+            sender="sender@example.test",
+        )
         ids.append(mid)
 
     # Deliver, a day later each time so everything waiting is due, re-enabling a queue that R11
@@ -58,8 +66,7 @@ def test_every_message_ends_in_exactly_one_state_through_allowed_transitions(
     for _ in range(10):
         run = engine.deliver()
         engine.later(days=1)
-        reenabled = Queue.objects.filter(enabled=False).update(enabled=True,
-                                                               consecutive_failures=0)
+        reenabled = Queue.objects.filter(enabled=False).update(enabled=True, consecutive_failures=0)
         if run.claimed == 0 and not reenabled:
             idle = True
             break

@@ -51,14 +51,21 @@ def test_r4_the_exception_queue_takes_the_message_with_its_id_and_history(engine
     engine.deliver_until_idle()
     state = engine.state(mid)
     assert (state["state"], state["queue"], state["original_queue"]) == (
-        S.DLVD, "orders.dlq", "orders")
+        S.DLVD,
+        "orders.dlq",
+        "orders",
+    )
     assert [e["queue"] for e in engine.history(mid)][-2:] == ["orders.dlq", "orders.dlq"]
     assert len(engine.history(mid)) == 8  # ingest, 2 attempts (with a retry), the move, delivery
 
 
 def test_r4_exception_destination_none_keeps_retrying_and_never_quarantines(engine):
-    engine.queue(max_failed_deliveries=2, exception_destination="none",
-                 blocked_retry_timeout=30, backoff_delays=[5])
+    engine.queue(
+        max_failed_deliveries=2,
+        exception_destination="none",
+        blocked_retry_timeout=30,
+        backoff_delays=[5],
+    )
     (mid,) = engine.ingest("orders", ["transient"])
     (other,) = engine.ingest("orders", ["ok"], prefix="fine")
     for _ in range(5):
@@ -73,8 +80,9 @@ def test_r4_exception_destination_none_keeps_retrying_and_never_quarantines(engi
 
 
 def test_r5_pmdf_backoff_schedule_without_sleeping(engine):
-    engine.queue(max_failed_deliveries=0, backoff_every=5, backoff_delays=[300, 600],
-                 periodic_interval=3600)
+    engine.queue(
+        max_failed_deliveries=0, backoff_every=5, backoff_delays=[300, 600], periodic_interval=3600
+    )
     (mid,) = engine.ingest("orders", ["transient"])
     engine.now = engine.now.replace(minute=7)  # 12:07, off the hour
     waits = []
@@ -103,10 +111,12 @@ def test_r6_a_permanent_failure_is_quarantined_at_once(engine):
 def test_r6_return_to_sender_ends_the_conversation_and_notifies_the_sender(engine):
     engine.queue("payments", on_permanent="return_to_sender")
     engine.queue("payments.slow", handler="tests.handlers_for_tests.always_transient")
-    engine.ingest("payments", {"pay-1": "permanent"}, conversation_id="conv-9",
-                  sender="shop@example.test")
-    engine.ingest("payments.slow", {"pay-2": "ok"}, conversation_id="conv-9",
-                  sender="shop@example.test")
+    engine.ingest(
+        "payments", {"pay-1": "permanent"}, conversation_id="conv-9", sender="shop@example.test"
+    )
+    engine.ingest(
+        "payments.slow", {"pay-2": "ok"}, conversation_id="conv-9", sender="shop@example.test"
+    )
     engine.ingest("payments", {"pay-3": "ok"}, conversation_id="conv-other")
     engine.deliver(queues=["payments.slow"])
     assert engine.state("pay-2")["state"] == S.WAIT
@@ -117,7 +127,8 @@ def test_r6_return_to_sender_ends_the_conversation_and_notifies_the_sender(engin
     assert engine.state("pay-3")["state"] == S.DLVD
     notes = lake().read_arrow("notifications", lake_paths(dataset="notifications")).to_pylist()
     assert [(n["message_id"], n["conversation_id"], n["sender"], n["code"]) for n in notes] == [
-        ("pay-1", "conv-9", "shop@example.test", "permanent-failure")]
+        ("pay-1", "conv-9", "shop@example.test", "permanent-failure")
+    ]
     assert not PoisonEntry.objects.filter(message_id="pay-1").exists()
 
 
@@ -127,7 +138,10 @@ def test_r7_a_crash_flags_the_message_and_a_second_crash_blacklists_it(engine):
     engine.deliver()
     state = engine.state(mid)
     assert (state["state"], state["blacklist_candidate"], state["delivery_count"]) == (
-        S.TBDL, True, 1)
+        S.TBDL,
+        True,
+        1,
+    )
     engine.deliver()
     state = engine.state(mid)
     assert state["state"] == S.NDLV
@@ -159,8 +173,9 @@ def test_r9_a_message_on_the_poison_list_is_quarantined_without_calling_its_hand
     engine.queue(handler="tests.handlers_for_tests.calls_recorded")
     headers = {"record-to": str(tmp_path)}
     engine.ingest("orders", {"known-bad": "x"}, headers=headers)
-    PoisonEntry.objects.create(message_id="known-bad", reason="crashed the billing app",
-                               source="billing")
+    PoisonEntry.objects.create(
+        message_id="known-bad", reason="crashed the billing app", source="billing"
+    )
     engine.deliver()
     state = engine.state("known-bad")
     assert state["state"] == S.NDLV
@@ -197,8 +212,7 @@ def test_r10_a_handler_that_ends_its_process_is_a_fatal_error(engine):
 
 
 def test_r11_a_queue_is_disabled_after_that_many_failures_in_a_row(engine):
-    engine.queue("invoices", handler="tests.handlers_for_tests.always_transient",
-                 disable_after=5)
+    engine.queue("invoices", handler="tests.handlers_for_tests.always_transient", disable_after=5)
     engine.queue()
     ids = engine.ingest("invoices", ["x"] * 12)
     (other,) = engine.ingest("orders", ["ok"])
@@ -216,8 +230,9 @@ def test_r11_a_queue_is_disabled_after_that_many_failures_in_a_row(engine):
 
 
 def test_r11_a_success_resets_the_streak(engine):
-    engine.queue(handler="tests.handlers_for_tests.sequence", disable_after=3,
-                 max_failed_deliveries=0)
+    engine.queue(
+        handler="tests.handlers_for_tests.sequence", disable_after=3, max_failed_deliveries=0
+    )
     engine.ingest("orders", ["t", "t", "ok", "t", "t", "ok"])
     engine.deliver(partitions=1)
     queue = Queue.objects.get(name="orders")

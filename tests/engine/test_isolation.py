@@ -12,8 +12,10 @@ from workers.engine.runner import QueueStreaks
 
 
 def _messages(bodies, queue="q"):
-    return [Message(id=f"m{i}", queue=queue, body=b, content_type="text/plain")
-            for i, b in enumerate(bodies)]
+    return [
+        Message(id=f"m{i}", queue=queue, body=b, content_type="text/plain")
+        for i, b in enumerate(bodies)
+    ]
 
 
 def _call(message):
@@ -60,8 +62,11 @@ def test_a_handler_that_hangs_is_killed_after_the_timeout():
 
 
 def test_the_child_stops_calling_a_queue_once_it_reaches_disable_after():
-    policies = {"q": policy_from_mapping({"name": "q", "handler": "json.loads",
-                                          "disable_after": 3, "consecutive_failures": 1})}
+    policies = {
+        "q": policy_from_mapping(
+            {"name": "q", "handler": "json.loads", "disable_after": 3, "consecutive_failures": 1}
+        )
+    }
     streaks = QueueStreaks(policies)
     result = iso.run_isolated(_messages([b"transient"] * 5), _call, streaks=streaks.snapshot())
     assert result.codes == [iso.TRANSIENT, iso.TRANSIENT, iso.SKIPPED, iso.SKIPPED, iso.SKIPPED]

@@ -35,8 +35,9 @@ def _fail(row, policy, at=T0):
 
 
 def test_pmdf_backoff_waits_five_then_ten_minutes_then_for_the_periodic_run():
-    policy = _policy(backoff_every=5, backoff_delays=[300, 600], periodic_interval=3600,
-                     max_failed_deliveries=0)
+    policy = _policy(
+        backoff_every=5, backoff_delays=[300, 600], periodic_interval=3600, max_failed_deliveries=0
+    )
     waits = []
     for attempts_before in range(12):
         (ev,) = _fail(_message(delivery_count=attempts_before), policy)
@@ -77,8 +78,9 @@ def test_exception_destination_queue_moves_it_as_a_new_tbdl_keeping_its_id():
 
 
 def test_exception_destination_none_retries_after_the_blocked_retry_timeout_forever():
-    policy = _policy(max_failed_deliveries=2, exception_destination="none",
-                     blocked_retry_timeout=45)
+    policy = _policy(
+        max_failed_deliveries=2, exception_destination="none", blocked_retry_timeout=45
+    )
     for count in (1, 2, 50):
         (ev,) = _fail(_message(delivery_count=count), policy)
         assert ev["to_state"] == S.WAIT
@@ -86,15 +88,22 @@ def test_exception_destination_none_retries_after_the_blocked_retry_timeout_fore
 
 
 def test_a_permanent_failure_quarantines_at_once():
-    (ev,) = rules.failed_permanently(_message(), _policy(), at=T0, actor="w", run_id="r",
-                                     reason="missing field: customer")
+    (ev,) = rules.failed_permanently(
+        _message(), _policy(), at=T0, actor="w", run_id="r", reason="missing field: customer"
+    )
     assert ev["to_state"] == S.NDLV
     assert ev["reason"] == "permanent failure: missing field: customer"
 
 
 def test_return_to_sender_ends_it_at_once_through_allowed_transitions():
-    events = rules.failed_permanently(_message(), _policy(on_permanent="return_to_sender"),
-                                      at=T0, actor="w", run_id="r", reason="unknown currency")
+    events = rules.failed_permanently(
+        _message(),
+        _policy(on_permanent="return_to_sender"),
+        at=T0,
+        actor="w",
+        run_id="r",
+        reason="unknown currency",
+    )
     assert [(e["from_state"], e["to_state"]) for e in events] == [
         (S.DLNG, S.NDLV),
         (S.NDLV, S.ENDED),
@@ -102,34 +111,52 @@ def test_return_to_sender_ends_it_at_once_through_allowed_transitions():
 
 
 def test_a_first_crash_flags_the_message_and_halves_its_batch():
-    (ev,) = rules.crashed(_message(), at=T0, actor="w", run_id="r", batch_size=1000,
-                          in_flight=False)
+    (ev,) = rules.crashed(
+        _message(), at=T0, actor="w", run_id="r", batch_size=1000, in_flight=False
+    )
     assert (ev["to_state"], ev["candidate"], ev["batch_limit"]) == (S.TBDL, True, 500)
     assert ev["delivery_count"] == 1
     assert ev["reason"] == S.REASON_CRASH
 
 
 def test_a_candidate_that_crashes_in_a_larger_batch_is_only_batched_smaller():
-    (ev,) = rules.crashed(_message(candidate=True, batch_limit=500), at=T0, actor="w",
-                          run_id="r", batch_size=500, in_flight=True, detail="exit 70")
+    (ev,) = rules.crashed(
+        _message(candidate=True, batch_limit=500),
+        at=T0,
+        actor="w",
+        run_id="r",
+        batch_size=500,
+        in_flight=True,
+        detail="exit 70",
+    )
     assert (ev["to_state"], ev["batch_limit"]) == (S.TBDL, 250)
     assert ev["reason"].startswith("fatal error in handler (exit 70)")
 
 
 def test_a_candidate_that_crashes_alone_is_blacklisted():
-    (ev,) = rules.crashed(_message(candidate=True, batch_limit=1), at=T0, actor="w",
-                          run_id="r", batch_size=1, in_flight=True)
+    (ev,) = rules.crashed(
+        _message(candidate=True, batch_limit=1),
+        at=T0,
+        actor="w",
+        run_id="r",
+        batch_size=1,
+        in_flight=True,
+    )
     assert ev["to_state"] == S.NDLV
     assert ev["reason"].startswith(S.REASON_BLACKLISTED)
 
 
 def test_a_due_wait_message_goes_through_tbdl_into_delivery():
     events, current = rules.start_attempt(
-        _message(state=S.WAIT, next_attempt_at=T0, delivery_count=2), at=T0, actor="w",
+        _message(state=S.WAIT, next_attempt_at=T0, delivery_count=2),
+        at=T0,
+        actor="w",
         run_id="r",
     )
-    assert [(e["from_state"], e["to_state"]) for e in events] == [(S.WAIT, S.TBDL),
-                                                                 (S.TBDL, S.DLNG)]
+    assert [(e["from_state"], e["to_state"]) for e in events] == [
+        (S.WAIT, S.TBDL),
+        (S.TBDL, S.DLNG),
+    ]
     assert events[-1]["attempt"] == 3
     assert current["state"] == S.DLNG
 

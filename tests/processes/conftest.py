@@ -2,8 +2,10 @@
 subprocesses, each in its own process group so a test can SIGKILL one with everything it
 started (the JVM, Spark's Python workers, handler children)."""
 
+import contextlib
 import os
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -30,10 +32,18 @@ class Processes:
         self.env = env
         self.started = []
 
-    def start(self, *args, log):
+    def start(self, *args, log, env=None):
+        """Start this interpreter with args (a module or manage.py and its arguments)."""
+        return self.start_command([sys.executable, *args], log=log, env=env)
+
+    def start_command(self, command, *, log, env=None):
         out = open(log, "ab")  # noqa: SIM115 - closed with the process
         proc = subprocess.Popen(
-            [sys.executable, *args], cwd=ROOT, env=self.env, stdout=out, stderr=subprocess.STDOUT,
+            [str(c) for c in command],
+            cwd=ROOT,
+            env={**self.env, **(env or {})},
+            stdout=out,
+            stderr=subprocess.STDOUT,
             start_new_session=True,
         )
         proc.log_path = log
@@ -42,10 +52,8 @@ class Processes:
 
     def kill(self, proc):
         """SIGKILL the process and everything in its group, as a machine failure would."""
-        try:
+        with contextlib.suppress(ProcessLookupError):
             os.killpg(proc.pid, signal.SIGKILL)
-        except ProcessLookupError:
-            pass
         proc.wait(timeout=30)
 
     def stop_all(self):
@@ -68,6 +76,20 @@ def processes(transactional_db, lake_root, settings, tmp_path):
     procs = Processes(env)
     yield procs
     procs.stop_all()
+
+
+def free_port():
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def port_open(port):
+    try:
+        with socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+    except OSError:
+        return False
 
 
 def wait_for(predicate, *, timeout, what):

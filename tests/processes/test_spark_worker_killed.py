@@ -18,14 +18,32 @@ from workers.tasks import delivery_run_task
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-WORKER = ["-m", "celery", "-A", "workers", "worker", "-Q", "spark", "-P", "solo", "-c", "1",
-          "--without-heartbeat", "--without-mingle", "--without-gossip", "-l", "INFO"]
+WORKER = [
+    "-m",
+    "celery",
+    "-A",
+    "workers",
+    "worker",
+    "-Q",
+    "spark",
+    "-P",
+    "solo",
+    "-c",
+    "1",
+    "--without-heartbeat",
+    "--without-mingle",
+    "--without-gossip",
+    "-l",
+    "INFO",
+]
 
 
 def _ingest(ids, flag):
     result = messages_ingest(
-        records=[{"id": m, "queue": "orders", "body": "{}", "headers": {"hold-while": str(flag)}}
-                 for m in ids],
+        records=[
+            {"id": m, "queue": "orders", "body": "{}", "headers": {"hold-while": str(flag)}}
+            for m in ids
+        ],
         source="test",
     )
     assert result.accepted == len(ids)
@@ -67,8 +85,7 @@ def test_the_sweeper_recovers_what_a_killed_spark_worker_held_and_none_is_lost(
         assert state["history"][-2]["to_state"] == S.DLNG
         assert state["history"][-1]["reason"].startswith(S.REASON_CRASH)
     late = message_detail(message_id="late")
-    assert (late["state"], late["blacklist_candidate"], len(late["history"])) == (
-        S.TBDL, False, 1)
+    assert (late["state"], late["blacklist_candidate"], len(late["history"])) == (S.TBDL, False, 1)
 
     flag.unlink()
     processes.start(*WORKER, "-n", "spark-second@%h", log=tmp_path / "second.log")

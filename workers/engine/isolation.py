@@ -99,7 +99,10 @@ def _read_records(buffer):
         (length,) = _LEN.unpack_from(buffer, offset)
         if len(buffer) - offset - _LEN.size < length:
             break  # the child died while writing this one; it is lost with the child
-        records.append(pickle.loads(bytes(buffer[offset + _LEN.size : offset + _LEN.size + length])))  # noqa: S301 - our own child wrote it
+        records.append(
+            # Our own child wrote these bytes, a moment ago, through a private pipe.
+            pickle.loads(bytes(buffer[offset + _LEN.size : offset + _LEN.size + length]))  # noqa: S301
+        )
         offset += _LEN.size + length
     return records
 

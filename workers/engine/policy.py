@@ -1,8 +1,8 @@
 """A queue's delivery policy (SEMANTICS.md), validated in one place.
 
 The Django model, `manage.py load_queues` and the Spark job all build a QueuePolicy through
-`policy_from_mapping`, so a setting means the same thing everywhere and a bad one is refused with the
-same message everywhere.
+`policy_from_mapping`, so a setting means the same thing everywhere and a bad one is refused
+with the same message everywhere.
 """
 
 import re
@@ -113,10 +113,14 @@ def policy_from_mapping(data):
         raise PolicyError("handler: a dotted path such as 'package.module.function' is required")
     on_permanent = data.get("on_permanent", DEFAULTS["on_permanent"])
     if on_permanent not in ON_PERMANENT_CHOICES:
-        raise PolicyError(f"on_permanent: must be one of {ON_PERMANENT_CHOICES}, not {on_permanent!r}")
+        raise PolicyError(
+            f"on_permanent: must be one of {ON_PERMANENT_CHOICES}, not {on_permanent!r}"
+        )
     poison_match = data.get("poison_match", DEFAULTS["poison_match"])
     if poison_match not in POISON_MATCH_CHOICES:
-        raise PolicyError(f"poison_match: must be one of {POISON_MATCH_CHOICES}, not {poison_match!r}")
+        raise PolicyError(
+            f"poison_match: must be one of {POISON_MATCH_CHOICES}, not {poison_match!r}"
+        )
     enabled = data.get("enabled", True)
     if not isinstance(enabled, bool):
         raise PolicyError(f"enabled: must be true or false, not {enabled!r}")

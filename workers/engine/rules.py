@@ -1,8 +1,9 @@
 """The poison rules as pure functions: current state in, the events that record the outcome out.
 
-Every event carries the message's whole state after it (queue, delivery count, candidate flag, ...),
-so the current state of a message is simply its latest event. Nothing here does I/O or reads a clock:
-the caller passes the time, which is how the tests check backoff schedules without sleeping.
+Every event carries the message's whole state after it (queue, delivery count, candidate flag,
+...), so the current state of a message is simply its latest event. Nothing here does I/O or reads
+a clock: the caller passes the time, which is how the tests check backoff schedules without
+sleeping.
 """
 
 import math
@@ -88,8 +89,15 @@ def start_attempt(current, *, at, actor, run_id):
     """R1: the events that take a due message into delivery (WAIT first becomes TBDL)."""
     events = []
     if current["state"] == S.WAIT:
-        ev = event(current, S.TBDL, at=at, actor=actor, run_id=run_id, reason=S.REASON_DUE,
-                   next_attempt_at=None)
+        ev = event(
+            current,
+            S.TBDL,
+            at=at,
+            actor=actor,
+            run_id=run_id,
+            reason=S.REASON_DUE,
+            next_attempt_at=None,
+        )
         events.append(ev)
         current = advance(current, ev)
     attempt = current["delivery_count"] + 1
@@ -101,9 +109,16 @@ def start_attempt(current, *, at, actor, run_id):
 def delivered(current, *, at, actor, run_id, queue_streak=None):
     """R1: success."""
     return [
-        event(current, S.DLVD, at=at, actor=actor, run_id=run_id,
-              attempt=current["delivery_count"] + 1, queue_streak=queue_streak,
-              next_attempt_at=None)
+        event(
+            current,
+            S.DLVD,
+            at=at,
+            actor=actor,
+            run_id=run_id,
+            attempt=current["delivery_count"] + 1,
+            queue_streak=queue_streak,
+            next_attempt_at=None,
+        )
     ]
 
 
@@ -115,51 +130,136 @@ def _exception_destination(current, policy, *, at, actor, run_id, attempt, count
         # A new TBDL in the exception queue, keeping id and history; its count starts afresh
         # there so the exception queue's own policy applies from its first attempt.
         return [
-            event(current, S.TBDL, at=at, actor=actor, run_id=run_id, attempt=attempt,
-                  reason=f"{reason}; moved to queue {target}", queue=target, delivery_count=0,
-                  candidate=False, batch_limit=0, next_attempt_at=None, **common)
+            event(
+                current,
+                S.TBDL,
+                at=at,
+                actor=actor,
+                run_id=run_id,
+                attempt=attempt,
+                reason=f"{reason}; moved to queue {target}",
+                queue=target,
+                delivery_count=0,
+                candidate=False,
+                batch_limit=0,
+                next_attempt_at=None,
+                **common,
+            )
         ]
     if policy.exception_destination == "none":
         return [
-            event(current, S.WAIT, at=at, actor=actor, run_id=run_id, attempt=attempt,
-                  reason=f"{reason}; blocked, retried after {policy.blocked_retry_timeout} s",
-                  delivery_count=count,
-                  next_attempt_at=at + timedelta(seconds=policy.blocked_retry_timeout), **common)
+            event(
+                current,
+                S.WAIT,
+                at=at,
+                actor=actor,
+                run_id=run_id,
+                attempt=attempt,
+                reason=f"{reason}; blocked, retried after {policy.blocked_retry_timeout} s",
+                delivery_count=count,
+                next_attempt_at=at + timedelta(seconds=policy.blocked_retry_timeout),
+                **common,
+            )
         ]
     return [
-        event(current, S.NDLV, at=at, actor=actor, run_id=run_id, attempt=attempt, reason=reason,
-              delivery_count=count, next_attempt_at=None, **common)
+        event(
+            current,
+            S.NDLV,
+            at=at,
+            actor=actor,
+            run_id=run_id,
+            attempt=attempt,
+            reason=reason,
+            delivery_count=count,
+            next_attempt_at=None,
+            **common,
+        )
     ]
 
 
-def failed_transiently(current, policy, *, at, actor, run_id, reason, exception_type=None,
-                       stack=None, queue_streak=None):
+def failed_transiently(
+    current,
+    policy,
+    *,
+    at,
+    actor,
+    run_id,
+    reason,
+    exception_type=None,
+    stack=None,
+    queue_streak=None,
+):
     """R2, R3, R4, R5: a transient failure."""
     attempt = current["delivery_count"] + 1
     count = attempt
     common = {"exception_type": exception_type, "stack": stack, "queue_streak": queue_streak}
     if policy.max_failed_deliveries and count >= policy.max_failed_deliveries:
-        return _exception_destination(current, policy, at=at, actor=actor, run_id=run_id,
-                                      attempt=attempt, count=count, detail=reason, common=common)
+        return _exception_destination(
+            current,
+            policy,
+            at=at,
+            actor=actor,
+            run_id=run_id,
+            attempt=attempt,
+            count=count,
+            detail=reason,
+            common=common,
+        )
     return [
-        event(current, S.WAIT, at=at, actor=actor, run_id=run_id, attempt=attempt, reason=reason,
-              delivery_count=count, next_attempt_at=backoff_until(policy, count, at), **common)
+        event(
+            current,
+            S.WAIT,
+            at=at,
+            actor=actor,
+            run_id=run_id,
+            attempt=attempt,
+            reason=reason,
+            delivery_count=count,
+            next_attempt_at=backoff_until(policy, count, at),
+            **common,
+        )
     ]
 
 
-def failed_permanently(current, policy, *, at, actor, run_id, reason, exception_type=None,
-                       stack=None, queue_streak=None):
+def failed_permanently(
+    current,
+    policy,
+    *,
+    at,
+    actor,
+    run_id,
+    reason,
+    exception_type=None,
+    stack=None,
+    queue_streak=None,
+):
     """R6: no retry. Quarantine, or return to sender: quarantined and ended in the same instant,
     the queue's standing decision, so every recorded transition is one SEMANTICS.md allows."""
     attempt = current["delivery_count"] + 1
     common = {"exception_type": exception_type, "stack": stack, "queue_streak": queue_streak}
-    quarantined = event(current, S.NDLV, at=at, actor=actor, run_id=run_id, attempt=attempt,
-                        reason=f"{S.REASON_PERMANENT}: {reason}", delivery_count=attempt,
-                        next_attempt_at=None, **common)
+    quarantined = event(
+        current,
+        S.NDLV,
+        at=at,
+        actor=actor,
+        run_id=run_id,
+        attempt=attempt,
+        reason=f"{S.REASON_PERMANENT}: {reason}",
+        delivery_count=attempt,
+        next_attempt_at=None,
+        **common,
+    )
     if policy.on_permanent != "return_to_sender":
         return [quarantined]
-    ended = event(advance(current, quarantined), S.ENDED, at=at, actor=actor, run_id=run_id,
-                  attempt=attempt, reason=f"{S.REASON_RETURNED}: {S.REASON_PERMANENT}: {reason}")
+    ended = event(
+        advance(current, quarantined),
+        S.ENDED,
+        at=at,
+        actor=actor,
+        run_id=run_id,
+        attempt=attempt,
+        reason=f"{S.REASON_RETURNED}: {S.REASON_PERMANENT}: {reason}",
+    )
     return [quarantined, ended]
 
 
@@ -173,16 +273,40 @@ def crashed(current, *, at, actor, run_id, batch_size, in_flight, detail=None, q
     reason = S.REASON_CRASH
     if in_flight:
         reason = f"{S.REASON_FATAL} ({detail}); {S.REASON_CRASH}" if detail else S.REASON_FATAL
-    common = {"attempt": attempt, "queue_streak": queue_streak, "delivery_count": attempt,
-              "next_attempt_at": None}
+    common = {
+        "attempt": attempt,
+        "queue_streak": queue_streak,
+        "delivery_count": attempt,
+        "next_attempt_at": None,
+    }
     if batch_size <= 1 and current["candidate"]:
-        return [event(current, S.NDLV, at=at, actor=actor, run_id=run_id,
-                      reason=f"{S.REASON_BLACKLISTED} (last: {reason})", **common)]
+        return [
+            event(
+                current,
+                S.NDLV,
+                at=at,
+                actor=actor,
+                run_id=run_id,
+                reason=f"{S.REASON_BLACKLISTED} (last: {reason})",
+                **common,
+            )
+        ]
     limit = max(1, batch_size // 2)
     if current["batch_limit"]:
         limit = min(limit, current["batch_limit"])
-    return [event(current, S.TBDL, at=at, actor=actor, run_id=run_id, reason=reason,
-                  candidate=True, batch_limit=limit, **common)]
+    return [
+        event(
+            current,
+            S.TBDL,
+            at=at,
+            actor=actor,
+            run_id=run_id,
+            reason=reason,
+            candidate=True,
+            batch_limit=limit,
+            **common,
+        )
+    ]
 
 
 def poisoned(current, *, at, actor, run_id, entry_reason):
@@ -190,5 +314,8 @@ def poisoned(current, *, at, actor, run_id, entry_reason):
     reason = S.REASON_POISON_LIST
     if entry_reason:
         reason = f"{reason}: {entry_reason}"
-    return [event(current, S.NDLV, at=at, actor=actor, run_id=run_id, reason=reason,
-                  next_attempt_at=None)]
+    return [
+        event(
+            current, S.NDLV, at=at, actor=actor, run_id=run_id, reason=reason, next_attempt_at=None
+        )
+    ]

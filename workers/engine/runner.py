@@ -111,8 +111,15 @@ def _outcome_events(current, code, failure, policy, ctx, actor, streak):
     if code == iso.SUCCESS:
         return rules.delivered(current, at=at, actor=actor, run_id=ctx.run_id, queue_streak=streak)
     reason, exc_type, stack = failure or ("the handler failed without saying why", None, None)
-    args = dict(at=at, actor=actor, run_id=ctx.run_id, reason=reason, exception_type=exc_type,
-                stack=stack, queue_streak=streak)
+    args = dict(
+        at=at,
+        actor=actor,
+        run_id=ctx.run_id,
+        reason=reason,
+        exception_type=exc_type,
+        stack=stack,
+        queue_streak=streak,
+    )
     if code == iso.PERMANENT:
         return rules.failed_permanently(current, policy, **args)
     return rules.failed_transiently(current, policy, **args)
@@ -144,8 +151,9 @@ def deliver_batch(batch, ctx, streaks, sequence):
         started, current = rules.start_attempt(row, at=start, actor=actor, run_id=ctx.run_id)
         if row.get("poison_reason") is not None:
             events += started
-            events += rules.poisoned(current, at=start, actor=actor, run_id=ctx.run_id,
-                                     entry_reason=row["poison_reason"])
+            events += rules.poisoned(
+                current, at=start, actor=actor, run_id=ctx.run_id, entry_reason=row["poison_reason"]
+            )
             continue
         attempts.append((row, current, started))
     if attempts:
@@ -166,9 +174,15 @@ def _attempt(attempts, ctx, streaks):
             failure = (f"handler cannot be imported: {handler}", "HandlerImportError", None)
             streak = streaks.record(row["queue"], iso.TRANSIENT)
             events += started
-            events += _outcome_events(current, iso.TRANSIENT, failure,
-                                      ctx.policies[row["queue"]], ctx,
-                                      f"{ctx.host}/run {ctx.run_id}", streak)
+            events += _outcome_events(
+                current,
+                iso.TRANSIENT,
+                failure,
+                ctx.policies[row["queue"]],
+                ctx,
+                f"{ctx.host}/run {ctx.run_id}",
+                streak,
+            )
             continue
         callable_rows.append((row, current, started, handler))
     if not callable_rows:
@@ -179,8 +193,9 @@ def _attempt(attempts, ctx, streaks):
     def call(message):
         by_queue[message.queue](message)
 
-    result = iso.run_isolated(messages, call, timeout=ctx.handler_timeout,
-                              streaks=streaks.snapshot())
+    result = iso.run_isolated(
+        messages, call, timeout=ctx.handler_timeout, streaks=streaks.snapshot()
+    )
     actor = f"{result.worker}/run {ctx.run_id}"
     batch_size = len(callable_rows)
     for index, ((row, current, started, _), code) in enumerate(
@@ -192,13 +207,27 @@ def _attempt(attempts, ctx, streaks):
         if code == iso.PENDING:
             in_flight = index == result.in_flight
             streak = streaks.record(row["queue"], iso.TRANSIENT) if in_flight else None
-            events += rules.crashed(current, at=ctx.clock(), actor=actor, run_id=ctx.run_id,
-                                    batch_size=batch_size, in_flight=in_flight,
-                                    detail=result.crash, queue_streak=streak)
+            events += rules.crashed(
+                current,
+                at=ctx.clock(),
+                actor=actor,
+                run_id=ctx.run_id,
+                batch_size=batch_size,
+                in_flight=in_flight,
+                detail=result.crash,
+                queue_streak=streak,
+            )
             continue
         streak = streaks.record(row["queue"], code)
-        events += _outcome_events(current, code, result.failures.get(index),
-                                  ctx.policies[row["queue"]], ctx, actor, streak)
+        events += _outcome_events(
+            current,
+            code,
+            result.failures.get(index),
+            ctx.policies[row["queue"]],
+            ctx,
+            actor,
+            streak,
+        )
     return events
 
 
@@ -214,6 +243,7 @@ def deliver_rows(rows, ctx, *, partition=0):
 
 def is_due(row, now):
     return row["state"] == S.TBDL or (
-        row["state"] == S.WAIT and row["next_attempt_at"] is not None
+        row["state"] == S.WAIT
+        and row["next_attempt_at"] is not None
         and row["next_attempt_at"] <= now
     )

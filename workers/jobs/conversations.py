@@ -14,8 +14,9 @@ from workers.jobs.state import EVENT_COLUMNS
 CONVERSATION_STEP_BASE = 1 << 62
 
 
-def end_conversations(state: DataFrame, messages: DataFrame, ended: DataFrame, *, epoch, at,
-                      actor, run_id):
+def end_conversations(
+    state: DataFrame, messages: DataFrame, ended: DataFrame, *, epoch, at, actor, run_id
+):
     """`ended`: (message_id, reason, code) of messages just ENDED; `state`: current state with
     those endings applied. Returns (sibling events, notifications)."""
     meta = messages.select("message_id", "conversation_id", "sender").dropDuplicates(["message_id"])
@@ -57,8 +58,9 @@ def end_conversations(state: DataFrame, messages: DataFrame, ended: DataFrame, *
         "body_version",
         F.lit(actor).alias("actor"),
         F.lit(run_id).alias("run_id"),
-        F.concat(F.lit(f"{S.REASON_CONVERSATION_ENDED} (message "), F.col("ended_by"),
-                 F.lit(")")).alias("reason"),
+        F.concat(
+            F.lit(f"{S.REASON_CONVERSATION_ENDED} (message "), F.col("ended_by"), F.lit(")")
+        ).alias("reason"),
         F.lit(None).cast("string").alias("exception_type"),
         F.lit(None).cast("string").alias("stack"),
         F.lit(None).cast("int").alias("queue_streak"),

@@ -1,9 +1,10 @@
 """The delivery run as a Spark job (R1-R11, R14).
 
 extract: current state (snapshot + newer events), message bodies, the poison list.
-transform: pick the due messages of enabled queues (`due_messages`), mark those on the poison list
-  (`mark_poisoned`), and deliver each partition through workers.engine.runner in the executors
-  (`deliver`), which calls handlers in isolated children.
+transform: pick the due messages of enabled queues (`due_state`), mark those on the poison list
+  (`mark_poisoned`), join the claims to their bodies (`with_bodies`), and deliver each partition
+  through workers.engine.runner in the executors (`deliver`), which calls handlers in isolated
+  children.
 load: claims first (what the run holds in DLNG, so a sweeper can recover them if the run dies),
   then the events, written exactly once: the handlers run during that single write.
 
@@ -15,8 +16,8 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as pads
-from pyspark import StorageLevel
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -27,8 +28,17 @@ from workers.jobs.conversations import end_conversations
 from workers.jobs.state import EVENT_COLUMNS, extract_events, extract_messages, fold_state
 from workers.lake.schema import CLAIM_SCHEMA, EVENT_SCHEMA, ddl
 
-MESSAGE_COLUMNS = ["body", "body_size", "body_sha256", "content_type", "headers",
-                   "conversation_id", "sender", "enqueued_at"]
+CLAIM_COLUMNS = [f.name for f in CLAIM_SCHEMA]
+MESSAGE_COLUMNS = [
+    "body",
+    "body_size",
+    "body_sha256",
+    "content_type",
+    "headers",
+    "conversation_id",
+    "sender",
+    "enqueued_at",
+]
 
 
 @dataclass
@@ -66,40 +76,58 @@ class DeliveryResult:
     quarantined: list = field(default_factory=list)  # [(id, queue, reason, body_sha256)] (R9)
 
 
-def due_messages(state: DataFrame, messages: DataFrame, *, queues, now) -> DataFrame:
-    """Messages of the given queues that are TBDL, or WAIT and due by `now` (R5), with their
-    current body version joined in."""
-    due = state.where(
+def due_state(state: DataFrame, *, queues, now) -> DataFrame:
+    """The state of messages of the given queues that are TBDL, or WAIT and due by `now` (R5)."""
+    return state.where(
         F.col("queue").isin(list(queues))
         & (
             (F.col("to_state") == S.TBDL)
             | ((F.col("to_state") == S.WAIT) & (F.col("next_attempt_at") <= F.lit(now)))
         )
-    ).withColumnRenamed("to_state", "state")
-    bodies = messages.select(
-        "message_id", F.col("version").alias("body_version"), *MESSAGE_COLUMNS
     )
-    return due.join(bodies, on=["message_id", "body_version"], how="inner")
 
 
-def mark_poisoned(due: DataFrame, poison_ids: DataFrame, poison_hashes: DataFrame, *,
-                  body_match_queues) -> DataFrame:
+def with_bodies(claims: DataFrame, messages: DataFrame) -> DataFrame:
+    """Claims joined to the message version each one delivers."""
+    bodies = messages.select("message_id", F.col("version").alias("body_version"), *MESSAGE_COLUMNS)
+    return claims.join(bodies, on=["message_id", "body_version"], how="inner").withColumnRenamed(
+        "to_state", "state"
+    )
+
+
+def mark_poisoned(
+    due: DataFrame,
+    messages: DataFrame,
+    poison_ids: DataFrame,
+    poison_hashes: DataFrame,
+    *,
+    body_match_queues,
+) -> DataFrame:
     """R9: add `poison_reason` for messages whose id (or, on id_or_body queues, body hash) is on
-    the shared poison list."""
-    by_id = poison_ids.select("message_id", F.col("reason").alias("_id_reason"))
-    by_hash = poison_hashes.select("body_sha256", F.col("reason").alias("_hash_reason"))
-    marked = due.join(F.broadcast(by_id), on="message_id", how="left").join(
-        F.broadcast(by_hash), on="body_sha256", how="left"
+    the shared poison list. Bodies' hashes are looked up only when a hash could match."""
+    marked = due.join(
+        F.broadcast(poison_ids.select("message_id", F.col("reason").alias("_id_reason"))),
+        on="message_id",
+        how="left",
     )
-    hash_applies = F.col("queue").isin(list(body_match_queues))
-    return marked.withColumn(
-        "poison_reason",
-        F.coalesce(
-            F.col("_id_reason"),
-            F.when(hash_applies & F.col("_hash_reason").isNotNull(),
-                   F.concat(F.lit("same body as a poisoned message: "), F.col("_hash_reason"))),
-        ),
-    ).drop("_id_reason", "_hash_reason")
+    hash_reason = F.lit(None).cast("string")
+    if body_match_queues and poison_hashes is not None:
+        hashes = messages.select(
+            "message_id", F.col("version").alias("body_version"), "body_sha256"
+        )
+        by_hash = poison_hashes.select("body_sha256", F.col("reason").alias("_hash_reason"))
+        marked = (
+            marked.join(hashes, on=["message_id", "body_version"], how="left")
+            .join(F.broadcast(by_hash), on="body_sha256", how="left")
+            .drop("body_sha256")
+        )
+        hash_reason = F.when(
+            F.col("queue").isin(list(body_match_queues)) & F.col("_hash_reason").isNotNull(),
+            F.concat(F.lit("same body as a poisoned message: "), F.col("_hash_reason")),
+        )
+    return marked.withColumn("poison_reason", F.coalesce(F.col("_id_reason"), hash_reason)).drop(
+        "_id_reason", "_hash_reason"
+    )
 
 
 def deliver(due: DataFrame, ctx: RunContext) -> DataFrame:
@@ -120,12 +148,16 @@ def deliver(due: DataFrame, ctx: RunContext) -> DataFrame:
 
 
 def _partitioned(due: DataFrame, policies, count, max_batch, partitions):
-    """All messages of a queue with disable_after go to one partition, in order, so "failed
-    attempts in a row" (R11) means exactly that; the rest spread by id."""
+    """The join already spreads messages by id. Only R11 needs more: all messages of a queue
+    with disable_after go to one partition, in order, so "failed attempts in a row" means
+    exactly that. (Tests may also ask for a number of partitions.)"""
     serial = [q for q, p in policies.items() if p.disable_after]
+    if not serial and not partitions:
+        return due
     key = F.when(F.col("queue").isin(serial), F.col("queue")).otherwise(F.col("message_id"))
-    n = partitions or max(due.sparkSession.sparkContext.defaultParallelism,
-                          math.ceil(count / max_batch))
+    n = partitions or max(
+        due.sparkSession.sparkContext.defaultParallelism, math.ceil(count / max_batch)
+    )
     return due.repartition(n, key).sortWithinPartitions("queue", "enqueued_at", "message_id")
 
 
@@ -148,33 +180,38 @@ def run_delivery(spark, params: DeliveryParams, *, on_claimed=None) -> DeliveryR
     before = extract_events(spark, [*params.snapshot_paths, *params.event_paths])
     messages = extract_messages(spark, params.message_paths)
     poison_ids = spark.createDataFrame(params.poison_ids, "message_id string, reason string")
-    poison_hashes = spark.createDataFrame(params.poison_hashes, "body_sha256 string, reason string")
+    poison_hashes = None
+    if params.poison_hashes:
+        poison_hashes = spark.createDataFrame(
+            params.poison_hashes, "body_sha256 string, reason string"
+        )
     due = mark_poisoned(
-        due_messages(fold_state(before), messages, queues=queues, now=params.now),
+        due_state(fold_state(before), queues=queues, now=params.now),
+        messages,
         poison_ids,
         poison_hashes,
         body_match_queues=[q for q, p in policies.items() if p.poison_match == "id_or_body"],
-    ).persist(StorageLevel.MEMORY_AND_DISK)
-    try:
-        # Claims are on disk before any handler runs (R7: the sweeper's record of what was held).
-        claim_columns = [f.name for f in CLAIM_SCHEMA]
-        (due.withColumnRenamed("state", "to_state")
-            .withColumn("from_state", F.col("to_state"))
-            .withColumn("at", F.lit(params.now))
-            .withColumn("actor", F.lit(None).cast("string"))
-            .withColumn("run_id", F.lit(params.run_id))
-            .select(*claim_columns)
-            .write.parquet(params.claims_path))
-        result.claimed = count_rows(params.claims_path)
-        if result.claimed == 0:
-            return result
-        if on_claimed is not None:
-            on_claimed(params.claims_path, result.claimed)
-        partitioned = _partitioned(due, policies, result.claimed, params.max_batch,
-                                   params.partitions)
-        deliver(partitioned, ctx).write.parquet(params.events_path)
-    finally:
-        due.unpersist()
+    )
+    # Claims are on disk before any handler runs (R7: the sweeper's record of what was held),
+    # and the run delivers exactly the claims it wrote, read back.
+    (
+        due.withColumn("from_state", F.col("to_state"))
+        .withColumn("at", F.lit(params.now))
+        .withColumn("actor", F.lit(None).cast("string"))
+        .withColumn("run_id", F.lit(params.run_id))
+        .select(*CLAIM_COLUMNS, "poison_reason")
+        .write.parquet(params.claims_path)
+    )
+    result.claimed = count_rows(params.claims_path)
+    if result.claimed == 0:
+        return result
+    if on_claimed is not None:
+        on_claimed(params.claims_path, result.claimed)
+    claims = spark.read.parquet(params.claims_path)
+    partitioned = _partitioned(
+        with_bodies(claims, messages), policies, result.claimed, params.max_batch, params.partitions
+    )
+    deliver(partitioned, ctx).write.parquet(params.events_path)
     summarize_run(params.events_path, policies, result)
     if result.outcomes.get(S.ENDED):
         _end_conversations(spark, params, before, messages, result)
@@ -187,48 +224,65 @@ def count_rows(path):
 
 
 def summarize_run(events_path, policies, result):
-    """What the run did, in one streaming pass over its events with pyarrow.
+    """What the run did, in one streaming, vectorized pass over its events with pyarrow.
 
     A message's events of one run are written one after the other by the partition that
-    delivered it, so its last event is the one the next message's events follow: no shuffle
-    and memory bounded by one record batch, however large the run."""
+    delivered it, so its last event is the one the next message's events follow: no shuffle,
+    and memory bounded by one record batch however large the run."""
     serial = {q: p.disable_after for q, p in policies.items() if p.disable_after}
     outcomes, peaks = {}, {}
-    columns = ["message_id", "to_state", "queue", "reason", "queue_streak", "step"]
-    dataset = pads.dataset(events_path, format="parquet")
-    for fragment in dataset.get_fragments():
-        last = None
+    columns = ["message_id", "to_state", "queue", "reason", "queue_streak"]
+    for fragment in pads.dataset(events_path, format="parquet").get_fragments():
+        carry = None
         for batch in fragment.to_batches(columns=columns):
-            for row in batch.to_pylist():
-                if last is not None and row["message_id"] != last["message_id"]:
-                    _tally(last, outcomes, result)
-                last = row
-                streak = row["queue_streak"]
-                if streak is not None and row["queue"] in serial:
-                    result.streaks[row["queue"]] = streak
-                    peaks[row["queue"]] = max(peaks.get(row["queue"], 0), streak)
-                result.events += 1
-        if last is not None:
-            _tally(last, outcomes, result)
+            if batch.num_rows == 0:
+                continue
+            table = pa.Table.from_batches([b for b in (carry, batch) if b is not None])
+            table = table.combine_chunks()
+            ids = table.column("message_id")
+            n = table.num_rows
+            # Row i is a message's last event when row i + 1 belongs to another message; the
+            # batch's final row waits for the next batch to tell.
+            is_last = pc.not_equal(ids.slice(0, n - 1), ids.slice(1))
+            _tally(table.slice(0, n - 1).filter(is_last), outcomes, result)
+            _streaks(pa.Table.from_batches([batch]), serial, result, peaks)
+            carry = table.slice(n - 1).to_batches()[0]
+            result.events += batch.num_rows
+        if carry is not None:
+            _tally(pa.Table.from_batches([carry]), outcomes, result)
     result.outcomes = outcomes
     for queue, peak in peaks.items():
         if peak >= serial[queue]:
             result.disabled[queue] = f"queue disabled: {serial[queue]} failed attempts in a row"
 
 
-def _tally(last, outcomes, result):
-    state = last["to_state"]
-    outcomes[state] = outcomes.get(state, 0) + 1
-    if state == S.NDLV:
-        result.quarantined.append((last["message_id"], last["queue"], last["reason"], None))
+def _tally(last_events, outcomes, result):
+    for item in pc.value_counts(last_events.column("to_state")).to_pylist():
+        outcomes[item["values"]] = outcomes.get(item["values"], 0) + item["counts"]
+    ndlv = last_events.filter(pc.equal(last_events.column("to_state"), S.NDLV))
+    for row in ndlv.select(["message_id", "queue", "reason"]).to_pylist():
+        result.quarantined.append((row["message_id"], row["queue"], row["reason"], None))
+
+
+def _streaks(events, serial, result, peaks):
+    """R11: each serial queue's last and highest streak, in the order events were written."""
+    if not serial or events.num_rows == 0:
+        return
+    mask = pc.and_(
+        pc.is_valid(events.column("queue_streak")),
+        pc.is_in(events.column("queue"), pa.array(list(serial))),
+    )
+    for row in events.filter(mask).select(["queue", "queue_streak"]).to_pylist():
+        result.streaks[row["queue"]] = row["queue_streak"]
+        peaks[row["queue"]] = max(peaks.get(row["queue"], 0), row["queue_streak"])
 
 
 def _end_conversations(spark, params, before, messages, result):
     """R6 return_to_sender ends the message's conversation as R13 does: notify the sender and
     end the conversation's other unfinished messages."""
     run_events = extract_events(spark, [params.events_path])
-    ended = fold_state(run_events).where(F.col("to_state") == S.ENDED).select(
-        "message_id", "reason"
+    ended = (
+        fold_state(run_events).where(F.col("to_state") == S.ENDED).select("message_id", "reason")
     )
     after = fold_state(before.unionByName(run_events.select(*EVENT_COLUMNS)))
     events, notifications = end_conversations(

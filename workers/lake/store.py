@@ -44,7 +44,7 @@ class Lake:
             os.replace(tmp, target / f"part-{index:05d}.parquet")
         return relpath
 
-    def read_arrow(self, dataset, relpaths, *, columns=None, filter=None):  # noqa: A002
+    def read_arrow(self, dataset, relpaths, *, columns=None, filter=None):
         """Read committed directories of one dataset with pyarrow (no Spark)."""
         schema = SCHEMAS[dataset]
         existing = [self.path(p) for p in relpaths]

@@ -7,12 +7,22 @@ class Command(BaseCommand):
     help = "Run delivery in the foreground: one run, or runs until nothing is due (--until-idle)."
 
     def add_arguments(self, parser):
-        parser.add_argument("--queue", action="append", dest="queues", metavar="Q",
-                            help="deliver only this queue (repeat for several)")
-        parser.add_argument("--until-idle", action="store_true",
-                            help="keep running until a run finds nothing due")
-        parser.add_argument("--max-runs", type=int, default=1000,
-                            help="stop after this many runs with --until-idle (default 1000)")
+        parser.add_argument(
+            "--queue",
+            action="append",
+            dest="queues",
+            metavar="Q",
+            help="deliver only this queue (repeat for several)",
+        )
+        parser.add_argument(
+            "--until-idle", action="store_true", help="keep running until a run finds nothing due"
+        )
+        parser.add_argument(
+            "--max-runs",
+            type=int,
+            default=1000,
+            help="stop after this many runs with --until-idle (default 1000)",
+        )
 
     def handle(self, *args, queues=None, until_idle=False, max_runs=1000, **options):
         runs = 0

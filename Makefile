@@ -1,0 +1,60 @@
+# Antidote: the verbs people expect. `make run` and `make test` are all a newcomer needs.
+
+PYTHON ?= python3
+VENV := .venv
+PY := $(VENV)/bin/python
+# Installed requirements are re-installed only when a requirements file is newer than this.
+STAMP := $(VENV)/.requirements-installed
+URL := http://127.0.0.1:8000/
+
+export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
+
+.PHONY: run test lint format bench migrations-check clean venv
+
+venv: $(STAMP)
+
+$(PY):
+	@$(PYTHON) -c 'import sys; sys.exit(sys.version_info < (3, 11))' || { \
+		echo "Antidote needs Python 3.11 or newer; $(PYTHON) is $$($(PYTHON) --version 2>&1)."; \
+		echo "Set PYTHON=python3.12 (say) to use another interpreter."; exit 1; }
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): requirements.txt requirements-dev.txt | $(PY)
+	$(PY) -m pip install --disable-pip-version-check -q -r requirements-dev.txt
+	@touch $(STAMP)
+
+# Web, spark worker, default worker and beat under one supervisor (Procfile): Ctrl-C stops them all.
+run: export DEBUG := 1
+run: venv
+	$(PY) manage.py migrate --no-input --verbosity 0
+	$(PY) manage.py seed_demo
+	@echo
+	@echo "Antidote is starting at $(URL) (Django admin: $(URL)admin/)."
+	@echo "Log in with a user printed above; run 'make run' again for new passwords."
+	@echo "Ctrl-C stops every process."
+	@echo
+	honcho start -f Procfile
+
+# Tests keep their own VAR_DIR (test database, broker folder) apart from `make run`'s data.
+test: venv
+	VAR_DIR=$(CURDIR)/var/test $(PY) -m pytest $(PYTEST_ARGS)
+
+lint: venv
+	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
+
+format: venv
+	$(VENV)/bin/ruff format .
+	$(VENV)/bin/ruff check --fix .
+
+bench: venv
+	$(PY) -m bench
+
+migrations-check: venv
+	$(PY) manage.py makemigrations --check --dry-run
+
+# Leftovers of tests, lint and Spark. Data (var/) and the virtualenv are kept: remove them by hand
+# to start over.
+clean:
+	find . -path ./$(VENV) -prune -o -type d -name __pycache__ -print0 | xargs -0 -r rm -rf
+	rm -rf .pytest_cache .ruff_cache .hypothesis spark-warehouse metastore_db derby.log staticfiles

@@ -1,0 +1,103 @@
+"""What the benchmarks share: a Django set-up on its own VAR_DIR, fresh lakes, and a sampler of
+peak memory over a process and its children (the JVM and Spark's Python workers)."""
+
+import contextlib
+import json
+import os
+import random
+import shutil
+import threading
+import time
+from pathlib import Path
+
+import psutil
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def django_setup():
+    os.environ.setdefault("VAR_DIR", str(ROOT / "var" / "bench"))
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
+    import django
+
+    django.setup()
+    from django.core.management import call_command
+
+    call_command("migrate", verbosity=0)
+
+
+def fresh_state(name):
+    """An empty lake folder and empty product tables for one benchmark."""
+    from django.conf import settings
+
+    from console.delivery.models import DeliveryRun, PoisonEntry
+    from console.ingest.models import InboxFile, MessageKey
+    from console.lake.models import Epoch, LakeCommit
+    from console.queues.models import Queue
+
+    for model in (MessageKey, InboxFile, PoisonEntry, DeliveryRun, LakeCommit, Epoch, Queue):
+        model.objects.all().delete()
+    lake = Path(settings.VAR_DIR) / "bench-lakes" / name
+    shutil.rmtree(lake, ignore_errors=True)
+    lake.mkdir(parents=True)
+    settings.LAKE_URI = str(lake)
+    return lake
+
+
+def orders_file(path, n, *, queue, seed=7, prefix="o"):
+    """n realistic JSON orders, one per line, in the product's ingest format."""
+    rng = random.Random(seed)
+    skus = [f"SKU-{i:05d}" for i in range(500)]
+    with open(path, "w") as f:
+        for i in range(n):
+            order = {
+                "order_id": f"{prefix}{i:09d}",
+                "customer": f"c{rng.randrange(100_000):06d}",
+                "items": [{"sku": rng.choice(skus), "qty": rng.randrange(1, 5)}],
+            }
+            record = {
+                "id": f"{prefix}{i:09d}",
+                "queue": queue,
+                "body": json.dumps(order, separators=(",", ":")),
+                "content_type": "application/json",
+                "conversation_id": f"conv-{i // 4:08d}",
+                "sender": "shop@example.test",
+            }
+            f.write(json.dumps(record, separators=(",", ":")))
+            f.write("\n")
+    return path
+
+
+class PeakMemory:
+    """Samples the resident memory of this process and all its descendants every 50 ms."""
+
+    def __init__(self, pid=None):
+        self.process = psutil.Process(pid or os.getpid())
+        self.peak = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._sample, daemon=True)
+
+    def _sample(self):
+        while not self._stop.is_set():
+            total = 0
+            for proc in [self.process, *self.process.children(recursive=True)]:
+                with contextlib.suppress(psutil.Error):
+                    total += proc.memory_info().rss
+            self.peak = max(self.peak, total)
+            time.sleep(0.05)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+
+    @property
+    def peak_mib(self):
+        return round(self.peak / 2**20)
+
+
+def messages_from_env(default):
+    return int(os.environ.get("BENCH_MESSAGES", default))

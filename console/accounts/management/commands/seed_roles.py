@@ -1,0 +1,20 @@
+"""manage.py seed_roles: create the five role groups with their permissions (idempotent)."""
+
+from django.core.management.base import BaseCommand, CommandError
+
+from console.accounts.roles import RoleError, roles_seed
+
+
+class Command(BaseCommand):
+    help = (
+        "Create the role groups (viewer, operator, approver, admin, auditor) and their permissions."
+    )
+
+    def handle(self, *args, **options):
+        try:
+            result = roles_seed()
+        except RoleError as exc:
+            raise CommandError(str(exc)) from exc
+        for role, (created, count) in result.items():
+            status = "created" if created else "up to date"
+            self.stdout.write(f"{role:<9} {status:<10} {count} permission(s)")

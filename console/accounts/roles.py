@@ -1,0 +1,77 @@
+"""The five roles, as Django groups, and the permissions each one holds.
+
+ROLE_PERMISSIONS is the one place that says who may do what: later issues add their permissions
+here and `manage.py seed_roles` applies the mapping. Permissions are named as `has_perm` names
+them: "<app_label>.<codename>".
+"""
+
+from django.contrib.auth.models import Group, Permission
+from django.db import transaction
+
+VIEWER = "viewer"
+OPERATOR = "operator"
+APPROVER = "approver"
+ADMIN = "admin"
+AUDITOR = "auditor"
+
+ROLES = (VIEWER, OPERATOR, APPROVER, ADMIN, AUDITOR)
+
+_VIEW = (
+    "queues.view_queue",
+    "delivery.view_deliveryrun",
+    "delivery.view_poisonentry",
+    "ingest.view_messagekey",
+)
+_OPERATE = (*_VIEW, "ingest.add_messagekey")
+
+
+def _everything_on(app_label, model):
+    return tuple(f"{app_label}.{verb}_{model}" for verb in ("view", "add", "change", "delete"))
+
+
+ROLE_PERMISSIONS = {
+    VIEWER: _VIEW,
+    OPERATOR: _OPERATE,
+    APPROVER: _OPERATE,
+    ADMIN: (*_everything_on("queues", "queue"), *_everything_on("auth", "user")),
+    AUDITOR: (),
+}
+
+
+class RoleError(LookupError):
+    """A permission named in ROLE_PERMISSIONS does not exist (a typo, or a missing migration)."""
+
+
+def _permissions(names):
+    wanted = set()
+    for name in names:
+        app_label, _, codename = name.partition(".")
+        wanted.add((app_label, codename))
+    found = {
+        (p.content_type.app_label, p.codename): p
+        for p in Permission.objects.select_related("content_type").filter(
+            codename__in=[codename for _, codename in wanted]
+        )
+        if (p.content_type.app_label, p.codename) in wanted
+    }
+    missing = wanted - set(found)
+    if missing:
+        names = ", ".join(sorted(f"{a}.{c}" for a, c in missing))
+        raise RoleError(f"unknown permission(s): {names}; has every migration run?")
+    return list(found.values())
+
+
+def roles_seed():
+    """Create the role groups and give each exactly the permissions of ROLE_PERMISSIONS.
+
+    Idempotent: running it again changes nothing, and a permission removed from the mapping is
+    taken away from the group. Returns {role: (created, number of permissions)}.
+    """
+    result = {}
+    with transaction.atomic():
+        for role in ROLES:
+            group, created = Group.objects.get_or_create(name=role)
+            permissions = _permissions(ROLE_PERMISSIONS[role])
+            group.permissions.set(permissions)
+            result[role] = (created, len(permissions))
+    return result

@@ -1,0 +1,58 @@
+"""manage.py load_queues FILE: queues and their policies as code (JSON or YAML)."""
+
+import json
+from pathlib import Path
+
+import yaml
+from django.core.management.base import BaseCommand, CommandError
+
+from console.queues.services import QueueLoadError, queues_load
+
+
+def read_queue_file(path):
+    """Parse a queue file: JSON when it ends in .json, YAML otherwise (YAML also reads JSON)."""
+    path = Path(path)
+    try:
+        text = path.read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError) as exc:
+        raise CommandError(f"cannot read {path}: {exc}") from exc
+    try:
+        if path.suffix.lower() == ".json":
+            return json.loads(text)
+        return yaml.safe_load(text)
+    except (json.JSONDecodeError, yaml.YAMLError) as exc:
+        raise CommandError(
+            f"{path} is not valid {path.suffix.lstrip('.') or 'YAML'}: {exc}"
+        ) from exc
+
+
+class Command(BaseCommand):
+    help = (
+        "Create or update queues from a JSON or YAML file: a list of queues, or {queues: [...]}, "
+        "with the policy field names of SEMANTICS.md. All or nothing."
+    )
+
+    def add_arguments(self, parser):
+        parser.add_argument("file", help="path of a .json, .yaml or .yml file")
+
+    def handle(self, *args, file, **options):
+        data = read_queue_file(file)
+        try:
+            results = queues_load(data=data)
+        except QueueLoadError as exc:
+            raise CommandError(
+                f"{file}: refused, nothing was changed:\n"
+                + "\n".join(f"  - {e}" for e in exc.errors)
+            ) from exc
+        width = max((len(r.name) for r in results), default=0)
+        for result in results:
+            line = f"{result.name:<{width}}  {result.status}"
+            if result.changed:
+                line += f" ({', '.join(result.changed)})"
+            self.stdout.write(line)
+        counts = {
+            s: sum(r.status == s for r in results) for s in ("created", "updated", "unchanged")
+        }
+        self.stdout.write(
+            self.style.SUCCESS(", ".join(f"{n} {status}" for status, n in counts.items()))
+        )

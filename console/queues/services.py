@@ -1,0 +1,204 @@
+"""Writes to queues and their policies.
+
+`queues_load` is "queues as code": a file lists queues with the field names of SEMANTICS.md, and
+loading it creates or updates them, all or nothing. Every entry goes through the same
+`policy_from_mapping` the engine uses, so a setting the engine would refuse never reaches the DB.
+"""
+
+from dataclasses import dataclass
+
+from django.core.exceptions import ValidationError
+from django.db import transaction
+from django.utils import timezone
+
+from console.queues.models import Queue
+from workers.engine import policy as P
+from workers.engine.handlers import HandlerImportError, load_handler
+
+# The policy fields a file sets. `enabled` is handled apart: see `_apply_enabled`.
+POLICY_FIELDS = (
+    "handler",
+    "max_failed_deliveries",
+    "exception_destination",
+    "blocked_retry_timeout",
+    "backoff_every",
+    "backoff_delays",
+    "periodic_interval",
+    "on_permanent",
+    "poison_match",
+    "disable_after",
+    "retention_days",
+)
+
+CREATED = "created"
+UPDATED = "updated"
+UNCHANGED = "unchanged"
+
+
+class QueueLoadError(ValueError):
+    """The file was refused; `errors` lists every problem, each naming its queue."""
+
+    def __init__(self, errors):
+        self.errors = list(errors)
+        super().__init__("\n".join(self.errors))
+
+
+@dataclass(frozen=True)
+class QueueLoadResult:
+    name: str
+    status: str  # created, updated or unchanged
+    changed: tuple = ()  # the fields an update changed
+
+
+def queues_from_document(data):
+    """The list of queue entries in a parsed file: a top-level list or {"queues": [...]}."""
+    if isinstance(data, dict):
+        extra = set(data) - {"queues"}
+        if extra:
+            raise QueueLoadError(
+                [f"unexpected top-level key(s): {', '.join(sorted(map(str, extra)))}"]
+            )
+        data = data.get("queues")
+    if not isinstance(data, list):
+        raise QueueLoadError(['expected a list of queues, or a mapping {"queues": [...]}'])
+    return data
+
+
+def _label(index, entry):
+    name = entry.get("name") if isinstance(entry, dict) else None
+    if isinstance(name, str) and name:
+        return f"queue {name!r} (entry {index + 1})"
+    return f"entry {index + 1}"
+
+
+def _validate(entries):
+    """Every entry as a QueuePolicy, or QueueLoadError listing every problem found."""
+    errors = []
+    policies = []
+    for index, entry in enumerate(entries):
+        label = _label(index, entry)
+        if not isinstance(entry, dict):
+            errors.append(f"{label}: must be a mapping of policy fields, not {entry!r}")
+            continue
+        if "consecutive_failures" in entry:
+            # Runtime state the engine keeps, not a setting a file may carry.
+            errors.append(f"{label}: consecutive_failures is not a policy field")
+            continue
+        try:
+            policy = P.policy_from_mapping(entry)
+        except P.PolicyError as exc:
+            errors.append(f"{label}: {exc}")
+            continue
+        try:
+            load_handler(policy.handler)
+        except HandlerImportError as exc:
+            errors.append(f"{label}: handler {policy.handler!r} cannot be used: {exc}")
+            continue
+        policies.append((index, policy, "enabled" in entry))
+
+    seen = {}
+    for index, policy, _ in policies:
+        if policy.name in seen:
+            errors.append(
+                f"queue {policy.name!r} (entry {index + 1}): "
+                f"also defined by entry {seen[policy.name] + 1}"
+            )
+        seen.setdefault(policy.name, index)
+
+    in_file = set(seen)
+    targets = {p.exception_queue for _, p, _ in policies if p.exception_queue}
+    existing = set(Queue.objects.filter(name__in=targets - in_file).values_list("name", flat=True))
+    for index, policy, _ in policies:
+        target = policy.exception_queue
+        if target is None:
+            continue
+        if target == policy.name:
+            errors.append(
+                f"queue {policy.name!r} (entry {index + 1}): exception_destination "
+                f"{policy.exception_destination!r} names the queue itself; its failed messages "
+                "would cycle forever"
+            )
+        elif target not in in_file and target not in existing:
+            errors.append(
+                f"queue {policy.name!r} (entry {index + 1}): exception_destination "
+                f"{policy.exception_destination!r} names a queue that does not exist "
+                "and is not in this file"
+            )
+    if errors:
+        raise QueueLoadError(errors)
+    return [(policy, explicit_enabled) for _, policy, explicit_enabled in policies]
+
+
+def _field_values(policy):
+    values = {name: getattr(policy, name) for name in POLICY_FIELDS}
+    values["backoff_delays"] = list(policy.backoff_delays)
+    return values
+
+
+def _apply_enabled(queue, policy, explicit):
+    """A file re-enables or disables a queue only when it says `enabled:` explicitly.
+
+    A queue disabled by R11 stays disabled when a file that says nothing about it is loaded again
+    (every `make run` loads the demo file): re-enabling is an administrator's decision. An explicit
+    `enabled: true` is that decision, so it clears the disabling like the admin action does.
+    """
+    if not explicit or queue.enabled == policy.enabled:
+        return []
+    queue.enabled = policy.enabled
+    if policy.enabled:
+        queue.disabled_at = None
+        queue.disabled_reason = ""
+        queue.consecutive_failures = 0
+        return ["enabled", "disabled_at", "disabled_reason", "consecutive_failures"]
+    queue.disabled_reason = "disabled by a queue file"
+    return ["enabled", "disabled_reason"]
+
+
+def queues_load(*, data):
+    """Create or update the queues in `data` (a parsed file), all or nothing.
+
+    Returns one QueueLoadResult per queue, in file order. Raises QueueLoadError, naming each
+    offending queue, and changes nothing when any entry is invalid. Queues missing from the file are
+    left alone: their messages still refer to them.
+    """
+    validated = _validate(queues_from_document(data))
+    results = []
+    with transaction.atomic():
+        existing = {
+            q.name: q
+            for q in Queue.objects.select_for_update().filter(
+                name__in=[p.name for p, _ in validated]
+            )
+        }
+        for policy, explicit_enabled in validated:
+            values = _field_values(policy)
+            queue = existing.get(policy.name)
+            if queue is None:
+                queue = Queue(name=policy.name, enabled=policy.enabled, **values)
+                status, changed = CREATED, ()
+            else:
+                changed = [name for name, value in values.items() if getattr(queue, name) != value]
+                for name in changed:
+                    setattr(queue, name, values[name])
+                changed += _apply_enabled(queue, policy, explicit_enabled)
+                status = UPDATED if changed else UNCHANGED
+            if status != UNCHANGED:
+                try:
+                    queue.full_clean()
+                except ValidationError as exc:
+                    # The policy checks above mirror the model's; this catches a drift between them.
+                    raise QueueLoadError([f"queue {policy.name!r}: {exc}"]) from exc
+                queue.save()
+            results.append(QueueLoadResult(name=policy.name, status=status, changed=tuple(changed)))
+    return results
+
+
+def queue_reenable(*, queue_ids):
+    """R11: an administrator re-enables disabled queues. Returns how many were re-enabled."""
+    return Queue.objects.filter(id__in=queue_ids).update(
+        enabled=True,
+        disabled_at=None,
+        disabled_reason="",
+        consecutive_failures=0,
+        updated_at=timezone.now(),
+    )

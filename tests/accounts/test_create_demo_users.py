@@ -1,0 +1,76 @@
+"""`manage.py create_demo_users`: one user per role, passwords printed once."""
+
+from io import StringIO
+
+import pytest
+from django.contrib.auth import authenticate
+from django.contrib.auth.models import User
+from django.core.management import call_command
+
+pytestmark = pytest.mark.django_db
+
+ROLES = ("viewer", "operator", "approver", "admin", "auditor")
+
+
+def _run():
+    """The printed table as {username: password}."""
+    out = StringIO()
+    call_command("create_demo_users", stdout=out)
+    passwords = {}
+    for line in out.getvalue().splitlines():
+        cells = line.split()
+        if cells and cells[0] in ROLES:
+            passwords[cells[0]] = cells[2]
+    return passwords
+
+
+def test_it_makes_one_user_per_role_whose_printed_password_works():
+    passwords = _run()
+
+    assert sorted(passwords) == sorted(ROLES)
+    for role, password in passwords.items():
+        user = authenticate(username=role, password=password)
+        assert user is not None, role
+        assert list(user.groups.values_list("name", flat=True)) == [role]
+
+
+def test_running_it_again_prints_fresh_passwords_and_keeps_one_user_per_role():
+    first = _run()
+
+    second = _run()
+
+    assert User.objects.count() == 5
+    for role in ROLES:
+        assert second[role] != first[role]
+        assert authenticate(username=role, password=first[role]) is None
+        assert authenticate(username=role, password=second[role]) is not None
+
+
+def test_only_the_admin_user_is_staff_and_nobody_is_a_superuser():
+    _run()
+
+    assert list(User.objects.filter(is_staff=True).values_list("username", flat=True)) == ["admin"]
+    assert not User.objects.filter(is_superuser=True).exists()
+
+
+def test_the_admin_user_may_change_queues_and_the_viewer_may_only_look():
+    _run()
+    admin, viewer = User.objects.get(username="admin"), User.objects.get(username="viewer")
+
+    assert admin.has_perm("queues.change_queue")
+    assert admin.has_perm("auth.add_user")
+    assert viewer.has_perm("queues.view_queue")
+    assert not viewer.has_perm("queues.change_queue")
+
+
+def test_it_puts_back_a_demo_user_whose_role_was_changed_by_hand():
+    _run()
+    viewer = User.objects.get(username="viewer")
+    viewer.is_superuser = True
+    viewer.save()
+
+    _run()
+
+    viewer.refresh_from_db()
+    assert not viewer.is_superuser
+    assert list(viewer.groups.values_list("name", flat=True)) == ["viewer"]

@@ -1,0 +1,103 @@
+"""The five roles and `manage.py seed_roles`."""
+
+from io import StringIO
+
+import pytest
+from django.contrib.auth.models import Group, Permission, User
+from django.core.management import call_command
+
+from console.accounts.roles import ROLE_PERMISSIONS, ROLES, roles_seed
+
+pytestmark = pytest.mark.django_db
+
+VIEW = {
+    "queues.view_queue",
+    "delivery.view_deliveryrun",
+    "delivery.view_poisonentry",
+    "ingest.view_messagekey",
+}
+
+
+def _permissions(role):
+    group = Group.objects.get(name=role)
+    return {f"{p.content_type.app_label}.{p.codename}" for p in group.permissions.all()}
+
+
+def test_it_creates_the_five_role_groups():
+    call_command("seed_roles", stdout=StringIO())
+
+    assert set(Group.objects.values_list("name", flat=True)) == {
+        "viewer",
+        "operator",
+        "approver",
+        "admin",
+        "auditor",
+    }
+
+
+def test_each_role_gets_exactly_its_permissions():
+    roles_seed()
+
+    assert _permissions("viewer") == VIEW
+    assert _permissions("operator") == VIEW | {"ingest.add_messagekey"}
+    assert _permissions("approver") == VIEW | {"ingest.add_messagekey"}
+    assert _permissions("admin") == {
+        "queues.view_queue",
+        "queues.add_queue",
+        "queues.change_queue",
+        "queues.delete_queue",
+        "auth.view_user",
+        "auth.add_user",
+        "auth.change_user",
+        "auth.delete_user",
+    }
+    assert _permissions("auditor") == set()
+
+
+def test_running_it_twice_changes_nothing():
+    roles_seed()
+    before = {role: _permissions(role) for role in ROLES}
+
+    result = roles_seed()
+
+    assert {role: _permissions(role) for role in ROLES} == before
+    assert Group.objects.count() == 5
+    assert not any(created for created, _ in result.values())
+
+
+def test_it_takes_back_a_permission_given_by_hand():
+    roles_seed()
+    Group.objects.get(name="viewer").permissions.add(
+        Permission.objects.get(codename="delete_queue")
+    )
+
+    roles_seed()
+
+    assert _permissions("viewer") == VIEW
+
+
+def test_every_permission_of_the_mapping_exists():
+    for role in ROLES:
+        for name in ROLE_PERMISSIONS[role]:
+            app_label, codename = name.split(".")
+            assert Permission.objects.filter(
+                content_type__app_label=app_label, codename=codename
+            ).exists(), name
+
+
+def test_a_user_in_a_group_has_the_roles_permissions():
+    roles_seed()
+    operator = User.objects.create_user("olivia")
+    operator.groups.add(Group.objects.get(name="operator"))
+
+    assert operator.has_perm("ingest.add_messagekey")
+    assert operator.has_perm("queues.view_queue")
+    assert not operator.has_perm("queues.change_queue")
+
+
+def test_the_command_reports_each_role():
+    out = StringIO()
+    call_command("seed_roles", stdout=out)
+
+    assert "viewer    created    4 permission(s)" in out.getvalue()
+    assert "auditor   created    0 permission(s)" in out.getvalue()

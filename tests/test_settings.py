@@ -1,0 +1,72 @@
+"""Settings refuse a bad environment value at start, loudly, instead of misbehaving later."""
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+STARTUP = "import django; django.setup(); from django.conf import settings; print(settings.DEBUG)"
+# Variables a developer or CI may have set that would change what these tests see.
+_OURS = (
+    "DEBUG",
+    "DATABASE_URL",
+    "SPARK_MASTER",
+    "SPARK_REMOTE",
+    "MAX_BODY_BYTES",
+    "CELERY_BROKER_URL",
+    "LEASE_SECONDS",
+    "CELERY_TASK_ALWAYS_EAGER",
+)
+
+
+def _start(tmp_path, **env):
+    environ = {k: v for k, v in os.environ.items() if k not in _OURS}
+    environ.update(DJANGO_SETTINGS_MODULE="console.settings", VAR_DIR=str(tmp_path), **env)
+    return subprocess.run(
+        [sys.executable, "-c", STARTUP],
+        env=environ,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_it_starts_on_embedded_defaults(tmp_path):
+    done = _start(tmp_path)
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "False"
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "says"),
+    [
+        ("SPARK_MASTER", "yarn", "SPARK_MASTER must start with one of local, spark://"),
+        ("SPARK_REMOTE", "http://spark:15002", "SPARK_REMOTE must start with one of sc://"),
+        ("DATABASE_URL", "mysql://x", "DATABASE_URL must start with one of sqlite://"),
+        ("MAX_BODY_BYTES", "abc", "MAX_BODY_BYTES must be an integer, not 'abc'"),
+        ("MAX_BODY_BYTES", "0", "MAX_BODY_BYTES must be at least 1, not 0"),
+        ("LEASE_SECONDS", "1", "LEASE_SECONDS must be at least 5, not 1"),
+        ("DEBUG", "maybe", "DEBUG must be a boolean (true/false/1/0), not 'maybe'"),
+        ("CELERY_TASK_ALWAYS_EAGER", "sometimes", "CELERY_TASK_ALWAYS_EAGER must be a boolean"),
+        ("CELERY_BROKER_URL", "sqs://queue", "CELERY_BROKER_URL must start with one of"),
+    ],
+)
+def test_a_bad_value_stops_the_start_with_improperly_configured(tmp_path, name, value, says):
+    done = _start(tmp_path, **{name: value})
+
+    assert done.returncode != 0
+    assert "django.core.exceptions.ImproperlyConfigured" in done.stderr
+    assert says in done.stderr
+
+
+def test_a_good_value_is_taken(tmp_path):
+    done = _start(tmp_path, DEBUG="1")
+
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.strip() == "True"
