@@ -31,10 +31,11 @@ def require_service(name, host="127.0.0.1", port=None, *, path=None):
 
 @pytest.fixture(scope="session")
 def spark():
-    from workers.spark import spark_session
+    from workers.spark import spark_session, spark_stop
 
     session = spark_session(master="local[2]", driver_memory="2g")
     yield session
+    spark_stop()
 
 
 @pytest.fixture

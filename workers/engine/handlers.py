@@ -10,8 +10,6 @@ takes down one isolation batch, never the delivery run.
 
 import importlib
 import json
-from dataclasses import dataclass, field
-from datetime import datetime
 
 
 class PermanentFailure(Exception):
@@ -24,24 +22,65 @@ class HandlerImportError(ValueError):
     """The dotted path does not name an importable callable."""
 
 
-@dataclass(frozen=True)
 class Message:
-    id: str
-    queue: str
-    body: bytes
-    content_type: str
-    headers: dict = field(default_factory=dict)
-    conversation_id: str | None = None
-    sender: str | None = None
-    enqueued_at: datetime | None = None
-    delivery_count: int = 0
-    attempt: int = 1
+    """One message as its handler sees it. Headers are parsed from their JSON text on first
+    use: most handlers never look at them, and the engine calls handlers millions of times."""
+
+    __slots__ = (
+        "_headers",
+        "_headers_json",
+        "attempt",
+        "body",
+        "content_type",
+        "conversation_id",
+        "delivery_count",
+        "enqueued_at",
+        "id",
+        "queue",
+        "sender",
+    )
+
+    def __init__(
+        self,
+        *,
+        id,
+        queue,
+        body,
+        content_type,
+        headers=None,
+        headers_json=None,
+        conversation_id=None,
+        sender=None,
+        enqueued_at=None,
+        delivery_count=0,
+        attempt=1,
+    ):
+        self.id = id
+        self.queue = queue
+        self.body = body
+        self.content_type = content_type
+        self._headers = headers
+        self._headers_json = headers_json
+        self.conversation_id = conversation_id
+        self.sender = sender
+        self.enqueued_at = enqueued_at
+        self.delivery_count = delivery_count
+        self.attempt = attempt
+
+    @property
+    def headers(self):
+        if self._headers is None:
+            self._headers = json.loads(self._headers_json) if self._headers_json else {}
+        return self._headers
 
     def text(self, encoding="utf-8"):
         return self.body.decode(encoding)
 
     def json(self):
         return json.loads(self.body)
+
+    def __repr__(self):
+        return f"Message(id={self.id!r}, queue={self.queue!r}, {len(self.body)} bytes)"
 
 
 def load_handler(path):

@@ -1,17 +1,20 @@
 """Deliver one partition of due messages: batching, the poison list, handler calls in isolation,
-and the events that record every outcome. Plain Python: the Spark job feeds it rows and writes
-what it yields; the tests drive it directly too.
+and the events that record every outcome. Plain Python and pyarrow: the Spark job feeds it Arrow
+batches and writes what it yields; the tests can drive it directly too.
 """
 
-import json
 import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
+
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from workers.engine import isolation as iso
 from workers.engine import rules
 from workers.engine import states as S
 from workers.engine.handlers import HandlerImportError, Message, load_handler
+from workers.lake.schema import EVENT_SCHEMA
 
 
 @dataclass
@@ -74,31 +77,70 @@ def _handler_for(path):
     return _handlers[path]
 
 
-def _message(row):
-    headers = row.get("headers")
-    return Message(
-        id=row["message_id"],
-        queue=row["queue"],
-        body=row.get("body") or b"",
-        content_type=row.get("content_type") or "",
-        headers=json.loads(headers) if headers else {},
-        conversation_id=row.get("conversation_id"),
-        sender=row.get("sender"),
-        enqueued_at=row.get("enqueued_at"),
-        delivery_count=row["delivery_count"],
-        attempt=row["delivery_count"] + 1,
-    )
+ROW_FIELDS = (
+    "message_id",
+    "state",
+    "queue",
+    "delivery_count",
+    "candidate",
+    "batch_limit",
+    "next_attempt_at",
+    "body_version",
+    "body",
+    "body_size",
+    "content_type",
+    "headers",
+    "conversation_id",
+    "sender",
+    "enqueued_at",
+    "poison_reason",
+)
+# Columns a fast event copies from its message's row as they are.
+_COPIED = ("message_id", "queue", "delivery_count", "candidate", "batch_limit", "body_version")
 
 
-def _batches(rows, ctx):
-    """Cut the partition into isolation batches. Messages that a crash flagged carry a batch
-    limit (R8) and are batched only with messages under the same limit."""
+class _Columns:
+    """One Arrow batch of due messages, as Python lists per column (one conversion per column,
+    not one dict per row) and the batch itself, for taking whole columns at once."""
+
+    def __init__(self, batch):
+        self.batch = batch
+        names = set(batch.schema.names)
+        self.cols = {
+            f: batch.column(f).to_pylist() if f in names else [None] * batch.num_rows
+            for f in ROW_FIELDS
+        }
+
+    def row(self, i):
+        return {f: self.cols[f][i] for f in ROW_FIELDS}
+
+    def message(self, i):
+        c = self.cols
+        return Message(
+            id=c["message_id"][i],
+            queue=c["queue"][i],
+            body=c["body"][i] or b"",
+            content_type=c["content_type"][i] or "",
+            headers_json=c["headers"][i],
+            conversation_id=c["conversation_id"][i],
+            sender=c["sender"][i],
+            enqueued_at=c["enqueued_at"][i],
+            delivery_count=c["delivery_count"][i],
+            attempt=c["delivery_count"][i] + 1,
+        )
+
+
+def _groups(view, ctx):
+    """Cut a batch into isolation batches. Messages that a crash flagged carry a batch limit
+    (R8) and are batched only with messages under the same limit."""
+    limits = view.cols["batch_limit"]
+    sizes = view.cols["body_size"]
     pending = {}
-    for row in rows:
-        limit = min(row.get("batch_limit") or ctx.max_batch, ctx.max_batch)
+    for i in range(view.batch.num_rows):
+        limit = min(limits[i] or ctx.max_batch, ctx.max_batch)
         group = pending.setdefault(limit, [[], 0])
-        group[0].append(row)
-        group[1] += row.get("body_size") or 0
+        group[0].append(i)
+        group[1] += sizes[i] or 0
         if len(group[0]) >= limit or group[1] >= ctx.max_batch_bytes:
             del pending[limit]
             yield group[0]
@@ -131,119 +173,180 @@ class Sequence:
     def __init__(self, partition=0):
         self.next = (partition << 32) + 1
 
-    def number(self, events, epoch):
-        for ev in events:
-            ev["epoch"] = epoch
-            ev["step"] = self.next
-            self.next += 1
-        return events
+    def take(self, count):
+        first = self.next
+        self.next += count
+        return first
 
 
-def deliver_batch(batch, ctx, streaks, sequence):
-    """Deliver one isolation batch; return its events."""
-    events = []
-    attempts = []
+def _deliver_group(view, group, ctx, streaks, sequence):
+    """Deliver one isolation batch. Returns its events as one Arrow table: each message's
+    events together, in order; messages numbered in the order they were processed."""
     start = ctx.clock()
-    actor = f"{ctx.host}/run {ctx.run_id}"
-    for row in batch:
-        if streaks.disabled(row["queue"]):
+    run_actor = f"{ctx.host}/run {ctx.run_id}"
+    slow = {}  # index -> event dicts, for every outcome but the common one
+    attempts = []
+    handlers = {}
+    for i in group:
+        queue = view.cols["queue"][i]
+        if streaks.disabled(queue):
             continue  # R11: the queue was disabled earlier in this run; the message stays due
-        started, current = rules.start_attempt(row, at=start, actor=actor, run_id=ctx.run_id)
-        if row.get("poison_reason") is not None:
-            events += started
-            events += rules.poisoned(
-                current, at=start, actor=actor, run_id=ctx.run_id, entry_reason=row["poison_reason"]
+        poison = view.cols["poison_reason"][i]
+        if poison is not None:
+            started, current = rules.start_attempt(
+                view.row(i), at=start, actor=run_actor, run_id=ctx.run_id
+            )
+            slow[i] = started + rules.poisoned(
+                current, at=start, actor=run_actor, run_id=ctx.run_id, entry_reason=poison
             )
             continue
-        attempts.append((row, current, started))
-    if attempts:
-        events += _attempt(attempts, ctx, streaks)
-    return sequence.number(events, ctx.epoch)
-
-
-def _attempt(attempts, ctx, streaks):
-    """Call the handlers of one batch in isolation and record each outcome after the events
-    that took the message into delivery."""
-    events = []
-    callable_rows = []
-    for row, current, started in attempts:
-        handler = _handler_for(ctx.policies[row["queue"]].handler)
+        handler = _handler_for(ctx.policies[queue].handler)
         if isinstance(handler, HandlerImportError):
             # Not called, so not a crash; transient so that R3 quarantines it in the end and
             # a fixed deployment can still deliver it meanwhile.
+            started, current = rules.start_attempt(
+                view.row(i), at=start, actor=run_actor, run_id=ctx.run_id
+            )
             failure = (f"handler cannot be imported: {handler}", "HandlerImportError", None)
-            streak = streaks.record(row["queue"], iso.TRANSIENT)
-            events += started
-            events += _outcome_events(
-                current,
-                iso.TRANSIENT,
-                failure,
-                ctx.policies[row["queue"]],
-                ctx,
-                f"{ctx.host}/run {ctx.run_id}",
-                streak,
+            streak = streaks.record(queue, iso.TRANSIENT)
+            slow[i] = started + _outcome_events(
+                current, iso.TRANSIENT, failure, ctx.policies[queue], ctx, run_actor, streak
             )
             continue
-        callable_rows.append((row, current, started, handler))
-    if not callable_rows:
-        return events
-    messages = [_message(row) for row, _, _, _ in callable_rows]
-    by_queue = {row["queue"]: handler for row, _, _, handler in callable_rows}
+        handlers[queue] = handler
+        attempts.append(i)
+    fast, fast_streaks, worker = [], [], run_actor
+    if attempts:
+        fast, fast_streaks, worker = _attempt(view, attempts, handlers, ctx, streaks, start, slow)
+    return _events_table(
+        view, group, fast, fast_streaks, slow, ctx, start, run_actor, worker, sequence
+    )
+
+
+def _attempt(view, attempts, handlers, ctx, streaks, start, slow):
+    """Call the handlers of one batch in isolation. The common outcome, a TBDL message
+    delivered, is returned as an index to be written column-wise; every other outcome goes
+    through the rules into `slow`."""
+    messages = [view.message(i) for i in attempts]
 
     def call(message):
-        by_queue[message.queue](message)
+        handlers[message.queue](message)
 
     result = iso.run_isolated(
         messages, call, timeout=ctx.handler_timeout, streaks=streaks.snapshot()
     )
     actor = f"{result.worker}/run {ctx.run_id}"
-    batch_size = len(callable_rows)
-    for index, ((row, current, started, _), code) in enumerate(
-        zip(callable_rows, result.codes, strict=True)
-    ):
+    run_actor = f"{ctx.host}/run {ctx.run_id}"
+    fast, fast_streaks = [], []
+    states = view.cols["state"]
+    queues = view.cols["queue"]
+    for k, (i, code) in enumerate(zip(attempts, result.codes, strict=True)):
         if code == iso.SKIPPED:
             continue  # R11 stopped this queue inside the batch: never taken, still due
-        events += started
+        queue = queues[i]
+        if code == iso.SUCCESS and states[i] == S.TBDL:
+            fast.append(i)
+            fast_streaks.append(streaks.record(queue, code))
+            continue
+        started, current = rules.start_attempt(
+            view.row(i), at=start, actor=run_actor, run_id=ctx.run_id
+        )
         if code == iso.PENDING:
-            in_flight = index == result.in_flight
-            streak = streaks.record(row["queue"], iso.TRANSIENT) if in_flight else None
-            events += rules.crashed(
+            in_flight = k == result.in_flight
+            streak = streaks.record(queue, iso.TRANSIENT) if in_flight else None
+            slow[i] = started + rules.crashed(
                 current,
                 at=ctx.clock(),
                 actor=actor,
                 run_id=ctx.run_id,
-                batch_size=batch_size,
+                batch_size=len(attempts),
                 in_flight=in_flight,
                 detail=result.crash,
                 queue_streak=streak,
             )
             continue
-        streak = streaks.record(row["queue"], code)
-        events += _outcome_events(
-            current,
-            code,
-            result.failures.get(index),
-            ctx.policies[row["queue"]],
-            ctx,
-            actor,
-            streak,
+        streak = streaks.record(queue, code)
+        slow[i] = started + _outcome_events(
+            current, code, result.failures.get(k), ctx.policies[queue], ctx, actor, streak
         )
-    return events
+    return fast, fast_streaks, actor
 
 
-def deliver_rows(rows, ctx, *, partition=0):
-    """Deliver a partition's rows batch by batch, yielding each batch's events as it finishes."""
+def _events_table(view, group, fast, fast_streaks, slow, ctx, start, run_actor, worker, sequence):
+    fast_set = set(fast)
+    fast_steps = []
+    for i in group:  # number every message's events in the order the batch processed them
+        if i in fast_set:
+            fast_steps.append(sequence.take(2))
+        elif i in slow:
+            first = sequence.take(len(slow[i]))
+            for offset, ev in enumerate(slow[i]):
+                ev["epoch"] = ctx.epoch
+                ev["step"] = first + offset
+    parts = []
+    if fast:
+        parts.append(
+            _delivered_columns(view, fast, fast_steps, fast_streaks, ctx, start, run_actor, worker)
+        )
+    slow_events = [ev for i in group if i in slow for ev in slow[i]]
+    if slow_events:
+        parts.append(pa.Table.from_pylist(slow_events, schema=EVENT_SCHEMA))
+    if not parts:
+        return None
+    return pa.concat_tables(parts)
+
+
+def _delivered_columns(view, fast, steps, streaks, ctx, start, run_actor, worker):
+    """TBDL -> DLNG -> DLVD for many messages at once: columns taken from their rows and
+    constants, the two events of each message side by side."""
+    n = len(fast)
+    taken = view.batch.take(pa.array(fast, pa.int32()))
+    copied = {name: taken.column(name) for name in _COPIED}
+    attempt = pc.cast(pc.add(copied["delivery_count"], 1), pa.int32())
+    end = ctx.clock()
+
+    def events(from_state, to_state, at, actor, step_offset, queue_streak):
+        return pa.table(
+            {
+                "message_id": copied["message_id"],
+                "epoch": pa.array([ctx.epoch] * n, pa.int64()),
+                "step": pa.array([s + step_offset for s in steps], pa.int64()),
+                "at": pa.array([at] * n, EVENT_SCHEMA.field("at").type),
+                "from_state": pa.array([from_state] * n, pa.string()),
+                "to_state": pa.array([to_state] * n, pa.string()),
+                "queue": copied["queue"],
+                "attempt": attempt,
+                "delivery_count": copied["delivery_count"],
+                "candidate": copied["candidate"],
+                "batch_limit": copied["batch_limit"],
+                "next_attempt_at": pa.nulls(n, EVENT_SCHEMA.field("next_attempt_at").type),
+                "body_version": copied["body_version"],
+                "actor": pa.array([actor] * n, pa.string()),
+                "run_id": pa.array([ctx.run_id] * n, pa.string()),
+                "reason": pa.nulls(n, pa.string()),
+                "exception_type": pa.nulls(n, pa.string()),
+                "stack": pa.nulls(n, pa.string()),
+                "queue_streak": queue_streak,
+            },
+            schema=EVENT_SCHEMA,
+        )
+
+    taking = events(S.TBDL, S.DLNG, start, run_actor, 0, pa.nulls(n, pa.int32()))
+    done = events(S.DLNG, S.DLVD, end, worker, 1, pa.array(streaks, pa.int32()))
+    both = pa.concat_tables([taking, done])
+    return both.take(pa.array([x for k in range(n) for x in (k, k + n)], pa.int32()))
+
+
+def deliver_batches(batches, ctx, *, partition=0):
+    """Deliver a partition, given as Arrow record batches of due messages (ROW_FIELDS), batch
+    by batch; yield each isolation batch's events as an Arrow table as soon as it is done."""
     streaks = QueueStreaks(ctx.policies)
     sequence = Sequence(partition)
-    for batch in _batches(rows, ctx):
-        events = deliver_batch(batch, ctx, streaks, sequence)
-        if events:
-            yield events
-
-
-def is_due(row, now):
-    return row["state"] == S.TBDL or (
-        row["state"] == S.WAIT
-        and row["next_attempt_at"] is not None
-        and row["next_attempt_at"] <= now
-    )
+    for batch in batches:
+        if batch.num_rows == 0:
+            continue
+        view = _Columns(batch)
+        for group in _groups(view, ctx):
+            table = _deliver_group(view, group, ctx, streaks, sequence)
+            if table is not None and table.num_rows:
+                yield table

@@ -23,7 +23,7 @@ from pyspark.sql import functions as F
 
 from workers.engine import states as S
 from workers.engine.policy import policy_from_mapping
-from workers.engine.runner import RunContext, deliver_rows
+from workers.engine.runner import RunContext, deliver_batches
 from workers.jobs.conversations import end_conversations
 from workers.jobs.state import EVENT_COLUMNS, extract_events, extract_messages, fold_state
 from workers.lake.schema import CLAIM_SCHEMA, EVENT_SCHEMA, ddl
@@ -136,13 +136,8 @@ def deliver(due: DataFrame, ctx: RunContext) -> DataFrame:
 
     def run_partition(batches):
         partition = TaskContext.get().partitionId()
-
-        def rows():
-            for batch in batches:
-                yield from batch.to_pylist()
-
-        for events in deliver_rows(rows(), ctx, partition=partition):
-            yield pa.RecordBatch.from_pylist(events, schema=EVENT_SCHEMA)
+        for table in deliver_batches(batches, ctx, partition=partition):
+            yield from table.to_batches()
 
     return due.mapInArrow(run_partition, ddl(EVENT_SCHEMA))
 
@@ -208,6 +203,10 @@ def run_delivery(spark, params: DeliveryParams, *, on_claimed=None) -> DeliveryR
     if on_claimed is not None:
         on_claimed(params.claims_path, result.claimed)
     claims = spark.read.parquet(params.claims_path)
+    # An isolation batch never spans two Arrow batches: let one Arrow batch hold a whole one.
+    spark.conf.set(
+        "spark.sql.execution.arrow.maxRecordsPerBatch", str(max(10_000, params.max_batch))
+    )
     partitioned = _partitioned(
         with_bodies(claims, messages), policies, result.claimed, params.max_batch, params.partitions
     )
@@ -231,7 +230,8 @@ def summarize_run(events_path, policies, result):
     and memory bounded by one record batch however large the run."""
     serial = {q: p.disable_after for q, p in policies.items() if p.disable_after}
     outcomes, peaks = {}, {}
-    columns = ["message_id", "to_state", "queue", "reason", "queue_streak"]
+    columns = ["message_id", "to_state", "queue", "reason", "queue_streak", "step"]
+    last_step = {}
     for fragment in pads.dataset(events_path, format="parquet").get_fragments():
         carry = None
         for batch in fragment.to_batches(columns=columns):
@@ -245,7 +245,7 @@ def summarize_run(events_path, policies, result):
             # batch's final row waits for the next batch to tell.
             is_last = pc.not_equal(ids.slice(0, n - 1), ids.slice(1))
             _tally(table.slice(0, n - 1).filter(is_last), outcomes, result)
-            _streaks(pa.Table.from_batches([batch]), serial, result, peaks)
+            _streaks(pa.Table.from_batches([batch]), serial, result, peaks, last_step)
             carry = table.slice(n - 1).to_batches()[0]
             result.events += batch.num_rows
         if carry is not None:
@@ -264,17 +264,21 @@ def _tally(last_events, outcomes, result):
         result.quarantined.append((row["message_id"], row["queue"], row["reason"], None))
 
 
-def _streaks(events, serial, result, peaks):
-    """R11: each serial queue's last and highest streak, in the order events were written."""
+def _streaks(events, serial, result, peaks, last_step):
+    """R11: each serial queue's latest streak (by step: the order attempts happened in) and its
+    highest."""
     if not serial or events.num_rows == 0:
         return
     mask = pc.and_(
         pc.is_valid(events.column("queue_streak")),
         pc.is_in(events.column("queue"), pa.array(list(serial))),
     )
-    for row in events.filter(mask).select(["queue", "queue_streak"]).to_pylist():
-        result.streaks[row["queue"]] = row["queue_streak"]
-        peaks[row["queue"]] = max(peaks.get(row["queue"], 0), row["queue_streak"])
+    for row in events.filter(mask).select(["queue", "queue_streak", "step"]).to_pylist():
+        queue = row["queue"]
+        if row["step"] > last_step.get(queue, -1):
+            last_step[queue] = row["step"]
+            result.streaks[queue] = row["queue_streak"]
+        peaks[queue] = max(peaks.get(queue, 0), row["queue_streak"])
 
 
 def _end_conversations(spark, params, before, messages, result):
