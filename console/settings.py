@@ -152,9 +152,10 @@ STATIC_ROOT = envpath("STATIC_ROOT", VAR_DIR / "staticfiles")
 LOGIN_URL = "/admin/login/"
 
 REST_FRAMEWORK = {
+    # Token first: its WWW-Authenticate challenge makes an anonymous call a 401, not a 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.SessionAuthentication",
         "rest_framework.authentication.TokenAuthentication",
+        "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],

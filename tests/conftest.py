@@ -44,3 +44,21 @@ def lake_root(tmp_path, settings):
     root.mkdir()
     settings.LAKE_URI = str(root)
     return root
+
+
+@pytest.fixture
+def personas(db, settings):
+    """One user per role, named after it, plus an outsider with no role at all."""
+    from django.contrib.auth.models import Group, User
+
+    from console.accounts.roles import ROLES, roles_seed
+
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+    roles_seed()
+    users = {}
+    for role in ROLES:
+        user = User.objects.create_user(role, password=f"pw-{role}-1234")
+        user.groups.add(Group.objects.get(name=role))
+        users[role] = user
+    users["outsider"] = User.objects.create_user("outsider", password="pw-outsider-1234")
+    return users
