@@ -1,7 +1,7 @@
 from django import forms
 from django.contrib import admin, messages
 
-from console.queues.models import Queue
+from console.queues.models import POLICY_FIELDS, Queue
 from console.queues.services import queue_reenable
 
 
@@ -11,22 +11,7 @@ class QueueForm(forms.ModelForm):
 
     class Meta:
         model = Queue
-        fields = (
-            "name",
-            "handler",
-            "enabled",
-            "disabled_reason",
-            "max_failed_deliveries",
-            "exception_destination",
-            "blocked_retry_timeout",
-            "backoff_every",
-            "backoff_delays",
-            "periodic_interval",
-            "on_permanent",
-            "poison_match",
-            "disable_after",
-            "retention_days",
-        )
+        fields = ("name", "enabled", "disabled_reason", *POLICY_FIELDS)
 
     def clean(self):
         data = super().clean()

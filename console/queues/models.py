@@ -4,6 +4,21 @@ from django.db import models
 from workers.engine import policy as P
 from workers.engine.handlers import HandlerImportError, load_handler
 
+# A queue's policy settings, as SEMANTICS.md names them (`enabled` is its status, not policy).
+POLICY_FIELDS = (
+    "handler",
+    "max_failed_deliveries",
+    "exception_destination",
+    "blocked_retry_timeout",
+    "backoff_every",
+    "backoff_delays",
+    "periodic_interval",
+    "on_permanent",
+    "poison_match",
+    "disable_after",
+    "retention_days",
+)
+
 
 def _validate_exception_destination(value):
     try:
@@ -108,21 +123,8 @@ class Queue(models.Model):
             raise ValidationError({"periodic_interval": "must be at least 1"})
 
     def policy(self):
+        values = {name: getattr(self, name) for name in ("name", *POLICY_FIELDS)}
+        values["backoff_delays"] = list(self.backoff_delays)
         return P.policy_from_mapping(
-            {
-                "name": self.name,
-                "handler": self.handler,
-                "max_failed_deliveries": self.max_failed_deliveries,
-                "exception_destination": self.exception_destination,
-                "blocked_retry_timeout": self.blocked_retry_timeout,
-                "backoff_every": self.backoff_every,
-                "backoff_delays": list(self.backoff_delays),
-                "periodic_interval": self.periodic_interval,
-                "on_permanent": self.on_permanent,
-                "poison_match": self.poison_match,
-                "disable_after": self.disable_after,
-                "retention_days": self.retention_days,
-                "enabled": self.enabled,
-                "consecutive_failures": self.consecutive_failures,
-            }
+            {**values, "enabled": self.enabled, "consecutive_failures": self.consecutive_failures}
         )

@@ -11,24 +11,9 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
-from console.queues.models import Queue
+from console.queues.models import POLICY_FIELDS, Queue
 from workers.engine import policy as P
 from workers.engine.handlers import HandlerImportError, load_handler
-
-# The policy fields a file sets. `enabled` is handled apart: see `_apply_enabled`.
-POLICY_FIELDS = (
-    "handler",
-    "max_failed_deliveries",
-    "exception_destination",
-    "blocked_retry_timeout",
-    "backoff_every",
-    "backoff_delays",
-    "periodic_interval",
-    "on_permanent",
-    "poison_match",
-    "disable_after",
-    "retention_days",
-)
 
 CREATED = "created"
 UPDATED = "updated"
