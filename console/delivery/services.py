@@ -5,8 +5,10 @@ RUNNING first, the run committing its outcome or the sweeper declaring it dead, 
 output stays invisible (ARCHITECTURE: tasks may be lost, work may not).
 """
 
+import itertools
 import logging
 import os
+import shutil
 import socket
 import threading
 from datetime import UTC, datetime, timedelta
@@ -195,6 +197,8 @@ def _run_commit(run, result, paths):
             )
         poison_add(entries=_with_hashes(result.quarantined), source="engine")
         _queues_record(result)
+    run.claims_path = paths["claims"]
+    _claims_discard(run)
 
 
 def _queues_record(result):
@@ -251,47 +255,60 @@ def delivery_run_recover(*, run, why):
     if not os.path.isdir(claims_dir):
         DeliveryRun.objects.filter(id=run.id).update(recovered=True)
         return 0
-    claims = pads.dataset(claims_dir, schema=CLAIM_SCHEMA, format="parquet").to_table().to_pylist()
+    claims = pads.dataset(claims_dir, schema=CLAIM_SCHEMA, format="parquet")
+    size = claims.count_rows()
     epoch = epoch_allocate(purpose=f"recover run {run.id}")
     at = datetime.now(UTC)
     actor = f"sweeper/{socket.gethostname()}:{os.getpid()}"
-    events = []
-    step = 0
     quarantined = []
-    size = len(claims)
-    for claim in claims:
-        current = dict(claim, state=claim["to_state"])
-        started, current = rules.start_attempt(
-            current, at=run.started_at, actor=run.worker or actor, run_id=str(run.id)
-        )
-        outcome = rules.crashed(
-            current,
-            at=at,
-            actor=actor,
-            run_id=str(run.id),
-            batch_size=size,
-            in_flight=False,
-            detail=why,
-        )
-        for ev in [*started, *outcome]:
-            step += 1
-            ev["epoch"] = epoch
-            ev["step"] = step
-            events.append(ev)
-        if outcome[-1]["to_state"] == S.NDLV:
-            quarantined.append(
-                (claim["message_id"], outcome[-1]["queue"], outcome[-1]["reason"], "")
-            )
+    step = itertools.count(1)
+
+    def recovered_events():
+        # A claims batch at a time: a run of a million messages recovers in bounded memory.
+        for batch in claims.to_batches():
+            events = []
+            for claim in batch.to_pylist():
+                current = dict(claim, state=claim["to_state"])
+                started, current = rules.start_attempt(
+                    current, at=run.started_at, actor=run.worker or actor, run_id=str(run.id)
+                )
+                outcome = rules.crashed(
+                    current,
+                    at=at,
+                    actor=actor,
+                    run_id=str(run.id),
+                    batch_size=size,
+                    in_flight=False,
+                    detail=why,
+                )
+                for ev in [*started, *outcome]:
+                    ev["epoch"] = epoch
+                    ev["step"] = next(step)
+                    events.append(ev)
+                if outcome[-1]["to_state"] == S.NDLV:
+                    quarantined.append(
+                        (claim["message_id"], outcome[-1]["queue"], outcome[-1]["reason"], "")
+                    )
+            yield pa.Table.from_pylist(events, schema=EVENT_SCHEMA)
+
     path = store.new_dir("events", f"recover{run.id}")
-    store.write_arrow(pa.Table.from_pylist(events, schema=EVENT_SCHEMA), path)
+    rows = store.write_stream(recovered_events(), path, schema=EVENT_SCHEMA)
     with transaction.atomic():
         lake_commit_record(
-            dataset="events", path=path, row_count=len(events), idempotency_key=key, epoch=epoch
+            dataset="events", path=path, row_count=rows, idempotency_key=key, epoch=epoch
         )
         poison_add(entries=_with_hashes(quarantined), source="engine")
         DeliveryRun.objects.filter(id=run.id).update(recovered=True)
+    _claims_discard(run)
     log.warning("recovered %s message(s) claimed by dead run %s: %s", size, run.id, why)
     return size
+
+
+def _claims_discard(run):
+    """Claims are the run's lease record; once its outcome or its recovery is committed they
+    say nothing the ledger does not."""
+    if run.claims_path:
+        shutil.rmtree(lake().path(run.claims_path), ignore_errors=True)
 
 
 def _with_hashes(entries):

@@ -44,6 +44,20 @@ class Lake:
             os.replace(tmp, target / f"part-{index:05d}.parquet")
         return relpath
 
+    def write_stream(self, tables, relpath, *, schema):
+        """Write an iterator of arrow tables into relpath as one Parquet file, a table at a
+        time (memory bounded by one table). Returns the number of rows written."""
+        target = self.root / relpath
+        target.mkdir(parents=True, exist_ok=False)
+        tmp = target / ".part-00000.parquet.tmp"
+        rows = 0
+        with pq.ParquetWriter(tmp, schema, compression="zstd") as writer:
+            for table in tables:
+                writer.write_table(table, row_group_size=64_000)
+                rows += table.num_rows
+        os.replace(tmp, target / "part-00000.parquet")
+        return rows
+
     def read_arrow(self, dataset, relpaths, *, columns=None, filter=None):
         """Read committed directories of one dataset with pyarrow (no Spark)."""
         schema = SCHEMAS[dataset]
