@@ -86,6 +86,10 @@ INSTALLED_APPS = [
     "console.queues",
     "console.ingest",
     "console.delivery",
+    "console.browse",
+    "console.audit",
+    "console.decisions",
+    "csp",
 ]
 
 MIDDLEWARE = [
@@ -96,6 +100,7 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
+    "csp.middleware.CSPMiddleware",
 ]
 
 ROOT_URLCONF = "console.urls"
@@ -149,7 +154,49 @@ STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = envpath("STATIC_ROOT", VAR_DIR / "staticfiles")
 
-LOGIN_URL = "/admin/login/"
+LOGIN_URL = "login"
+LOGIN_REDIRECT_URL = "dashboard"
+LOGOUT_REDIRECT_URL = "login"
+
+# Sessions end after SESSION_HOURS without a request, and when the browser closes.
+SESSION_COOKIE_AGE = envint("SESSION_HOURS", 8, minimum=1) * 3600
+SESSION_SAVE_EVERY_REQUEST = True
+SESSION_EXPIRE_AT_BROWSER_CLOSE = True
+SESSION_COOKIE_HTTPONLY = True
+SESSION_COOKIE_SAMESITE = "Lax"
+CSRF_COOKIE_SAMESITE = "Lax"
+X_FRAME_OPTIONS = "DENY"
+SECURE_CONTENT_TYPE_NOSNIFF = True
+SECURE_REFERRER_POLICY = "same-origin"
+SECURE_CROSS_ORIGIN_OPENER_POLICY = "same-origin"
+
+# Behind HTTPS (production): secure cookies, redirect to HTTPS, HSTS. Off for the embedded
+# default, which serves plain HTTP on localhost.
+HTTPS = envbool("HTTPS", "false")
+SESSION_COOKIE_SECURE = HTTPS
+CSRF_COOKIE_SECURE = HTTPS
+SECURE_SSL_REDIRECT = HTTPS
+SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 31536000 if HTTPS else 0, minimum=0)
+SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS
+SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", "false")
+if envbool("BEHIND_PROXY", "false"):
+    # Only when a proxy we trust sets it; otherwise a client could claim HTTPS.
+    SECURE_PROXY_SSL_HEADER = ("HTTP_X_FORWARDED_PROTO", "https")
+
+# Every page is built from attacker-controlled data (bodies, headers, reasons): no inline script or
+# style may run, so nothing the data smuggles in can either. Scripts and styles are local files.
+CONTENT_SECURITY_POLICY = {
+    "DIRECTIVES": {
+        "default-src": ["'self'"],
+        "script-src": ["'self'"],
+        "style-src": ["'self'"],
+        "img-src": ["'self'", "data:"],
+        "object-src": ["'none'"],
+        "base-uri": ["'none'"],
+        "frame-ancestors": ["'none'"],
+        "form-action": ["'self'"],
+    },
+}
 
 REST_FRAMEWORK = {
     # Token first: its WWW-Authenticate challenge makes an anonymous call a 401, not a 403.
@@ -189,6 +236,22 @@ HEARTBEAT_SECONDS = envint("HEARTBEAT_SECONDS", 10, minimum=1)
 SWEEP_INTERVAL_SECONDS = envint("SWEEP_INTERVAL_SECONDS", 30, minimum=1)
 # Fold event commits into a new state snapshot once this many are outstanding.
 COMPACT_AFTER_COMMITS = envint("COMPACT_AFTER_COMMITS", 20, minimum=1)
+
+# --- Refresh of the read models ------------------------------------------------------------------
+
+# Beat refreshes the console's read models this often, besides right after every lake commit
+# (unless REFRESH_ON_COMMIT is off: then only on the timer).
+REFRESH_INTERVAL_SECONDS = envint("REFRESH_INTERVAL_SECONDS", 30, minimum=1)
+REFRESH_ON_COMMIT = envbool("REFRESH_ON_COMMIT", "true")
+
+# --- Decisions ------------------------------------------------------------------------------------
+
+# Requests over this many messages need a second person's approval (four eyes)...
+APPROVAL_OVER = envint("APPROVAL_OVER", 1, minimum=0)
+# ... and so does every end with error, unless this is turned off.
+APPROVE_END_WITH_ERROR = envbool("APPROVE_END_WITH_ERROR", "true")
+# An approval is good for this long; a request not started by then never runs.
+APPROVAL_TTL_HOURS = envint("APPROVAL_TTL_HOURS", 24, minimum=1)
 
 # --- Celery --------------------------------------------------------------------------------------
 

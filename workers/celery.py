@@ -21,6 +21,7 @@ app.conf.task_default_queue = "default"
 app.conf.task_routes = {
     "workers.tasks.delivery_run_task": {"queue": "spark", "routing_key": "spark"},
     "workers.tasks.lake_compact_task": {"queue": "spark", "routing_key": "spark"},
+    "workers.tasks.browse_refresh_task": {"queue": "spark", "routing_key": "spark"},
 }
 # The spark worker must not prefetch: a second delivery run waiting in its buffer would be lost
 # with it if it died, and runs are cheap to re-enqueue from beat anyway.
@@ -42,6 +43,10 @@ def _schedule(sender, **kwargs):
         "sweep-leases": {
             "task": "workers.tasks.sweep_leases_task",
             "schedule": float(settings.SWEEP_INTERVAL_SECONDS),
+        },
+        "refresh-read-models": {
+            "task": "workers.tasks.browse_refresh_task",
+            "schedule": float(settings.REFRESH_INTERVAL_SECONDS),
         },
         "scan-inbox": {
             "task": "workers.tasks.inbox_scan_task",

@@ -43,3 +43,14 @@ def inbox_scan_task():
     from console.ingest.services import inbox_scan
 
     return len(inbox_scan())
+
+
+@shared_task(soft_time_limit=1700, time_limit=1800, ignore_result=True)
+def browse_refresh_task(full=False):
+    """Fold the lake's new events into the console's read models, on the spark worker. Returns
+    the refresh's id, or None when there was nothing new or another refresh was running (beat
+    comes back on its next tick; a lost task only delays the index until then)."""
+    from console.browse.services import browse_refresh
+
+    run = browse_refresh(full=full)
+    return run.id if run else None

@@ -16,13 +16,24 @@ AUDITOR = "auditor"
 
 ROLES = (VIEWER, OPERATOR, APPROVER, ADMIN, AUDITOR)
 
+# Read metadata: the read models, queues and the delivery bookkeeping. Not bodies.
 _VIEW = (
     "queues.view_queue",
     "delivery.view_deliveryrun",
     "delivery.view_poisonentry",
     "ingest.view_messagekey",
+    "browse.view_messageindex",
+    "browse.view_failuregroup",
+    "browse.view_queuestat",
+    "browse.view_quarantineinflow",
+    "decisions.view_actionrequest",
 )
-_OPERATE = (*_VIEW, "ingest.add_messagekey")
+# Bodies can hold personal data: reading them is its own permission, given to those who decide
+# what to do with a message (operators and approvers), not to everyone who can see metadata.
+BODY = "browse.view_body"
+_OPERATE = (*_VIEW, "ingest.add_messagekey", BODY, "decisions.add_actionrequest")
+# Approving is for someone other than the requester (four eyes); the services check that too.
+_APPROVE = (*_OPERATE, "decisions.approve_actionrequest")
 
 
 def _everything_on(app_label, model):
@@ -32,9 +43,13 @@ def _everything_on(app_label, model):
 ROLE_PERMISSIONS = {
     VIEWER: _VIEW,
     OPERATOR: _OPERATE,
-    APPROVER: _OPERATE,
-    ADMIN: (*_everything_on("queues", "queue"), *_everything_on("auth", "user")),
-    AUDITOR: (),
+    APPROVER: _APPROVE,
+    # Admins run the product (queues, policies, users) and see the same metadata as a viewer, but
+    # not bodies: managing a queue never needs its messages' personal data. An admin who must read
+    # bodies gives themselves the operator role too, which the user admin records.
+    ADMIN: (*_VIEW, *_everything_on("queues", "queue"), *_everything_on("auth", "user")),
+    # The audit trail only; no message screens.
+    AUDITOR: ("audit.view_auditentry", "audit.export_auditentry"),
 }
 
 

@@ -11,7 +11,7 @@ from console.delivery.selectors import message_detail
 
 class CanViewMessages(BasePermission):
     def has_permission(self, request, view):
-        return bool(request.user and request.user.has_perm("ingest.view_messagekey"))
+        return bool(request.user and request.user.has_perm("browse.view_messageindex"))
 
 
 class MessageDetailApi(APIView):

@@ -7,6 +7,7 @@ from console.delivery.models import PoisonEntry
 from console.ingest.models import MessageKey
 from console.lake.selectors import lake_paths
 from console.lake.services import lake
+from workers.engine.states import DLNG, DLVD, is_failure
 
 HISTORY_FIELDS = (
     "at",
@@ -63,7 +64,16 @@ def message_detail(*, message_id):
     )
     history = message_history(message_id=message_id)
     latest = history[-1] if history else {}
-    failure = next((e for e in reversed(history) if e["reason"] and e["to_state"] != "DLNG"), {})
+    failure = next((e for e in reversed(history) if is_failure(e["from_state"], e["to_state"])), {})
+    # Why it is in its state now: the latest event that is neither ingest nor delivery.
+    why = next(
+        (
+            e
+            for e in reversed(history)
+            if e["from_state"] is not None and e["to_state"] not in (DLNG, DLVD)
+        ),
+        {},
+    )
     first = meta[0] if meta else {}
     return {
         "id": message_id,
@@ -74,7 +84,7 @@ def message_detail(*, message_id):
         "blacklist_candidate": bool(latest.get("candidate")),
         "batch_limit": latest.get("batch_limit") or None,
         "next_attempt_at": latest.get("next_attempt_at"),
-        "reason": failure.get("reason"),
+        "reason": why.get("reason"),
         "exception_type": failure.get("exception_type"),
         "on_poison_list": PoisonEntry.objects.filter(message_id=message_id).exists(),
         "body_sha256": key.body_sha256,

@@ -19,6 +19,7 @@ from django.conf import settings
 from django.db import IntegrityError, close_old_connections, connection, transaction
 from django.utils import timezone
 
+from console.audit.services import audit_record
 from console.delivery.models import DeliveryRun, PoisonEntry
 from console.lake.selectors import lake_committed, lake_paths, lake_state_inputs
 from console.lake.services import epoch_allocate, lake, lake_commit_record
@@ -206,9 +207,16 @@ def _queues_record(result):
     for name, streak in result.streaks.items():
         Queue.objects.filter(name=name).update(consecutive_failures=streak)
     for name, reason in result.disabled.items():
-        Queue.objects.filter(name=name, enabled=True).update(
+        if Queue.objects.filter(name=name, enabled=True).update(
             enabled=False, disabled_at=timezone.now(), disabled_reason=reason
-        )
+        ):
+            audit_record(
+                actor="system",
+                action="queue.disabled",
+                target_type="queue",
+                target_id=name,
+                details={"reason": reason},
+            )
         log.warning("queue %s disabled: %s", name, reason)
 
 

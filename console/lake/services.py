@@ -29,7 +29,7 @@ def lake_commit_record(*, dataset, path, row_count, idempotency_key, epoch=None,
         # serialized already.
         with conn.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [LAKE_COMMIT_LOCK])
-    return LakeCommit.objects.create(
+    commit = LakeCommit.objects.create(
         dataset=dataset,
         path=path,
         row_count=row_count,
@@ -37,6 +37,17 @@ def lake_commit_record(*, dataset, path, row_count, idempotency_key, epoch=None,
         epoch=epoch,
         covers_upto=covers_upto,
     )
+    if dataset == "events":
+        # New events change what the console shows: refresh its read models once they are
+        # visible. robust: a broker that is down must not fail a commit that already happened.
+        transaction.on_commit(_refresh_enqueue, robust=True)
+    return commit
+
+
+def _refresh_enqueue():
+    from console.browse.services import browse_refresh_enqueue
+
+    browse_refresh_enqueue()
 
 
 def lake_commits_retire(*, ids):

@@ -1,6 +1,7 @@
 from django import forms
 from django.contrib import admin, messages
 
+from console.audit.services import audit_record
 from console.queues.models import POLICY_FIELDS, Queue
 from console.queues.services import queue_reenable
 
@@ -77,8 +78,18 @@ class QueueAdmin(admin.ModelAdmin):
             obj.disabled_reason = ""
             obj.consecutive_failures = 0
         super().save_model(request, obj, form, change)
+        if form.changed_data:
+            audit_record(
+                actor=request.user,
+                action="policy.changed" if change else "queue.created",
+                target_type="queue",
+                target_id=obj.name,
+                details={"changed": {f: form.cleaned_data.get(f) for f in form.changed_data}},
+            )
 
     @admin.action(description="Re-enable the selected queues", permissions=["change"])
     def reenable(self, request, queryset):
-        count = queue_reenable(queue_ids=list(queryset.values_list("id", flat=True)))
+        count = queue_reenable(
+            queue_ids=list(queryset.values_list("id", flat=True)), actor=request.user
+        )
         self.message_user(request, f"{count} queue(s) re-enabled.", messages.SUCCESS)

@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from console.audit.services import audit_record
 from console.queues.models import POLICY_FIELDS, Queue
 from workers.engine import policy as P
 from workers.engine.handlers import HandlerImportError, load_handler
@@ -139,7 +140,7 @@ def _apply_enabled(queue, policy, explicit):
     return ["enabled", "disabled_reason"]
 
 
-def queues_load(*, data):
+def queues_load(*, data, actor=None):
     """Create or update the queues in `data` (a parsed file), all or nothing.
 
     Returns one QueueLoadResult per queue, in file order. Raises QueueLoadError, naming each
@@ -174,16 +175,40 @@ def queues_load(*, data):
                     # The policy checks above mirror the model's; this catches a drift between them.
                     raise QueueLoadError([f"queue {policy.name!r}: {exc}"]) from exc
                 queue.save()
+                audit_record(
+                    actor=actor,
+                    action="queue.created" if status == CREATED else "policy.changed",
+                    target_type="queue",
+                    target_id=policy.name,
+                    details={"changed": {n: values.get(n, getattr(queue, n)) for n in changed}}
+                    if changed
+                    else {"policy": values},
+                )
             results.append(QueueLoadResult(name=policy.name, status=status, changed=tuple(changed)))
     return results
 
 
-def queue_reenable(*, queue_ids):
+def queue_reenable(*, queue_ids, actor=None):
     """R11: an administrator re-enables disabled queues. Returns how many were re-enabled."""
-    return Queue.objects.filter(id__in=queue_ids).update(
-        enabled=True,
-        disabled_at=None,
-        disabled_reason="",
-        consecutive_failures=0,
-        updated_at=timezone.now(),
-    )
+    with transaction.atomic():
+        disabled = list(
+            Queue.objects.select_for_update()
+            .filter(id__in=queue_ids, enabled=False)
+            .values_list("name", "disabled_reason")
+        )
+        count = Queue.objects.filter(id__in=queue_ids).update(
+            enabled=True,
+            disabled_at=None,
+            disabled_reason="",
+            consecutive_failures=0,
+            updated_at=timezone.now(),
+        )
+        for name, reason in disabled:
+            audit_record(
+                actor=actor,
+                action="queue.enabled",
+                target_type="queue",
+                target_id=name,
+                details={"was_disabled_because": reason},
+            )
+    return count

@@ -15,7 +15,14 @@ VIEW = {
     "delivery.view_deliveryrun",
     "delivery.view_poisonentry",
     "ingest.view_messagekey",
+    "browse.view_messageindex",
+    "browse.view_failuregroup",
+    "browse.view_queuestat",
+    "browse.view_quarantineinflow",
+    "decisions.view_actionrequest",
 }
+OPERATE = VIEW | {"ingest.add_messagekey", "browse.view_body", "decisions.add_actionrequest"}
+APPROVE = OPERATE | {"decisions.approve_actionrequest"}
 
 
 def _permissions(role):
@@ -39,10 +46,10 @@ def test_each_role_gets_exactly_its_permissions():
     roles_seed()
 
     assert _permissions("viewer") == VIEW
-    assert _permissions("operator") == VIEW | {"ingest.add_messagekey"}
-    assert _permissions("approver") == VIEW | {"ingest.add_messagekey"}
-    assert _permissions("admin") == {
-        "queues.view_queue",
+    assert _permissions("operator") == OPERATE
+    assert _permissions("approver") == APPROVE
+    # Admins see metadata and manage queues and users; bodies are not theirs to read.
+    assert _permissions("admin") == VIEW | {
         "queues.add_queue",
         "queues.change_queue",
         "queues.delete_queue",
@@ -51,7 +58,7 @@ def test_each_role_gets_exactly_its_permissions():
         "auth.change_user",
         "auth.delete_user",
     }
-    assert _permissions("auditor") == set()
+    assert _permissions("auditor") == {"audit.view_auditentry", "audit.export_auditentry"}
 
 
 def test_running_it_twice_changes_nothing():
@@ -99,5 +106,5 @@ def test_the_command_reports_each_role():
     out = StringIO()
     call_command("seed_roles", stdout=out)
 
-    assert "viewer    created    4 permission(s)" in out.getvalue()
-    assert "auditor   created    0 permission(s)" in out.getvalue()
+    assert "viewer    created    9 permission(s)" in out.getvalue()
+    assert "auditor   created    2 permission(s)" in out.getvalue()

@@ -6,6 +6,7 @@ from datetime import timedelta
 
 import pytest
 
+from console.audit.models import AuditEntry
 from console.delivery.models import PoisonEntry
 from console.lake.selectors import lake_paths
 from console.lake.services import lake
@@ -221,6 +222,8 @@ def test_r11_a_queue_is_disabled_after_that_many_failures_in_a_row(engine):
     assert not queue.enabled
     assert queue.disabled_reason == "queue disabled: 5 failed attempts in a row"
     assert run.outcomes["disabled"] == {"invoices": queue.disabled_reason}
+    alert = AuditEntry.objects.get(action="queue.disabled")
+    assert (alert.actor, alert.target_id) == ("system", "invoices")
     states = [engine.state(m)["state"] for m in ids]
     assert states.count(S.WAIT) == 5
     assert states.count(S.TBDL) == 7  # delivery stopped for the rest of the queue

@@ -34,6 +34,16 @@ def is_allowed(from_state, to_state):
     return (from_state, to_state) in ALLOWED_TRANSITIONS
 
 
+# A failure is an attempt that did not deliver: DLNG left for WAIT (a retry), NDLV (quarantine,
+# the poison list) or TBDL (a crash, or a move to the exception queue). Ingest and decisions are
+# not failures. The refresh job says the same in Spark (workers.jobs.refresh).
+FAILED_TO = frozenset({WAIT, NDLV, TBDL})
+
+
+def is_failure(from_state, to_state):
+    return from_state == DLNG and to_state in FAILED_TO
+
+
 # Reasons people read in the console; tests match them exactly.
 REASON_CRASH = "in flight when a worker crashed"
 REASON_FATAL = "fatal error in handler"

@@ -16,6 +16,18 @@ import pyarrow.parquet as pq
 
 from workers.lake.schema import SCHEMAS
 
+ROW_GROUP_BYTES = 4 * 1024 * 1024
+
+
+def row_group_rows(table):
+    """Rows per row group so that each holds about ROW_GROUP_BYTES: a reader after one message
+    (its rows sorted by id, so row-group statistics skip the others) reads one small group, not
+    64,000 bodies."""
+    if table.num_rows == 0:
+        return 64_000
+    per_row = max(1, table.nbytes // table.num_rows)
+    return max(16, min(64_000, ROW_GROUP_BYTES // per_row))
+
 
 class Lake:
     def __init__(self, root):
@@ -37,10 +49,11 @@ class Lake:
         """Write an arrow table as Parquet files into relpath (which must not exist yet)."""
         target = self.root / relpath
         target.mkdir(parents=True, exist_ok=False)
+        group_rows = row_group_rows(table)
         for index, start in enumerate(range(0, max(table.num_rows, 1), rows_per_file)):
             part = table.slice(start, rows_per_file)
             tmp = target / f".part-{index:05d}.parquet.tmp"
-            pq.write_table(part, tmp, compression="zstd", row_group_size=64_000)
+            pq.write_table(part, tmp, compression="zstd", row_group_size=group_rows)
             os.replace(tmp, target / f"part-{index:05d}.parquet")
         return relpath
 

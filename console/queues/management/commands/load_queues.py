@@ -1,5 +1,6 @@
 """manage.py load_queues FILE: queues and their policies as code (JSON or YAML)."""
 
+import getpass
 import json
 from pathlib import Path
 
@@ -38,7 +39,7 @@ class Command(BaseCommand):
     def handle(self, *args, file, **options):
         data = read_queue_file(file)
         try:
-            results = queues_load(data=data)
+            results = queues_load(data=data, actor=f"cli:{getpass.getuser()}")
         except QueueLoadError as exc:
             raise CommandError(
                 f"{file}: refused, nothing was changed:\n"

@@ -1,0 +1,177 @@
+"""Console benchmark (issue 3): server time of the quarantine browser and the message detail
+page over N quarantined messages (default 1M) in 20 queues and 50 failure groups.
+
+The seed (bench/console_seed.py) writes bodies and events to the lake and the read models to
+the console database in bulk. Each page is then requested in-process with Django's test client,
+as a signed-in operator, and each request timed: p50 and p95 of BENCH_REQUESTS requests (default
+40) after a few discarded warm-up ones. Run once on SQLite (the default) and once with
+DATABASE_URL set to PostgreSQL.
+
+Goals on PostgreSQL at 1M: browse p95 <= 100 ms, detail (1 MiB body) p95 <= 150 ms, page 1,000
+no slower than 1.2 x page 1. BENCH_MESSAGES overrides N for a quick look (e.g. 50000).
+"""
+
+import os
+import time
+from datetime import timedelta
+from urllib.parse import quote, urlencode
+
+from bench.support import django_setup, fresh_state, messages_from_env
+
+WARMUP = 3
+PAGE = 1_000
+
+
+def _percentile(samples, p):
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def _time(client, urls, requests):
+    """Server time of GETting the urls in turn: milliseconds, one per request."""
+    samples = []
+    for i in range(WARMUP + requests):
+        url = urls[i % len(urls)]
+        started = time.perf_counter()
+        response = client.get(url)
+        elapsed = (time.perf_counter() - started) * 1000
+        assert response.status_code == 200, (url, response.status_code)
+        if i >= WARMUP:
+            samples.append(elapsed)
+    return samples
+
+
+def _operator():
+    from django.contrib.auth.models import Group, User
+
+    from console.accounts.roles import OPERATOR, roles_seed
+
+    roles_seed()
+    user, _ = User.objects.get_or_create(username="bench-operator")
+    user.groups.set([Group.objects.get(name=OPERATOR)])
+    return user
+
+
+def _page_cursor(page):
+    """The browser's cursor to page `page` (of the default sort), made as page `page - 1`'s
+    "next" link would make it: walking 999 pages by HTTP would only time the walk."""
+    from console.browse.forms import DEFAULT_SORT, PAGE_SIZE
+    from console.browse.models import MessageIndex
+    from console.browse.selectors import cursor_encode
+
+    last_of_previous = MessageIndex.objects.order_by("-last_failure_at", "-message_id")[
+        (page - 1) * PAGE_SIZE - 1
+    ]
+    return cursor_encode(last_of_previous, sort=DEFAULT_SORT)
+
+
+def _browse(**params):
+    return "/messages/?" + urlencode(params) if params else "/messages/"
+
+
+def run():
+    django_setup()
+    from django.conf import settings
+    from django.db import connection
+    from django.test import Client
+
+    from bench import console_seed
+    from console.browse.models import MessageIndex
+    from console.lake.services import epoch_allocate, lake
+    from console.queues.models import Queue
+
+    n = messages_from_env(1_000_000)
+    requests = int(os.environ.get("BENCH_REQUESTS", 40))
+    backend = connection.vendor
+    cores = os.cpu_count()
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
+
+    fresh_state("console")
+    console_seed.clear()
+    for q in range(console_seed.QUEUES):
+        Queue.objects.create(name=f"bench.q{q:02d}", handler="workers.demo.handlers.noop")
+    started = time.perf_counter()
+    seeded = console_seed.seed(n, lake_store=lake(), epoch=epoch_allocate(purpose="bench"))
+    console_seed.analyze()
+    seed_seconds = time.perf_counter() - started
+    assert MessageIndex.objects.count() == n
+
+    client = Client()
+    client.force_login(_operator())
+
+    by_size = sorted(seeded.groups, key=lambda g: g.count, reverse=True)
+    group = by_size[len(by_size) // 4]  # a middling group
+    rare = by_size[-1]
+    sample = MessageIndex.objects.order_by("message_id")[n // 2]
+    day = seeded.now - timedelta(days=1)
+    first_page = _browse()
+    measured = [
+        ("browse: first page", [first_page]),
+        (f"browse: page {PAGE:,} (keyset)", [_browse(after=_page_cursor(PAGE))]),
+        ("filter: queue", [_browse(queue="bench.q05")]),
+        ("filter: state (FAIL, 3%)", [_browse(state="FAIL")]),
+        (f"filter: group ({group.count / n:.1%})", [_browse(group=group.fingerprint)]),
+        ("filter: exception type", [_browse(exception_type="TimeoutError")]),
+        (
+            "filter: time range (last day)",
+            [
+                _browse(
+                    since=day.strftime("%Y-%m-%d %H:%M"),
+                    until=seeded.now.strftime("%Y-%m-%d %H:%M"),
+                )
+            ],
+        ),
+        ("filter: sender", [_browse(sender=sample.sender)]),
+        ("filter: conversation", [_browse(conversation=sample.conversation_id)]),
+        ("filter: candidate", [_browse(candidate="yes")]),
+        (f"filter: reason text ({group.count / n:.1%})", [_browse(q=group.word)]),
+        (f"filter: reason text ({rare.count / n:.1%})", [_browse(q=rare.word)]),
+        ("detail: 1 MiB body", [f"/messages/{quote(m, safe='')}/" for m in seeded.big]),
+    ]
+    if n < PAGE * 50:
+        measured.pop(1)  # fewer messages than 1,000 pages
+
+    rows = [
+        {
+            "benchmark": "seed (lake + read models)",
+            "backend": backend,
+            "messages": n,
+            "seconds": round(seed_seconds, 1),
+            "cores": cores,
+        }
+    ]
+    p95 = {}
+    for name, urls in measured:
+        samples = _time(client, urls, requests)
+        p95[name] = _percentile(samples, 95)
+        rows.append(
+            {
+                "benchmark": name,
+                "backend": backend,
+                "messages": n,
+                "requests": len(samples),
+                "p50_ms": round(_percentile(samples, 50), 1),
+                "p95_ms": round(p95[name], 1),
+                "goal": _goal(name),
+                "cores": cores,
+            }
+        )
+    page_key = f"browse: page {PAGE:,} (keyset)"
+    if page_key in p95:
+        rows.append(
+            {
+                "benchmark": f"page {PAGE:,} / page 1 (p95)",
+                "backend": backend,
+                "messages": n,
+                "ratio": round(p95[page_key] / p95["browse: first page"], 2),
+                "goal": "<= 1.2",
+                "cores": cores,
+            }
+        )
+    return rows
+
+
+def _goal(name):
+    if name.startswith("detail"):
+        return "p95 <= 150 ms (PostgreSQL, 1M)"
+    return "p95 <= 100 ms (PostgreSQL, 1M)"

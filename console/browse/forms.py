@@ -1,0 +1,72 @@
+"""The quarantine browser's filters, as GET parameters, shared by the page and the API."""
+
+from django import forms
+
+from workers.engine.states import STATES
+
+# Sort keys people choose; a leading "-" is descending. The default shows the newest failures.
+SORT_KEYS = ("last_failure", "enqueued", "delivery_count", "queue")
+SORT_CHOICES = [
+    (f"{sign}{key}", f"{key.replace('_', ' ')} {'desc' if sign else 'asc'}")
+    for key in SORT_KEYS
+    for sign in ("-", "")
+]
+DEFAULT_SORT = "-last_failure"
+PAGE_SIZE = 50
+API_PAGE_SIZE_MAX = 500
+
+# The filter fields, in the order the selectors apply them; the rest of a query is paging.
+FILTER_FIELDS = (
+    "queue",
+    "state",
+    "group",
+    "exception_type",
+    "since",
+    "until",
+    "sender",
+    "conversation",
+    "candidate",
+    "q",
+)
+
+
+class MessageFilterForm(forms.Form):
+    queue = forms.CharField(required=False, max_length=100)
+    state = forms.ChoiceField(required=False, choices=[("", "any")] + [(s, s) for s in STATES])
+    group = forms.CharField(required=False, max_length=64, label="failure group")
+    exception_type = forms.CharField(required=False, max_length=200)
+    since = forms.DateTimeField(required=False, label="failed since")
+    until = forms.DateTimeField(required=False, label="failed before")
+    sender = forms.CharField(required=False, max_length=300)
+    conversation = forms.CharField(required=False, max_length=200)
+    candidate = forms.ChoiceField(
+        required=False, choices=[("", "any"), ("yes", "yes"), ("no", "no")]
+    )
+    q = forms.CharField(required=False, max_length=200, label="reason contains")
+    sort = forms.ChoiceField(required=False, choices=SORT_CHOICES)
+    after = forms.CharField(required=False, max_length=1000, widget=forms.HiddenInput)
+    before = forms.CharField(required=False, max_length=1000, widget=forms.HiddenInput)
+
+    def __init__(self, data=None, *, page_size_max=None, **kwargs):
+        super().__init__(data, **kwargs)
+        if page_size_max is not None:
+            self.fields["page_size"] = forms.IntegerField(
+                required=False, min_value=1, max_value=page_size_max
+            )
+        for field in self.fields.values():
+            field.widget.attrs.setdefault("autocomplete", "off")
+
+    def clean(self):
+        data = super().clean()
+        if data.get("after") and data.get("before"):
+            raise forms.ValidationError("give one of after and before, not both")
+        since, until = data.get("since"), data.get("until")
+        if since and until and since >= until:
+            raise forms.ValidationError("'failed since' must be before 'failed before'")
+        data["sort"] = data.get("sort") or DEFAULT_SORT
+        return data
+
+    def filters(self):
+        """The cleaned filters that are set, as the selectors take them."""
+        data = self.cleaned_data
+        return {name: data[name] for name in FILTER_FIELDS if data.get(name) not in (None, "")}

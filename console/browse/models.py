@@ -1,0 +1,135 @@
+"""The console's read models. Spark refreshes them from the lake (console.browse.services,
+workers.jobs.refresh); the screens and the API read them, and never the lake, except for one
+message's body and history on its detail page."""
+
+from django.db import models
+from django.db.models import Q
+
+
+class MessageIndex(models.Model):
+    """Every message that is not DLVD, and every DLVD one that ever failed."""
+
+    message_id = models.CharField(max_length=200, primary_key=True)
+    queue = models.CharField(max_length=100)
+    original_queue = models.CharField(max_length=100)
+    state = models.CharField(max_length=8)
+    delivery_count = models.IntegerField(default=0)
+    candidate = models.BooleanField(default=False)
+    next_attempt_at = models.DateTimeField(null=True, blank=True)
+    first_failure_at = models.DateTimeField(null=True, blank=True)
+    last_failure_at = models.DateTimeField(null=True, blank=True)
+    reason = models.TextField(blank=True, default="")  # the latest failure's, shortened
+    exception_type = models.CharField(max_length=200, blank=True, default="")
+    # The failure group's fingerprint; not a foreign key so rows can be bulk-loaded in any order.
+    group_id = models.CharField(max_length=64, blank=True, default="")
+    sender = models.CharField(max_length=300, blank=True, default="")
+    conversation_id = models.CharField(max_length=200, blank=True, default="")
+    body_size = models.BigIntegerField(default=0)
+    content_type = models.CharField(max_length=200, blank=True, default="")
+    body_version = models.IntegerField(default=1)
+    body_path = models.CharField(max_length=500)  # lake directory holding its current body
+    enqueued_at = models.DateTimeField()
+    updated_at = models.DateTimeField()  # time of its latest event
+
+    class Meta:
+        # The browser pages by keyset on (sort column, message_id); each filter has an index
+        # that starts with it so no filter scans the table.
+        indexes = [
+            models.Index(fields=["last_failure_at", "message_id"], name="ix_failure_id"),
+            models.Index(fields=["state", "last_failure_at", "message_id"], name="ix_state"),
+            models.Index(fields=["queue", "last_failure_at", "message_id"], name="ix_queue"),
+            models.Index(fields=["group_id", "last_failure_at", "message_id"], name="ix_group"),
+            models.Index(fields=["exception_type", "last_failure_at"], name="ix_exception"),
+            models.Index(fields=["sender", "last_failure_at"], name="ix_sender"),
+            models.Index(fields=["conversation_id", "enqueued_at"], name="ix_conversation"),
+            models.Index(fields=["candidate", "last_failure_at"], name="ix_candidate"),
+            models.Index(fields=["enqueued_at", "message_id"], name="ix_enqueued"),
+            models.Index(fields=["queue", "message_id"], name="ix_queue_id"),
+            models.Index(fields=["delivery_count", "message_id"], name="ix_delivery_count"),
+        ]
+        permissions = [("view_body", "Can read message bodies (they may hold personal data)")]
+
+    def __str__(self):
+        return self.message_id
+
+
+class FailureGroup(models.Model):
+    """Failures that look alike: same queue, exception type, message with numbers, ids and UUIDs
+    masked, and top stack frames."""
+
+    fingerprint = models.CharField(max_length=64, primary_key=True)
+    queue = models.CharField(max_length=100)
+    exception_type = models.CharField(max_length=200, blank=True, default="")
+    pattern = models.TextField(blank=True, default="")  # the masked message
+    frames = models.TextField(blank=True, default="")  # the top stack frames it was keyed on
+    sample_message_id = models.CharField(max_length=200, blank=True, default="")
+    sample_reason = models.TextField(blank=True, default="")
+    sample_stack = models.TextField(blank=True, default="")
+    count = models.BigIntegerField(default=0)
+    first_seen = models.DateTimeField(null=True, blank=True)
+    last_seen = models.DateTimeField(null=True, blank=True)
+    states = models.JSONField(default=dict)  # state -> messages of the group in it
+
+    class Meta:
+        indexes = [models.Index(fields=["count"], name="ix_group_count")]
+
+    def __str__(self):
+        return f"{self.queue}: {self.pattern[:60]}"
+
+
+class QueueStat(models.Model):
+    queue = models.CharField(max_length=100, primary_key=True)
+    counts = models.JSONField(default=dict)  # state -> messages
+    updated_at = models.DateTimeField()
+
+    def __str__(self):
+        return self.queue
+
+
+class QuarantineInflow(models.Model):
+    """Messages that entered NDLV, per queue and hour."""
+
+    queue = models.CharField(max_length=100)
+    hour = models.DateTimeField()
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["queue", "hour"], name="one_inflow_per_queue_hour")
+        ]
+        indexes = [models.Index(fields=["hour"], name="ix_inflow_hour")]
+
+    def __str__(self):
+        return f"{self.queue} {self.hour:%Y-%m-%d %H}:00 {self.count}"
+
+
+class RefreshRun(models.Model):
+    """One refresh of the read models; the newest committed one's cursor is where the next
+    starts. Heartbeat as for delivery runs: a dead refresh is simply done again."""
+
+    RUNNING, COMMITTED, FAILED = "running", "committed", "failed"
+    STATUSES = [(s, s) for s in (RUNNING, COMMITTED, FAILED)]
+
+    status = models.CharField(max_length=12, choices=STATUSES, default=RUNNING)
+    lock = models.CharField(max_length=20, default="refresh", editable=False)
+    full = models.BooleanField(default=False)
+    from_commit = models.BigIntegerField(null=True, blank=True)  # events commits after this id
+    upto_commit = models.BigIntegerField(null=True, blank=True)  # ... up to and with this one
+    started_at = models.DateTimeField()
+    heartbeat_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    changed = models.BigIntegerField(default=0)
+    error = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["-id"]
+        constraints = [
+            # One refresh at a time: two would load the same rows and advance one cursor.
+            models.UniqueConstraint(
+                fields=["lock"], condition=Q(status="running"), name="one_running_refresh"
+            )
+        ]
+        indexes = [models.Index(fields=["status", "id"], name="ix_refresh_status")]
+
+    def __str__(self):
+        return f"refresh {self.id} ({self.status})"

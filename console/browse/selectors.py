@@ -1,0 +1,492 @@
+"""Reads for the console's screens and API: the read models (MessageIndex, FailureGroup, QueueStat,
+QuarantineInflow), and one message's stored row and history from the lake with pyarrow.
+
+Nothing here writes (R12). No query counts a large set exactly: the browser pages by keyset and
+counts matches up to COUNT_CAP.
+"""
+
+import json
+import logging
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+import pyarrow.compute as pc
+from django.core import signing
+from django.db.models import Q, Sum
+
+from console.browse.forms import DEFAULT_SORT, PAGE_SIZE
+from console.browse.models import FailureGroup, MessageIndex, QuarantineInflow, QueueStat
+from console.delivery.selectors import message_history
+from console.ingest.models import MessageKey
+from console.lake.services import lake
+from console.queues.models import POLICY_FIELDS, Queue
+from workers.engine.states import DLVD, NDLV, STATES, is_failure
+
+log = logging.getLogger(__name__)
+
+COUNT_CAP = 10_000
+CONVERSATION_SHOWN = 100
+GROUPS_SHOWN = 500
+TOP_GROUPS = 10
+INFLOW_HOURS = 7 * 24
+
+# sort key -> (MessageIndex column, may be NULL). A message that never failed has no
+# last_failure_at; those come after every failed one, whichever the direction.
+SORTS = {
+    "last_failure": ("last_failure_at", True),
+    "enqueued": ("enqueued_at", False),
+    "delivery_count": ("delivery_count", False),
+    "queue": ("queue", False),
+}
+_DATETIME_COLUMNS = {"last_failure_at", "enqueued_at"}
+_CURSOR_SALT = "browse.cursor"
+
+
+class BadCursor(ValueError):
+    """A cursor that was not made here, or for another sort."""
+
+
+# --- The browser ---------------------------------------------------------------------------------
+
+
+def message_queryset(*, filters):
+    """MessageIndex rows matching the browser's filters (see forms.FILTER_FIELDS)."""
+    qs = MessageIndex.objects.all()
+    exact = {
+        "queue": "queue",
+        "state": "state",
+        "group": "group_id",
+        "exception_type": "exception_type",
+        "sender": "sender",
+        "conversation": "conversation_id",
+    }
+    for name, column in exact.items():
+        if filters.get(name):
+            qs = qs.filter(**{column: filters[name]})
+    if filters.get("since"):
+        qs = qs.filter(last_failure_at__gte=filters["since"])
+    if filters.get("until"):
+        qs = qs.filter(last_failure_at__lt=filters["until"])
+    if filters.get("candidate") in ("yes", "no"):
+        qs = qs.filter(candidate=filters["candidate"] == "yes")
+    if filters.get("q"):
+        qs = qs.filter(reason__icontains=filters["q"])
+    return qs
+
+
+@dataclass
+class MessagePage:
+    rows: list
+    next_cursor: str | None = None
+    prev_cursor: str | None = None
+    sort: str = DEFAULT_SORT
+
+
+def message_page(*, filters, sort=DEFAULT_SORT, after=None, before=None, size=PAGE_SIZE):
+    """One page of matching messages, by keyset on (sort column, message_id): never OFFSET, so
+    page 1,000 costs what page 1 does. `after` / `before` are cursors from an earlier page;
+    BadCursor if one is not ours or was made for another sort."""
+    key, desc = _sort_parts(sort)
+    column, nullable = SORTS[key]
+    backward = bool(before)
+    cursor = cursor_decode(before or after, sort=sort) if (before or after) else None
+    base = message_queryset(filters=filters)
+    rows = _keyset_rows(
+        base,
+        column=column,
+        desc=desc,
+        nullable=nullable,
+        cursor=cursor,
+        backward=backward,
+        limit=size + 1,
+    )
+    more = len(rows) > size
+    rows = rows[:size]
+    if backward:
+        rows.reverse()
+    page = MessagePage(rows=rows, sort=sort)
+    if not rows:
+        return page
+    first, last = (cursor_encode(r, sort=sort) for r in (rows[0], rows[-1]))
+    if backward:
+        page.prev_cursor = first if more else None
+        page.next_cursor = last
+    else:
+        page.next_cursor = last if more else None
+        page.prev_cursor = first if cursor is not None else None
+    return page
+
+
+def _sort_parts(sort):
+    desc = sort.startswith("-")
+    key = sort.lstrip("-")
+    if key not in SORTS:
+        raise BadCursor(f"unknown sort {sort!r}")
+    return key, desc
+
+
+def _keyset_rows(base, *, column, desc, nullable, cursor, backward, limit):
+    """Up to `limit` rows from the cursor on, in the direction of travel.
+
+    The full order is the rows with a value, by (column, message_id), then (for a nullable
+    column) the rows without one, by message_id. Each part is its own query, so each can walk an
+    index that starts with its filter column and stop after `limit` rows.
+    """
+    descending = desc != backward  # walking backwards flips the order of the query
+    sign = "-" if descending else ""
+    valued = base.filter(**{f"{column}__isnull": False}) if nullable else base
+    valued = valued.order_by(f"{sign}{column}", f"{sign}message_id")
+    empty = base.filter(**{f"{column}__isnull": True}).order_by(f"{sign}message_id")
+    onward = "lt" if descending else "gt"  # the lookup that moves in the direction of travel
+
+    if cursor is None:
+        parts = [valued, empty] if nullable else [valued]
+    else:
+        value, message_id = cursor
+        if value is None:
+            if not nullable:
+                raise BadCursor("cursor has no value for a column that always has one")
+            rest = empty.filter(**{f"message_id__{onward}": message_id})
+            parts = [rest, valued] if backward else [rest]
+        else:
+            # (column, id) past (value, id): written so the first condition bounds an index scan.
+            past = valued.filter(
+                Q(**{f"{column}__{onward}e": value})
+                & (Q(**{f"{column}__{onward}": value}) | Q(**{f"message_id__{onward}": message_id}))
+            )
+            parts = [past] if backward or not nullable else [past, empty]
+    rows = []
+    for part in parts:
+        rows.extend(part[: limit - len(rows)])
+        if len(rows) >= limit:
+            break
+    return rows
+
+
+def cursor_encode(row, *, sort):
+    column, _ = SORTS[sort.lstrip("-")]
+    value = getattr(row, column)
+    if isinstance(value, datetime):
+        value = value.isoformat()
+    return signing.dumps([sort, value, row.message_id], salt=_CURSOR_SALT, compress=True)
+
+
+def cursor_decode(token, *, sort):
+    """(sort value, message_id) of a cursor; BadCursor if it was tampered with or is stale."""
+    try:
+        made_for, value, message_id = signing.loads(token, salt=_CURSOR_SALT)
+    except (signing.BadSignature, ValueError, TypeError):
+        raise BadCursor("this page link is not valid; start again from the first page") from None
+    if made_for != sort:
+        raise BadCursor("this page link was made for another sort order")
+    column, _ = SORTS[sort.lstrip("-")]
+    if value is not None and column in _DATETIME_COLUMNS:
+        value = datetime.fromisoformat(value)
+    return value, message_id
+
+
+@dataclass(frozen=True)
+class MatchCount:
+    count: int
+    more: bool  # there are more than `count` (the count hit the cap)
+    source: str  # "index" (counted, capped) or "stats" (the read models' counts, last refresh)
+
+    def __str__(self):
+        return f"{self.count:,}+" if self.more else f"{self.count:,}"
+
+
+def message_match_count(*, filters, cap=None):
+    """How many messages match, without counting a large set: the read models' own counts when
+    the filter is a failure group or a queue and state, otherwise a count of at most cap + 1."""
+    cap = COUNT_CAP if cap is None else cap
+    active = set(filters)
+    state = filters.get("state")
+    if active in ({"group"}, {"group", "state"}):
+        group = FailureGroup.objects.filter(fingerprint=filters["group"]).first()
+        if group is None:
+            return MatchCount(0, False, "stats")
+        states = group.states or {}
+        if state:
+            return MatchCount(int(states.get(state, 0)), False, "stats")
+        return MatchCount(int(sum(states.values())) if states else group.count, False, "stats")
+    if active == {"queue", "state"} and state != DLVD:
+        # Every message not DLVD is indexed, so the queue's count in that state is the match.
+        stat = QueueStat.objects.filter(queue=filters["queue"]).first()
+        count = int((stat.counts or {}).get(state, 0)) if stat else 0
+        return MatchCount(count, False, "stats")
+    counted = message_queryset(filters=filters).values("pk")[: cap + 1].count()
+    return MatchCount(min(counted, cap), counted > cap, "index")
+
+
+# --- One message ---------------------------------------------------------------------------------
+
+_STORED_COLUMNS = [
+    "message_id",
+    "version",
+    "queue",
+    "body_sha256",
+    "body_size",
+    "content_type",
+    "headers",
+    "conversation_id",
+    "sender",
+    "enqueued_at",
+]
+
+
+@dataclass
+class MessageView:
+    message_id: str
+    indexed: MessageIndex | None
+    stored: dict  # its row in the lake's messages dataset (body only when asked for)
+    history: list = field(default_factory=list)
+    latest: dict = field(default_factory=dict)  # its latest event
+    failure: dict = field(default_factory=dict)  # its latest failure event
+
+    def _pick(self, event_key, index_key, stored_key=None, default=None):
+        """The latest event's value, else the index row's, else the stored row's."""
+        if self.latest.get(event_key) is not None:
+            return self.latest[event_key]
+        if self.indexed is not None:
+            return getattr(self.indexed, index_key)
+        if stored_key and self.stored.get(stored_key) is not None:
+            return self.stored[stored_key]
+        return default
+
+    @property
+    def state(self):
+        return self._pick("to_state", "state", default="")
+
+    @property
+    def queue(self):
+        return self._pick("queue", "queue", "queue", default="")
+
+    @property
+    def original_queue(self):
+        if self.stored.get("queue"):
+            return self.stored["queue"]
+        return self.indexed.original_queue if self.indexed else ""
+
+    @property
+    def delivery_count(self):
+        return self._pick("delivery_count", "delivery_count", default=0)
+
+    @property
+    def candidate(self):
+        return bool(self._pick("candidate", "candidate", default=False))
+
+    @property
+    def headers(self):
+        try:
+            headers = json.loads(self.stored.get("headers") or "{}")
+        except ValueError:
+            return []
+        if not isinstance(headers, dict):
+            return []
+        return sorted((str(k), str(v)) for k, v in headers.items())
+
+
+def _body_location(message_id):
+    """(lake directory, body version) of a message's current body, or None if unknown."""
+    indexed = MessageIndex.objects.filter(message_id=message_id).first()
+    if indexed is not None:
+        return indexed, indexed.body_path, indexed.body_version
+    key = MessageKey.objects.select_related("commit").filter(message_id=message_id).first()
+    if key is None:
+        return None
+    # Not indexed (delivered without failing, or not refreshed yet): its body as received.
+    return None, key.commit.path, 1
+
+
+def _stored_row(*, path, message_id, version, with_body):
+    columns = _STORED_COLUMNS + (["body"] if with_body else [])
+    store = lake()
+    by_id = pc.field("message_id") == message_id
+    try:
+        rows = store.read_arrow(
+            "messages", [path], columns=columns, filter=by_id & (pc.field("version") == version)
+        ).to_pylist()
+        if not rows:
+            # The index may lag behind an edit: show the newest version the directory holds.
+            rows = store.read_arrow("messages", [path], columns=columns, filter=by_id).to_pylist()
+            rows.sort(key=lambda r: r["version"])
+    except FileNotFoundError:
+        # Purged (R15) or compacted away since the last refresh: the page says the body is gone.
+        log.warning("message %r: its body directory %s is not in the lake", message_id, path)
+        return {}
+    return rows[-1] if rows else {}
+
+
+def _is_failure(event):
+    return is_failure(event.get("from_state"), event.get("to_state"))
+
+
+def message_view(*, message_id, with_body=False):
+    """A message's index row, stored metadata (and body if asked), and history, or None."""
+    location = _body_location(message_id)
+    if location is None:
+        return None
+    indexed, path, version = location
+    stored = _stored_row(path=path, message_id=message_id, version=version, with_body=with_body)
+    history = message_history(message_id=message_id)
+    failure = next((e for e in reversed(history) if _is_failure(e)), {})
+    return MessageView(
+        message_id=message_id,
+        indexed=indexed,
+        stored=stored,
+        history=history,
+        latest=history[-1] if history else {},
+        failure=failure,
+    )
+
+
+def message_body(*, message_id):
+    """(body bytes, content type) of a message's current body, or None if unknown."""
+    location = _body_location(message_id)
+    if location is None:
+        return None
+    _, path, version = location
+    stored = _stored_row(path=path, message_id=message_id, version=version, with_body=True)
+    if not stored:
+        return None
+    return stored["body"] or b"", stored.get("content_type") or ""
+
+
+def message_conversation(*, conversation_id, exclude=None, limit=CONVERSATION_SHOWN):
+    """The indexed messages of a conversation, oldest first (delivered ones that never failed are
+    not indexed)."""
+    if not conversation_id:
+        return []
+    qs = MessageIndex.objects.filter(conversation_id=conversation_id).order_by(
+        "enqueued_at", "message_id"
+    )
+    if exclude:
+        qs = qs.exclude(message_id=exclude)
+    return list(qs[:limit])
+
+
+# --- Failure groups, queues, dashboard -----------------------------------------------------------
+
+
+def group_list(*, queue=None, limit=GROUPS_SHOWN):
+    qs = FailureGroup.objects.order_by("-count", "fingerprint")
+    if queue:
+        qs = qs.filter(queue=queue)
+    return list(qs[:limit])
+
+
+def group_get(*, fingerprint):
+    return FailureGroup.objects.filter(fingerprint=fingerprint).first()
+
+
+def state_counts(counts):
+    """[(state, n)] in lifecycle order, then any state we do not know, for stable display."""
+    counts = counts or {}
+    known = [(s, int(counts.get(s, 0))) for s in STATES if s in counts]
+    other = sorted((s, int(n)) for s, n in counts.items() if s not in STATES)
+    return known + other
+
+
+@dataclass
+class QueueOverview:
+    name: str
+    queue: Queue | None  # None: messages in the index for a queue that no longer exists
+    counts: list  # [(state, n)]
+    total: int
+    stats_at: datetime | None
+
+    @property
+    def policy(self):
+        if self.queue is None:
+            return []
+        return [(name, getattr(self.queue, name)) for name in POLICY_FIELDS]
+
+
+def queue_overview():
+    """Every queue with its policy, status and message counts per state."""
+    stats = {s.queue: s for s in QueueStat.objects.all()}
+    queues = {q.name: q for q in Queue.objects.all()}
+    result = []
+    for name in sorted(set(queues) | set(stats)):
+        stat = stats.get(name)
+        counts = state_counts(stat.counts if stat else {})
+        result.append(
+            QueueOverview(
+                name=name,
+                queue=queues.get(name),
+                counts=counts,
+                total=sum(n for _, n in counts),
+                stats_at=stat.updated_at if stat else None,
+            )
+        )
+    return result
+
+
+def queues_disabled():
+    return list(Queue.objects.filter(enabled=False).order_by("name"))
+
+
+@dataclass(frozen=True)
+class InflowBar:
+    hour: datetime
+    count: int
+    x: int
+    y: int
+    height: int
+
+
+INFLOW_CHART = {"width": 840, "height": 160}
+
+
+def inflow_series(*, hours=INFLOW_HOURS, end=None):
+    """Messages quarantined per hour, all queues together, for the `hours` up to `end` (by default
+    the latest hour with any inflow), zeros included."""
+    hours_seen = QuarantineInflow.objects.values_list("hour", flat=True)
+    latest = end or hours_seen.order_by("-hour").first()
+    if latest is None:
+        return []
+    latest = latest.replace(minute=0, second=0, microsecond=0)
+    start = latest - timedelta(hours=hours - 1)
+    sums = dict(
+        QuarantineInflow.objects.filter(hour__gte=start, hour__lte=latest)
+        .values("hour")
+        .annotate(n=Sum("count"))
+        .values_list("hour", "n")
+    )
+    return [
+        (start + timedelta(hours=i), int(sums.get(start + timedelta(hours=i), 0)))
+        for i in range(hours)
+    ]
+
+
+def inflow_chart(series):
+    """Bars of an SVG chart, computed here so the page needs no script to draw it."""
+    if not series:
+        return []
+    width, height = INFLOW_CHART["width"], INFLOW_CHART["height"]
+    step = width // len(series) or 1
+    top = max(n for _, n in series) or 1
+    bars = []
+    for i, (hour, count) in enumerate(series):
+        h = round(count * height / top)
+        bars.append(InflowBar(hour=hour, count=count, x=i * step, y=height - h, height=h))
+    return bars
+
+
+def dashboard_stats():
+    """The dashboard's numbers: messages per state overall and per queue, quarantined now."""
+    per_queue = []
+    totals = {}
+    latest = None
+    for stat in QueueStat.objects.order_by("queue"):
+        counts = state_counts(stat.counts)
+        per_queue.append((stat.queue, counts))
+        for state, n in counts:
+            totals[state] = totals.get(state, 0) + n
+        latest = max(latest, stat.updated_at) if latest else stat.updated_at
+    return {
+        "totals": state_counts(totals),
+        "per_queue": per_queue,
+        "quarantined": totals.get(NDLV, 0),
+        "updated_at": latest,
+    }

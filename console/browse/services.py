@@ -1,0 +1,459 @@
+"""The refresh of the read models: the Spark job (workers.jobs.refresh) folds the new lake
+commits, then one DB transaction loads its output in bulk and moves the cursor.
+
+Bulk means a statement per batch, never per row: the job's rows are staged in temporary tables
+(COPY on PostgreSQL, executemany in batches on SQLite), and the read models are changed from them
+with one INSERT ... SELECT ... ON CONFLICT and one DELETE each. Both databases speak that SQL.
+The files are read back with pyarrow record batch by record batch, so memory stays flat however
+many rows change.
+
+A refresh holds the refresh lock (one RUNNING row) and a heartbeat, like a delivery run; one
+whose heartbeat stopped is declared failed by the next, which simply does the work again: the
+cursor only moves in the transaction that loads the rows.
+"""
+
+import io
+import logging
+import shutil
+import threading
+import time
+from datetime import timedelta
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.csv as pacsv
+import pyarrow.dataset as pads
+from django.conf import settings
+from django.core.cache import cache
+from django.db import IntegrityError, connection, transaction
+from django.utils import timezone
+
+from console.browse.models import (
+    FailureGroup,
+    MessageIndex,
+    QuarantineInflow,
+    QueueStat,
+    RefreshRun,
+)
+from console.lake.models import LakeCommit
+from console.lake.selectors import lake_paths
+from console.lake.services import lake
+
+log = logging.getLogger(__name__)
+
+BATCH_ROWS = 10_000
+# Commits closer together than this ask for one refresh between them, not one each: a burst of
+# API ingests must not queue thousands of Spark jobs ahead of the delivery runs. Beat's periodic
+# refresh picks up whatever a skipped request would have.
+ENQUEUE_DEBOUNCE_SECONDS = 2
+_ENQUEUED_KEY = "browse:refresh-enqueued"
+
+
+# --- Triggering ---------------------------------------------------------------------------------
+
+
+def browse_refresh_enqueue():
+    """Ask the spark worker for a refresh. Called on commit of every events commit (see
+    console.lake.services.lake_commit_record); a no-op when REFRESH_ON_COMMIT is off."""
+    if not settings.REFRESH_ON_COMMIT:
+        return
+    if not cache.add(_ENQUEUED_KEY, 1, timeout=ENQUEUE_DEBOUNCE_SECONDS):
+        return
+    from workers.tasks import browse_refresh_task
+
+    browse_refresh_task.delay()
+
+
+# --- The refresh --------------------------------------------------------------------------------
+
+
+class _Heartbeat(threading.Thread):
+    """Renews the refresh's lease while the Spark job runs. Its own DB connection."""
+
+    def __init__(self, run_id, interval):
+        super().__init__(daemon=True, name=f"refresh-heartbeat-{run_id}")
+        self.run_id = run_id
+        self.interval = interval
+        self.stopped = threading.Event()
+
+    def run(self):
+        try:
+            while not self.stopped.wait(self.interval):
+                RefreshRun.objects.filter(id=self.run_id, status=RefreshRun.RUNNING).update(
+                    heartbeat_at=timezone.now()
+                )
+        finally:
+            connection.close()
+
+    def stop(self):
+        self.stopped.set()
+        self.join(timeout=self.interval + 5)
+
+
+def _cursor():
+    """The last events commit the newest committed refresh folded, or None (never refreshed)."""
+    run = (
+        RefreshRun.objects.filter(status=RefreshRun.COMMITTED).order_by("-id").only("upto_commit")
+    ).first()
+    return run.upto_commit if run else None
+
+
+def _stale_runs_fail(now):
+    """A refresh whose heartbeat stopped is dead: release the lock so the work is done again."""
+    deadline = now - timedelta(seconds=settings.LEASE_SECONDS)
+    for run in RefreshRun.objects.filter(status=RefreshRun.RUNNING, heartbeat_at__lt=deadline):
+        RefreshRun.objects.filter(id=run.id, status=RefreshRun.RUNNING).update(
+            status=RefreshRun.FAILED,
+            finished_at=now,
+            error=f"lease expired: no heartbeat since {run.heartbeat_at.isoformat()}",
+        )
+
+
+def _run_start(*, full, from_commit, upto_commit):
+    now = timezone.now()
+    _stale_runs_fail(now)
+    try:
+        with transaction.atomic():
+            return RefreshRun.objects.create(
+                full=full,
+                from_commit=from_commit,
+                upto_commit=upto_commit,
+                started_at=now,
+                heartbeat_at=now,
+            )
+    except IntegrityError:
+        return None  # another refresh holds the lock
+
+
+def _run_fail(run, error):
+    RefreshRun.objects.filter(id=run.id, status=RefreshRun.RUNNING).update(
+        status=RefreshRun.FAILED, finished_at=timezone.now(), error=error[:5000]
+    )
+
+
+def browse_refresh(*, full=False, spark=None):
+    """Fold the events commits made since the last refresh (all of them when `full`, or when
+    nothing was ever refreshed) into the read models.
+
+    Returns the committed RefreshRun; None when there was nothing new, or when another refresh
+    holds the lock (the next tick of beat comes back for what it leaves)."""
+    from workers.jobs.refresh import RefreshParams, run_refresh
+    from workers.spark import spark_from_settings
+
+    cursor = _cursor()
+    full = full or cursor is None
+    commits = list(
+        LakeCommit.objects.filter(dataset="events", retired=False)
+        .order_by("id")
+        .values_list("id", "path")
+    )
+    upto = commits[-1][0] if commits else None
+    new = commits if full else [(i, p) for i, p in commits if i > cursor]
+    if not full and not new:
+        return None
+    run = _run_start(full=full, from_commit=None if full else cursor, upto_commit=upto)
+    if run is None:
+        log.info("a refresh is already in progress; this one is skipped")
+        return None
+    store = lake()
+    staging = store.new_dir("refresh-staging", f"refresh{run.id}")
+    params = RefreshParams(
+        full=full,
+        event_paths=store.paths([p for _, p in commits]),
+        new_event_paths=store.paths([p for _, p in new]),
+        message_paths=store.paths(lake_paths(dataset="messages")),
+        state_paths=store.paths(_state_paths(commits, upto)),
+        out_dir=store.path(staging),
+    )
+    heartbeat = _Heartbeat(run.id, settings.HEARTBEAT_SECONDS)
+    heartbeat.start()
+    try:
+        started = time.perf_counter()
+        try:
+            result = run_refresh(spark or spark_from_settings(), params)
+        finally:
+            heartbeat.stop()
+        folded = time.perf_counter()
+        won = _load(run, params.out_dir, full=full, changed=result.indexed + result.gone)
+        log.info(
+            "refresh %s: %s affected, %s indexed, %s gone, %s groups; spark %.1f s, load %.1f s",
+            run.id,
+            result.affected,
+            result.indexed,
+            result.gone,
+            result.groups,
+            folded - started,
+            time.perf_counter() - folded,
+        )
+    except Exception as exc:
+        log.exception("refresh %s failed", run.id)
+        _run_fail(run, f"{exc.__class__.__name__}: {exc}")
+        raise
+    finally:
+        shutil.rmtree(params.out_dir, ignore_errors=True)
+    if not won:
+        log.warning(
+            "refresh %s lost its lease before loading; its work is left to the next", run.id
+        )
+    run.refresh_from_db()
+    return run
+
+
+def _state_paths(commits, upto):
+    """The newest state snapshot that covers no more than `upto`, and the events commits after
+    it up to `upto`: every message's current state as of the cursor."""
+    if upto is None:
+        return []
+    snapshot = (
+        LakeCommit.objects.filter(dataset="state", retired=False, covers_upto__lte=upto)
+        .order_by("-id")
+        .first()
+    )
+    after = snapshot.covers_upto if snapshot else 0
+    paths = [p for i, p in commits if after < i <= upto]
+    return [snapshot.path, *paths] if snapshot else paths
+
+
+# --- Loading the DB -----------------------------------------------------------------------------
+
+
+def _q(name):
+    return connection.ops.quote_name(name)
+
+
+def _table(model):
+    return _q(model._meta.db_table)
+
+
+INDEX_COLUMNS = [f.column for f in MessageIndex._meta.concrete_fields]
+GROUP_FIELDS = [
+    "fingerprint",
+    "queue",
+    "exception_type",
+    "pattern",
+    "frames",
+    "sample_message_id",
+    "sample_reason",
+    "sample_stack",
+]
+
+
+def _load(run, out_dir, *, full, changed):
+    """Everything in one transaction, which also marks the run committed (and so moves the
+    cursor). Returns False if the run lost its lease meanwhile: nothing is written then."""
+    with transaction.atomic():
+        won = RefreshRun.objects.filter(id=run.id, status=RefreshRun.RUNNING).update(
+            status=RefreshRun.COMMITTED, finished_at=timezone.now(), changed=changed
+        )
+        if won != 1:
+            return False
+        with connection.cursor() as cursor:
+            _temp_tables_create(cursor)
+            rows = _dataset(f"{out_dir}/rows")
+            _stage(
+                cursor,
+                "refresh_index",
+                INDEX_COLUMNS,
+                _batches(rows, INDEX_COLUMNS, pc.field("indexed")),
+            )
+            _stage(
+                cursor,
+                "refresh_gone",
+                ["message_id"],
+                _batches(rows, ["message_id"], ~pc.field("indexed")),
+            )
+            _index_apply(cursor, full=full)
+            _groups_apply(cursor, f"{out_dir}/groups", full=full)
+            _temp_tables_drop(cursor)
+        _queue_stats_replace(f"{out_dir}/stats")
+        _inflow_add(f"{out_dir}/inflow", full=full)
+    return True
+
+
+def _temp_tables_create(cursor):
+    _temp_tables_drop(cursor)
+    index = _table(MessageIndex)
+    names = ", ".join(_q(c) for c in INDEX_COLUMNS)
+    # Same columns as the index, no constraints and no indexes: the fastest thing to fill.
+    cursor.execute(f"CREATE TEMPORARY TABLE refresh_index AS SELECT {names} FROM {index} WHERE 1=0")  # noqa: S608
+    cursor.execute("CREATE TEMPORARY TABLE refresh_gone (message_id varchar(200) PRIMARY KEY)")
+    cursor.execute("CREATE TEMPORARY TABLE refresh_groups (fingerprint varchar(64) PRIMARY KEY)")
+
+
+def _temp_tables_drop(cursor):
+    for name in ("refresh_index", "refresh_gone", "refresh_groups"):
+        cursor.execute(f"DROP TABLE IF EXISTS {name}")
+
+
+def _dataset(path):
+    return pads.dataset(path, format="parquet")
+
+
+def _batches(dataset, columns, filter):
+    """Record batches of the job's output, timestamps as UTC microseconds (Spark may write them
+    as INT96 nanoseconds without a zone)."""
+    if not dataset.files:
+        return  # Spark wrote no file for an empty result
+    scanner = dataset.scanner(columns=columns, filter=filter, batch_size=BATCH_ROWS)
+    for batch in scanner.to_batches():
+        if batch.num_rows:
+            yield _utc(batch)
+
+
+def _utc(batch):
+    arrays = []
+    for array in batch.columns:
+        if pa.types.is_timestamp(array.type):
+            array = array.cast(pa.timestamp(array.type.unit, tz="UTC"))
+            array = array.cast(pa.timestamp("us", tz="UTC"), safe=False)
+        arrays.append(array)
+    return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names)
+
+
+def _stage(cursor, table, columns, batches):
+    """Fill a temporary table: COPY on PostgreSQL, executemany per batch on SQLite."""
+    names = ", ".join(_q(c) for c in columns)
+    if connection.vendor == "postgresql":
+        options = pacsv.WriteOptions(include_header=False)
+        with cursor.copy(f"COPY {table} ({names}) FROM STDIN (FORMAT csv)") as copy:
+            for batch in batches:
+                buffer = io.BytesIO()
+                pacsv.write_csv(batch, buffer, options)
+                copy.write(buffer.getvalue())
+        return
+    sql = f"INSERT INTO {table} ({names}) VALUES ({', '.join(['%s'] * len(columns))})"  # noqa: S608
+    for batch in batches:
+        cursor.executemany(sql, zip(*(_sqlite_values(a) for a in batch.columns), strict=True))
+
+
+def _sqlite_values(array):
+    """A column as Django's SQLite backend stores it: datetimes as naive UTC text, the
+    microseconds left out when there are none (adapt_datetimefield_value's str())."""
+    if pa.types.is_timestamp(array.type):
+        text = pc.strftime(array, format="%Y-%m-%d %H:%M:%S")
+        array = pc.replace_substring_regex(text, pattern=r"\.000000$", replacement="")
+    return array.to_pylist()
+
+
+def _index_apply(cursor, *, full):
+    index = _table(MessageIndex)
+    group = _q("group_id")
+    mid = _q("message_id")
+    names = ", ".join(_q(c) for c in INDEX_COLUMNS)
+    if full:
+        cursor.execute(f"DELETE FROM {index}")  # noqa: S608
+        cursor.execute(f"INSERT INTO {index} ({names}) SELECT {names} FROM refresh_index")  # noqa: S608
+        return
+    # The groups the changed rows leave must be recounted as well as those they join.
+    cursor.execute(
+        f"INSERT INTO refresh_groups (fingerprint) SELECT DISTINCT {group} FROM {index} "  # noqa: S608
+        f"WHERE {group} <> '' AND {mid} IN "
+        f"(SELECT message_id FROM refresh_index UNION SELECT message_id FROM refresh_gone)"
+    )
+    cursor.execute(f"DELETE FROM {index} WHERE {mid} IN (SELECT message_id FROM refresh_gone)")  # noqa: S608
+    updates = ", ".join(f"{_q(c)} = excluded.{_q(c)}" for c in INDEX_COLUMNS if c != "message_id")
+    # WHERE true: SQLite needs it to tell ON CONFLICT from a join constraint.
+    cursor.execute(
+        f"INSERT INTO {index} ({names}) SELECT {names} FROM refresh_index WHERE true "  # noqa: S608
+        f"ON CONFLICT ({mid}) DO UPDATE SET {updates}"
+    )
+
+
+def _groups_apply(cursor, path, *, full):
+    """Upsert the touched groups' descriptions, then count each touched group's messages by
+    state with one GROUP BY over the index."""
+    groups = _table(FailureGroup)
+    index = _table(MessageIndex)
+    names = ", ".join(_q(c) for c in GROUP_FIELDS)
+    if full:
+        cursor.execute(f"DELETE FROM {groups}")  # noqa: S608
+    updates = ", ".join(f"{_q(c)} = excluded.{_q(c)}" for c in GROUP_FIELDS[1:])
+    upsert = (
+        f"INSERT INTO {groups} ({names}, {_q('count')}, {_q('states')}) "  # noqa: S608
+        f"VALUES ({', '.join(['%s'] * len(GROUP_FIELDS))}, 0, %s) "
+        f"ON CONFLICT ({_q('fingerprint')}) DO UPDATE SET {updates}"
+    )
+    empty = FailureGroup._meta.get_field("states").get_db_prep_value({}, connection)
+    dataset = _dataset(path)
+    for batch in _batches(dataset, GROUP_FIELDS, None):
+        columns = [batch.column(c).to_pylist() for c in GROUP_FIELDS]
+        cursor.executemany(upsert, [(*row, empty) for row in zip(*columns, strict=True)])
+        cursor.executemany(
+            "INSERT INTO refresh_groups (fingerprint) VALUES (%s) ON CONFLICT DO NOTHING",
+            [(f,) for f in columns[0]],
+        )
+    group = _q("group_id")
+    touched = "SELECT fingerprint FROM refresh_groups"
+    where = f"{group} <> ''" if full else f"{group} IN ({touched})"
+    cursor.execute(
+        f"SELECT {group}, {_q('state')}, COUNT(*), MIN({_q('first_failure_at')}), "  # noqa: S608
+        f"MAX({_q('last_failure_at')}) FROM {index} WHERE {where} GROUP BY {group}, {_q('state')}"
+    )
+    totals = {}
+    for fingerprint, state, count, first, last in cursor.fetchall():
+        total = totals.setdefault(fingerprint, {"count": 0, "first": [], "last": [], "states": {}})
+        total["count"] += count
+        total["states"][state] = count
+        total["first"] += [first] if first is not None else []
+        total["last"] += [last] if last is not None else []
+    states_field = FailureGroup._meta.get_field("states")
+    cursor.executemany(
+        f"UPDATE {groups} SET {_q('count')} = %s, {_q('first_seen')} = %s, "  # noqa: S608
+        f"{_q('last_seen')} = %s, {_q('states')} = %s WHERE {_q('fingerprint')} = %s",
+        [
+            (
+                t["count"],
+                min(t["first"], default=None),
+                max(t["last"], default=None),
+                states_field.get_db_prep_value(t["states"], connection),
+                fingerprint,
+            )
+            for fingerprint, t in totals.items()
+        ],
+    )
+    # A group none of whose messages is in it any more is gone.
+    cursor.execute(
+        f"DELETE FROM {groups} WHERE NOT EXISTS "  # noqa: S608
+        f"(SELECT 1 FROM {index} WHERE {index}.{group} = {groups}.{_q('fingerprint')})"
+        + ("" if full else f" AND {_q('fingerprint')} IN ({touched})")
+    )
+
+
+def _queue_stats_replace(path):
+    """Counts of every queue by state: a handful of rows, replaced whole."""
+    counts = {}
+    for batch in _batches(_dataset(path), ["queue", "state", "count"], None):
+        for row in batch.to_pylist():
+            counts.setdefault(row["queue"], {})[row["state"]] = row["count"]
+    now = timezone.now()
+    QueueStat.objects.all().delete()
+    QueueStat.objects.bulk_create(
+        [QueueStat(queue=q, counts=c, updated_at=now) for q, c in counts.items()], batch_size=500
+    )
+
+
+def _inflow_add(path, *, full):
+    """Messages that entered NDLV per queue and hour: added to the hours' counts (a full refresh
+    counted every event, so it replaces them)."""
+    table = _table(QuarantineInflow)
+    if full:
+        QuarantineInflow.objects.all().delete()
+    count = _q("count")
+    sql = (
+        f"INSERT INTO {table} ({_q('queue')}, {_q('hour')}, {count}) VALUES (%s, %s, %s) "  # noqa: S608
+        f"ON CONFLICT ({_q('queue')}, {_q('hour')}) "
+        f"DO UPDATE SET {count} = {table}.{count} + excluded.{count}"
+    )
+    dataset = _dataset(path)
+    with connection.cursor() as cursor:
+        for batch in _batches(dataset, ["queue", "hour", "count"], None):
+            rows = zip(
+                batch.column("queue").to_pylist(),
+                [
+                    connection.ops.adapt_datetimefield_value(h)
+                    for h in batch.column("hour").to_pylist()
+                ],
+                batch.column("count").to_pylist(),
+                strict=True,
+            )
+            cursor.executemany(sql, list(rows))

@@ -1,0 +1,29 @@
+from django.urls import path, register_converter
+
+from console.browse import apis, views
+from console.browse.urlconverters import MessageIdConverter
+
+register_converter(MessageIdConverter, "msgid")
+
+urlpatterns = [
+    path("", views.dashboard, name="dashboard"),
+    path("messages/", views.message_list, name="message-list"),
+    path("messages/<msgid:message_id>/raw", views.message_raw, name="message-raw"),
+    path("messages/<msgid:message_id>/", views.message_detail, name="message-detail"),
+    path("groups/", views.group_list, name="group-list"),
+    path("groups/<msgid:fingerprint>/", views.group_detail, name="group-detail"),
+    path("queues/", views.queue_list, name="queue-list"),
+    path("queues/<msgid:name>/enable", views.queue_enable, name="queue-enable"),
+]
+
+# Under /api/v1/ (console/urls.py). Before console.delivery's "messages/<path:message_id>", so
+# that ".../body" reaches the body endpoint.
+api_urlpatterns = [
+    path("index/messages", apis.MessageIndexApi.as_view(), name="api-index-messages"),
+    path("groups", apis.GroupListApi.as_view(), name="api-group-list"),
+    path("groups/<path:fingerprint>", apis.GroupDetailApi.as_view(), name="api-group-detail"),
+    path("queues", apis.QueueListApi.as_view(), name="api-queue-list"),
+    path("queues/<path:name>/enable", apis.QueueEnableApi.as_view(), name="api-queue-enable"),
+    path("stats", apis.StatsApi.as_view(), name="api-stats"),
+    path("messages/<path:message_id>/body", apis.MessageBodyApi.as_view(), name="api-message-body"),
+]

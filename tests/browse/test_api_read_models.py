@@ -1,0 +1,58 @@
+"""GET /api/v1/groups, /groups/<fp>, /queues, /stats and /messages/<id>/body; POST
+/api/v1/queues/<name>/enable."""
+
+from console.queues.models import Queue
+from tests.browse.conftest import api
+
+
+def test_groups_are_listed_by_count(seeded, index, personas):
+    index.group("g2", count=99, pattern="big")
+
+    body = api(personas["viewer"]).get("/api/v1/groups").json()
+
+    assert [g["fingerprint"] for g in body["results"]] == ["g2", "g1"]
+    assert body["results"][1]["states"] == {"NDLV": 3}
+
+
+def test_a_group_has_its_sample(seeded, personas):
+    body = api(personas["viewer"]).get("/api/v1/groups/g1").json()
+
+    assert body["sample_reason"] == "inventory service unavailable for item 7"
+    assert api(personas["viewer"]).get("/api/v1/groups/nope").status_code == 404
+
+
+def test_queues_have_policy_status_and_counts(seeded, personas):
+    Queue.objects.filter(name="orders").update(enabled=False, disabled_reason="R11")
+
+    body = api(personas["viewer"]).get("/api/v1/queues").json()
+
+    (orders,) = body["results"]
+    assert orders["name"] == "orders" and orders["enabled"] is False
+    assert orders["disabled_reason"] == "R11"
+    assert orders["policy"]["max_failed_deliveries"] == 5
+    assert orders["counts"] == {"TBDL": 4, "NDLV": 1}
+    assert orders["total"] == 5
+
+
+def test_stats_are_the_dashboards_numbers(seeded, personas):
+    body = api(personas["viewer"]).get("/api/v1/stats").json()
+
+    assert body["totals"] == {"TBDL": 4, "NDLV": 1}
+    assert body["quarantined"] == 1
+    assert body["queues"] == {"orders": {"TBDL": 4, "NDLV": 1}}
+    assert body["top_groups"][0]["fingerprint"] == "g1"
+    assert sum(h["count"] for h in body["inflow"]) == 1
+    assert body["disabled_queues"] == []
+
+
+def test_the_body_endpoint_returns_the_bytes(seeded, personas):
+    response = api(personas["approver"]).get(f"/api/v1/messages/{seeded}/body")
+
+    assert response.content == b'{"order": 1, "items": [7]}'
+
+
+def test_enabling_an_enabled_queue_changes_nothing(seeded, personas):
+    response = api(personas["admin"]).post("/api/v1/queues/orders/enable")
+
+    assert response.json() == {"name": "orders", "enabled": True, "changed": False}
+    assert api(personas["admin"]).post("/api/v1/queues/nope/enable").status_code == 404

@@ -1,0 +1,231 @@
+"""The refresh job's pure transforms, on hand-written rows (no files, no Django)."""
+
+from datetime import UTC, datetime, timedelta
+
+import pytest
+from pyspark.sql import Row
+from pyspark.testing import assertDataFrameEqual
+
+from workers.jobs.fingerprint import fingerprint
+from workers.jobs.refresh import (
+    group_rows,
+    index_rows,
+    quarantine_inflow,
+    queue_counts,
+    summarize,
+)
+from workers.lake.schema import EVENT_SCHEMA, MESSAGE_SCHEMA, ddl
+
+pytestmark = pytest.mark.spark
+
+T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
+MINUTE = timedelta(minutes=1)
+
+
+def naive(t):
+    """Spark hands timestamps back as naive datetimes in the session's time zone (UTC)."""
+    return t.replace(tzinfo=None)
+
+
+def event(mid, epoch, step, frm, to, *, at, queue="orders", count=0, reason=None, exc=None):
+    return {
+        "message_id": mid,
+        "epoch": epoch,
+        "step": step,
+        "at": at,
+        "from_state": frm,
+        "to_state": to,
+        "queue": queue,
+        "attempt": 0,
+        "delivery_count": count,
+        "candidate": False,
+        "batch_limit": 0,
+        "next_attempt_at": None,
+        "body_version": 1,
+        "actor": "test",
+        "run_id": None,
+        "reason": reason,
+        "exception_type": exc,
+        "stack": None,
+        "queue_streak": None,
+    }
+
+
+def events_df(spark, rows):
+    return spark.createDataFrame(rows, ddl(EVENT_SCHEMA))
+
+
+HISTORY = [
+    # a: failed twice (the later failure, in a later epoch, is its latest), then quarantined
+    event("a", 0, 0, None, "TBDL", at=T0),
+    event("a", 5, 1, "TBDL", "DLNG", at=T0 + MINUTE),
+    event("a", 5, 2, "DLNG", "WAIT", at=T0 + MINUTE, count=1, reason="order 1 gone", exc="E"),
+    event("a", 6, 1, "WAIT", "TBDL", at=T0 + 2 * MINUTE, count=1),
+    event("a", 6, 2, "TBDL", "DLNG", at=T0 + 3 * MINUTE, count=1),
+    event("a", 6, 3, "DLNG", "NDLV", at=T0 + 3 * MINUTE, count=2, reason="order 2 gone", exc="E"),
+    # b: delivered at once, never failed
+    event("b", 0, 0, None, "TBDL", at=T0),
+    event("b", 5, 7, "TBDL", "DLNG", at=T0 + MINUTE),
+    event("b", 5, 8, "DLNG", "DLVD", at=T0 + MINUTE),
+    # c: ended with its conversation (TBDL -> ENDED is not a failed attempt)
+    event("c", 0, 0, None, "TBDL", at=T0),
+    event("c", 7, 1, "TBDL", "ENDED", at=T0 + 4 * MINUTE, reason="conversation ended"),
+]
+
+
+def test_summarize_takes_the_latest_event_as_state_and_the_latest_failure_as_failure(spark):
+    summary = summarize(events_df(spark, HISTORY)).select(
+        "message_id",
+        "queue",
+        "state",
+        "delivery_count",
+        "updated_at",
+        "first_failure_at",
+        "last_failure_at",
+        "failure_reason",
+        "failure_exception_type",
+    )
+
+    assertDataFrameEqual(
+        summary,
+        [
+            Row(
+                "a",
+                "orders",
+                "NDLV",
+                2,
+                naive(T0 + 3 * MINUTE),
+                naive(T0 + MINUTE),
+                naive(T0 + 3 * MINUTE),
+                "order 2 gone",
+                "E",
+            ),
+            Row("b", "orders", "DLVD", 0, naive(T0 + MINUTE), None, None, None, None),
+            Row("c", "orders", "ENDED", 0, naive(T0 + 4 * MINUTE), None, None, None, None),
+        ],
+    )
+
+
+def messages_df(spark, rows):
+    schema = f"{ddl(MESSAGE_SCHEMA)}, body_path string"
+    return spark.createDataFrame(rows, schema)
+
+
+def message(mid, version, queue, path, *, size=10):
+    return {
+        "message_id": mid,
+        "version": version,
+        "queue": queue,
+        "body": b"",
+        "body_sha256": "",
+        "body_size": size,
+        "content_type": "text/plain",
+        "headers": "{}",
+        "conversation_id": None,
+        "sender": "s@example.test",
+        "enqueued_at": T0,
+        "body_path": path,
+    }
+
+
+def test_index_rows_flag_delivered_messages_that_never_failed_and_find_the_current_body(spark):
+    summary = summarize(events_df(spark, HISTORY))
+    messages = messages_df(
+        spark,
+        [
+            message("a", 1, "orders.old", "messages/20260301/ingest-1", size=10),
+            message("a", 2, "orders", "messages/20260302/edit-1", size=12),
+            message("b", 1, "orders", "messages/20260301/ingest-1"),
+            message("c", 1, "orders", "messages/20260301/ingest-1"),
+        ],
+    )
+    # a's latest event says body version 1; pretend an edit moved it to version 2.
+    summary = summary.withColumn(
+        "body_version", summary.body_version + (summary.message_id == "a").cast("int")
+    )
+
+    rows = index_rows(summary, messages).select(
+        "message_id",
+        "original_queue",
+        "state",
+        "reason",
+        "group_id",
+        "conversation_id",
+        "body_size",
+        "body_version",
+        "body_path",
+        "indexed",
+    )
+
+    group_a = fingerprint("orders", "E", "order 2 gone", None)[0]
+    assertDataFrameEqual(
+        rows,
+        [
+            Row(
+                "a",
+                "orders.old",
+                "NDLV",
+                "order 2 gone",
+                group_a,
+                "",
+                12,
+                2,
+                "messages/20260302/edit-1",
+                True,
+            ),
+            Row("b", "orders", "DLVD", "", "", "", 10, 1, "messages/20260301/ingest-1", False),
+            Row("c", "orders", "ENDED", "", "", "", 10, 1, "messages/20260301/ingest-1", True),
+        ],
+    )
+
+
+def test_group_rows_describe_each_group_by_its_latest_failure(spark):
+    rows = spark.createDataFrame(
+        [
+            ("m1", "g1", True, T0, "orders", "E", "order <n>", "", "order 1", "s1"),
+            ("m2", "g1", True, T0 + MINUTE, "orders", "E", "order <n>", "", "order 2", "s2"),
+            ("m3", "g2", True, T0, "orders", "F", "other", "", "other", "s3"),
+            ("m4", "", True, None, None, "", None, None, "", ""),
+            ("m5", "g3", False, T0, "orders", "G", "gone", "", "gone", "s5"),
+        ],
+        "message_id string, group_id string, indexed boolean, last_failure_at timestamp, "
+        "failure_queue string, exception_type string, pattern string, frames string, "
+        "sample_reason string, sample_stack string",
+    )
+
+    assertDataFrameEqual(
+        group_rows(rows),
+        [
+            Row("g1", "orders", "E", "order <n>", "", "m2", "order 2", "s2"),
+            Row("g2", "orders", "F", "other", "", "m3", "other", "s3"),
+        ],
+    )
+
+
+def test_queue_counts_count_each_message_once_in_its_current_state(spark):
+    counts = queue_counts(events_df(spark, HISTORY).where("message_id != 'c'"))
+
+    assertDataFrameEqual(counts, [Row("orders", "NDLV", 1), Row("orders", "DLVD", 1)])
+
+
+def test_quarantine_inflow_counts_events_entering_ndlv_per_queue_and_hour(spark):
+    hour = T0.replace(minute=0)
+    events = events_df(
+        spark,
+        [
+            event("a", 1, 1, "DLNG", "NDLV", at=hour + 5 * MINUTE),
+            event("b", 1, 2, "DLNG", "NDLV", at=hour + 59 * MINUTE),
+            event("c", 1, 3, "DLNG", "NDLV", at=hour + 60 * MINUTE),
+            event("d", 1, 4, "DLNG", "NDLV", at=hour, queue="payments"),
+            event("e", 1, 5, "DLNG", "WAIT", at=hour),
+        ],
+    )
+
+    assertDataFrameEqual(
+        quarantine_inflow(events),
+        [
+            Row("orders", naive(hour), 2),
+            Row("orders", naive(hour + timedelta(hours=1)), 1),
+            Row("payments", naive(hour), 1),
+        ],
+    )

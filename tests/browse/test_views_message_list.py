@@ -1,0 +1,267 @@
+"""The quarantine browser: filters, sorting, keyset pagination and "select all N matching"."""
+
+import re
+from datetime import timedelta
+
+import pytest
+from django.db import connection
+from django.test.utils import CaptureQueriesContext
+from django.urls import reverse
+
+from console.browse import selectors
+from console.browse.selectors import BadCursor, message_match_count, message_page
+from tests.browse.conftest import T0, login
+
+SORTS = [
+    "-last_failure",
+    "last_failure",
+    "-enqueued",
+    "enqueued",
+    "-delivery_count",
+    "delivery_count",
+    "queue",
+    "-queue",
+]
+
+
+@pytest.fixture
+def many(index):
+    """130 rows: failure times with many ties, some never failed (no last_failure_at)."""
+    for i in range(130):
+        index.row(
+            f"m-{i:03d}",
+            queue=("orders", "payments", "shipping")[i % 3],
+            last_failure_at=None if i % 10 == 0 else T0 + timedelta(minutes=i % 4),
+            enqueued_at=T0 - timedelta(hours=i % 7),
+            delivery_count=i % 5,
+        )
+    return [f"m-{i:03d}" for i in range(130)]
+
+
+def _walk(filters, sort, size):
+    ids, after, pages = [], None, 0
+    while True:
+        page = message_page(filters=filters, sort=sort, after=after, size=size)
+        ids += [r.message_id for r in page.rows]
+        pages += 1
+        if not page.next_cursor:
+            return ids, pages
+        after = page.next_cursor
+
+
+def _expected(rows, sort):
+    key = sort.lstrip("-")
+    column, _ = selectors.SORTS[key]
+    desc = sort.startswith("-")
+    valued = sorted(
+        (r for r in rows if getattr(r, column) is not None),
+        key=lambda r: (getattr(r, column), r.message_id),
+        reverse=desc,
+    )
+    empty = sorted(
+        (r for r in rows if getattr(r, column) is None), key=lambda r: r.message_id, reverse=desc
+    )
+    return [r.message_id for r in valued + empty]
+
+
+@pytest.mark.parametrize("sort", SORTS)
+def test_pages_follow_each_other_without_overlap_or_gap_under_ties(many, sort):
+    from console.browse.models import MessageIndex
+
+    ids, pages = _walk({}, sort, 50)
+
+    assert ids == _expected(list(MessageIndex.objects.all()), sort)
+    assert len(ids) == len(set(ids)) == 130
+    assert pages == 3
+
+
+@pytest.mark.parametrize("sort", ["-last_failure", "last_failure", "delivery_count"])
+def test_previous_links_walk_back_the_same_pages(many, sort):
+    forward = []
+    page = message_page(filters={}, sort=sort, size=20)
+    while True:
+        forward.append([r.message_id for r in page.rows])
+        if not page.next_cursor:
+            break
+        page = message_page(filters={}, sort=sort, after=page.next_cursor, size=20)
+
+    backward = [[r.message_id for r in page.rows]]
+    while page.prev_cursor:
+        page = message_page(filters={}, sort=sort, before=page.prev_cursor, size=20)
+        backward.append([r.message_id for r in page.rows])
+
+    assert backward[::-1] == forward
+
+
+def test_a_page_is_one_or_two_bounded_queries_never_an_offset(many):
+    first = message_page(filters={}, size=50)
+    with CaptureQueriesContext(connection) as queries:
+        message_page(filters={"queue": "orders"}, after=first.next_cursor, size=50)
+
+    sql = " ".join(q["sql"] for q in queries.captured_queries).upper()
+    assert "OFFSET" not in sql
+    assert "LIMIT" in sql
+    assert len(queries.captured_queries) <= 2
+
+
+def test_a_tampered_or_foreign_cursor_is_refused(many):
+    page = message_page(filters={}, size=10)
+
+    with pytest.raises(BadCursor):
+        message_page(filters={}, after=page.next_cursor[:-2] + "xx")
+    with pytest.raises(BadCursor):
+        message_page(filters={}, sort="enqueued", after=page.next_cursor)
+
+
+def test_the_page_links_keep_filters_and_lead_to_the_next_page(many, personas):
+    client = login(personas["viewer"])
+    params = {"candidate": "no", "sort": "-enqueued"}
+    first = client.get(reverse("message-list"), params)
+    html = first.content.decode()
+    assert 'id="page-next"' in html and 'id="page-prev"' not in html
+    link = re.search(r'id="page-next" rel="next" href="([^"]+)"', html).group(1)
+    link = link.replace("&amp;", "&")
+    assert "candidate=no" in link and "sort=-enqueued" in link
+
+    second = client.get(reverse("message-list") + link)
+
+    one = [r.message_id for r in first.context["page"].rows]
+    two = [r.message_id for r in second.context["page"].rows]
+    assert len(one) == len(two) == 50
+    assert not set(one) & set(two)
+    assert 'id="page-prev"' in second.content.decode()
+
+
+def test_a_bad_cursor_on_the_page_shows_the_first_page_and_says_why(many, personas):
+    response = login(personas["viewer"]).get(reverse("message-list"), {"after": "forged"})
+
+    assert response.status_code == 200
+    assert "not valid" in response.content.decode()
+    assert len(response.context["page"].rows) == 50
+
+
+@pytest.fixture
+def varied(index):
+    index.row(
+        "a",
+        queue="orders",
+        state="NDLV",
+        group_id="g1",
+        exception_type="KeyError",
+        sender="s1@x",
+        conversation_id="c1",
+        candidate=True,
+        reason="no key 'sku'",
+        last_failure_at=T0,
+    )
+    index.row(
+        "b",
+        queue="payments",
+        state="WAIT",
+        group_id="g2",
+        exception_type="ValueError",
+        sender="s2@x",
+        conversation_id="c2",
+        candidate=False,
+        reason="bad currency XYZ",
+        last_failure_at=T0 + timedelta(hours=2),
+    )
+    index.row(
+        "c",
+        queue="orders",
+        state="FAIL",
+        group_id="g1",
+        exception_type="KeyError",
+        sender="s1@x",
+        conversation_id="c1",
+        candidate=False,
+        reason="No KEY 'id'",
+        last_failure_at=T0 + timedelta(hours=4),
+    )
+    index.row("d", queue="orders", state="TBDL", last_failure_at=None, reason="")
+
+
+@pytest.mark.parametrize(
+    ("params", "expected"),
+    [
+        ({}, {"a", "b", "c", "d"}),
+        ({"queue": "orders"}, {"a", "c", "d"}),
+        ({"state": "WAIT"}, {"b"}),
+        ({"group": "g1"}, {"a", "c"}),
+        ({"exception_type": "ValueError"}, {"b"}),
+        ({"since": "2026-03-01T13:00"}, {"b", "c"}),
+        ({"until": "2026-03-01T13:00"}, {"a"}),
+        ({"since": "2026-03-01T11:00", "until": "2026-03-01T15:00"}, {"a", "b"}),
+        ({"sender": "s1@x"}, {"a", "c"}),
+        ({"conversation": "c2"}, {"b"}),
+        ({"candidate": "yes"}, {"a"}),
+        ({"candidate": "no"}, {"b", "c", "d"}),
+        ({"q": "key"}, {"a", "c"}),
+        ({"queue": "orders", "q": "sku"}, {"a"}),
+    ],
+)
+def test_each_filter_narrows_the_list(varied, personas, params, expected):
+    response = login(personas["viewer"]).get(reverse("message-list"), params)
+
+    assert response.status_code == 200
+    assert {r.message_id for r in response.context["page"].rows} == expected
+
+
+def test_an_invalid_filter_is_refused_with_a_message(varied, personas):
+    response = login(personas["viewer"]).get(reverse("message-list"), {"state": "NOPE"})
+
+    assert response.status_code == 400
+    assert response.context["page"] is None
+
+
+def test_the_matching_count_is_capped_instead_of_counting_everything(many, personas, monkeypatch):
+    monkeypatch.setattr(selectors, "COUNT_CAP", 100)
+
+    count = message_match_count(filters={})
+    response = login(personas["viewer"]).get(reverse("message-list"))
+
+    assert (count.count, count.more, str(count)) == (100, True, "100+")
+    assert "<strong>100+</strong> matching" in response.content.decode()
+    assert "Select all 100+ matching" in response.content.decode()
+    assert str(message_match_count(filters={"queue": "orders"})) == "44"
+
+
+def test_a_group_filter_is_counted_from_the_failure_group(index):
+    index.group("g1", count=12_345, states={"NDLV": 12_000, "FAIL": 345})
+
+    assert str(message_match_count(filters={"group": "g1"})) == "12,345"
+    assert str(message_match_count(filters={"group": "g1", "state": "FAIL"})) == "345"
+    assert message_match_count(filters={"group": "g1"}).source == "stats"
+
+
+def test_a_queue_and_state_filter_is_counted_from_the_queue_stats(index):
+    index.stats("orders", NDLV=50_000, WAIT=3)
+
+    assert str(message_match_count(filters={"queue": "orders", "state": "NDLV"})) == "50,000"
+
+
+def test_select_all_matching_posts_the_filter_not_ids(varied, personas):
+    client = login(personas["operator"])
+    page = client.get(reverse("message-list"), {"queue": "orders", "candidate": "no"})
+    html = page.content.decode()
+    form = html[html.index('<form id="select-all-matching"') :]
+    form = form[: form.index("</form>")]
+    assert 'name="queue" value="orders"' in form
+    assert 'name="candidate" value="no"' in form
+    assert 'name="message_id"' not in form and 'value="c"' not in form
+
+    response = client.post(reverse("message-list"), {"queue": "orders", "candidate": "no"})
+
+    assert response.status_code == 200
+    summary = response.content.decode()
+    assert 'id="selection-summary"' in summary
+    assert "<strong>2</strong> selected by filter" in summary
+    assert {r.message_id for r in response.context["page"].rows} == {"c", "d"}
+
+
+def test_each_row_links_to_its_detail_page(varied, personas):
+    html = login(personas["viewer"]).get(reverse("message-list")).content.decode()
+
+    assert 'id="message-table"' in html and 'id="filters"' in html
+    for message_id in "abcd":
+        assert f'href="{reverse("message-detail", args=[message_id])}"' in html

@@ -1,0 +1,100 @@
+"""The dashboard, the failure groups and the queues pages."""
+
+import re
+from datetime import timedelta
+
+from django.urls import reverse
+
+from console.queues.models import Queue
+from tests.browse.conftest import T0, login
+
+
+def _html(response):
+    assert response.status_code == 200
+    return response.content.decode()
+
+
+def test_the_dashboard_shows_counts_inflow_and_top_groups(seeded, index, personas):
+    index.stats("payments", NDLV=2, FAIL=1)
+    index.inflow("payments", T0 - timedelta(hours=3), 4)
+    index.group("g2", queue="payments", count=40, pattern="unknown currency <s>")
+
+    html = _html(login(personas["viewer"]).get(reverse("dashboard")))
+
+    assert '<div class="card" id="quarantined-count">\n    <span class="number">3</span>' in html
+    counts = html[html.index('id="queue-counts"') :]
+    assert "NDLV 2" in counts and "TBDL 4" in counts
+    chart = html[html.index('<svg id="inflow-chart"') : html.index("</svg>")]
+    assert chart.count('<rect class="bar"') == 7 * 24
+    assert "2026-03-01 09:00 UTC: 4" in chart and "2026-03-01 12:00 UTC: 1" in chart
+    top = html[html.index('id="top-groups"') :]
+    assert top.index("unknown currency") < top.index("inventory service")
+    assert 'id="disabled-queues"' not in html
+
+
+def test_an_empty_dashboard_says_there_is_nothing_yet(db, personas):
+    html = _html(login(personas["viewer"]).get(reverse("dashboard")))
+
+    assert 'id="no-stats"' in html and 'id="inflow-empty"' in html
+
+
+def test_the_dashboard_warns_of_disabled_queues(seeded, personas):
+    Queue.objects.filter(name="orders").update(enabled=False, disabled_reason="5 failures in a row")
+
+    html = _html(login(personas["viewer"]).get(reverse("dashboard")))
+
+    banner = html[html.index('id="disabled-queues"') :]
+    assert "orders" in banner and "5 failures in a row" in banner
+
+
+def test_the_group_list_is_sorted_by_count(seeded, index, personas):
+    index.group("g2", count=40, pattern="second")
+    index.group("g3", count=1, pattern="third")
+
+    html = _html(login(personas["viewer"]).get(reverse("group-list")))
+
+    order = re.findall(r'class="group-link" href="/groups/([^/]+)/"', html)
+    assert order == ["g2", "g1", "g3"]
+
+
+def test_the_group_detail_shows_its_messages_a_sample_and_a_browser_link(seeded, personas):
+    html = _html(login(personas["viewer"]).get(reverse("group-detail", args=["g1"])))
+
+    assert reverse("message-detail", args=["order-1"]) in html
+    assert "inventory service unavailable for item 7" in html
+    assert "Traceback (most recent call last)" in html
+    assert f'href="{reverse("message-list")}?group=g1"' in html
+
+
+def test_an_unknown_group_is_404(seeded, personas):
+    assert login(personas["viewer"]).get(reverse("group-detail", args=["x"])).status_code == 404
+
+
+def test_the_queue_list_shows_policy_status_and_counts(seeded, personas):
+    Queue.objects.filter(name="orders").update(enabled=False, disabled_reason="R11")
+
+    html = _html(login(personas["viewer"]).get(reverse("queue-list")))
+
+    table = html[html.index('id="queue-table"') :]
+    assert "orders" in table and "disabled" in table and "R11" in table
+    assert "<dt>max_failed_deliveries</dt><dd>5</dd>" in table
+    assert "NDLV 1" in table
+    assert reverse("queue-enable", args=["orders"]) not in table  # a viewer may not
+
+
+def test_reading_the_overview_pages_writes_nothing(seeded, personas, django_assert_max_num_queries):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    client = login(personas["admin"])
+    client.get(reverse("dashboard"))  # the session is saved on each request (SESSION_SAVE_EVERY)
+    for name in ("dashboard", "group-list", "queue-list", "message-list"):
+        with CaptureQueriesContext(connection) as queries:
+            client.get(reverse(name))
+        writes = [
+            q["sql"]
+            for q in queries.captured_queries
+            if q["sql"].split()[0].upper() in ("INSERT", "UPDATE", "DELETE")
+            and "django_session" not in q["sql"]
+        ]
+        assert writes == [], name

@@ -1,0 +1,309 @@
+"""The refresh of the console's read models as a Spark job.
+
+extract: the events commits to fold (the new ones since the last refresh, or all of them for a
+  full refresh), the whole ledger restricted to the messages those touch (a semi-join: only the
+  affected messages' histories are read into the shuffle), their message metadata, and, for the
+  queue counts, the newest state snapshot with the events after it.
+transform: one row per affected message with its current state and failures (`summarize`),
+  joined to its metadata and fingerprinted (`index_rows`); the failure groups they touch
+  (`group_rows`); every queue's counts by state (`queue_counts`); and the messages that entered
+  NDLV per queue and hour in the new commits (`quarantine_inflow`).
+load: Parquet files in a staging directory, read back in record batches by the task
+  (console.browse.services), which loads the console DB in bulk and removes the directory.
+
+No Django here: the task passes paths and flags. Column lengths mirror console.browse.models.
+"""
+
+from dataclasses import dataclass
+from pathlib import Path
+
+import pyarrow.dataset as pads
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from workers.engine import states as S
+from workers.jobs.fingerprint import digest_column, frames_column, masked_column
+from workers.jobs.state import extract_events, extract_messages
+
+# A failure as workers.engine.states.is_failure says it, for Spark.
+FAILED_FROM = S.DLNG
+FAILED_TO = tuple(sorted(S.FAILED_TO))
+REASON_MAX = 500
+# CharField lengths of console.browse.models: PostgreSQL refuses a longer value.
+LENGTHS = {"exception_type": 200, "sender": 300, "conversation_id": 200, "content_type": 200}
+
+INDEX_COLUMNS = [
+    "message_id",
+    "queue",
+    "original_queue",
+    "state",
+    "delivery_count",
+    "candidate",
+    "next_attempt_at",
+    "first_failure_at",
+    "last_failure_at",
+    "reason",
+    "exception_type",
+    "group_id",
+    "sender",
+    "conversation_id",
+    "body_size",
+    "content_type",
+    "body_version",
+    "body_path",
+    "enqueued_at",
+    "updated_at",
+]
+# Besides the index's columns, each affected row carries what its failure group is made of.
+GROUP_SOURCE_COLUMNS = ["failure_queue", "pattern", "frames", "sample_reason", "sample_stack"]
+GROUP_COLUMNS = [
+    "fingerprint",
+    "queue",
+    "exception_type",
+    "pattern",
+    "frames",
+    "sample_message_id",
+    "sample_reason",
+    "sample_stack",
+]
+
+
+@dataclass
+class RefreshParams:
+    full: bool
+    event_paths: list  # every committed events directory
+    new_event_paths: list  # the events commits to fold (all of them when full)
+    message_paths: list
+    state_paths: list  # the newest state snapshot and the events commits after it
+    out_dir: str  # staging directory: must not exist yet
+
+
+@dataclass
+class RefreshResult:
+    affected: int = 0
+    indexed: int = 0
+    gone: int = 0
+    groups: int = 0
+    inflow_events: int = 0
+
+
+def staging(out_dir, name):
+    return str(Path(out_dir) / name)
+
+
+def is_failure():
+    return (F.col("from_state") == FAILED_FROM) & F.col("to_state").isin(list(FAILED_TO))
+
+
+def _clean(column, length=None):
+    """Text for the DB: never null, no NUL character (PostgreSQL refuses it), not too long."""
+    text = F.regexp_replace(F.coalesce(column, F.lit("")), "\x00", "")
+    return F.substring(text, 1, length) if length else text
+
+
+def summarize(events: DataFrame) -> DataFrame:
+    """One row per message: its current state (its latest event by (epoch, step)), when it first
+    and last failed, and its latest failure. One aggregation, one shuffle; max_by skips the rows
+    whose ordering is null, so the latest failure is taken among failures only."""
+    order = F.struct("epoch", "step")
+    failed = is_failure()
+    state = F.struct(
+        "queue",
+        "to_state",
+        "delivery_count",
+        "candidate",
+        "next_attempt_at",
+        "body_version",
+        "at",
+    )
+    failure = F.struct("at", "queue", "reason", "exception_type", "stack")
+    return (
+        events.groupBy("message_id")
+        .agg(
+            F.max_by(state, order).alias("s"),
+            F.min(F.when(failed, F.col("at"))).alias("first_failure_at"),
+            F.max_by(failure, F.when(failed, order)).alias("f"),
+        )
+        .select(
+            "message_id",
+            F.col("s.queue").alias("queue"),
+            F.col("s.to_state").alias("state"),
+            F.col("s.delivery_count").alias("delivery_count"),
+            F.col("s.candidate").alias("candidate"),
+            F.col("s.next_attempt_at").alias("next_attempt_at"),
+            F.col("s.body_version").alias("body_version"),
+            F.col("s.at").alias("updated_at"),
+            "first_failure_at",
+            F.col("f.at").alias("last_failure_at"),
+            F.col("f.queue").alias("failure_queue"),
+            F.col("f.reason").alias("failure_reason"),
+            F.col("f.exception_type").alias("failure_exception_type"),
+            F.col("f.stack").alias("failure_stack"),
+        )
+    )
+
+
+def with_body_path(messages: DataFrame) -> DataFrame:
+    """Each message row with the lake directory it was read from, relative to the lake root.
+    Lake.new_dir names every directory dataset/day/name, so it is the file path's last three
+    folders; nothing there needs URL-decoding."""
+    return messages.withColumn(
+        "body_path",
+        F.regexp_extract(F.col("_metadata.file_path"), r"([^/]+/[^/]+/[^/]+)/[^/]+$", 1),
+    )
+
+
+def index_rows(summary: DataFrame, messages: DataFrame) -> DataFrame:
+    """The index row of every summarized message, `indexed` false for those the index must not
+    hold (DLVD and never failed), plus what their failure group is made of.
+
+    `messages` has the messages dataset's columns and `body_path`."""
+    originals = messages.where(F.col("version") == 1).select(
+        "message_id",
+        F.col("queue").alias("original_queue"),
+        "sender",
+        "conversation_id",
+        "enqueued_at",
+    )
+    bodies = messages.select(
+        "message_id",
+        F.col("version").alias("body_version"),
+        "body_size",
+        "content_type",
+        "body_path",
+    )
+    rows = summary.join(originals, on="message_id", how="left").join(
+        bodies, on=["message_id", "body_version"], how="left"
+    )
+    failed = F.col("first_failure_at").isNotNull()
+    # Mask and extract once per failed message, then hash the results.
+    rows = rows.withColumn(
+        "pattern", F.when(failed, masked_column(F.col("failure_reason")))
+    ).withColumn("frames", F.when(failed, frames_column(F.col("failure_stack"))))
+    digest = digest_column(
+        F.col("failure_queue"),
+        F.col("failure_exception_type"),
+        F.col("pattern"),
+        F.col("frames"),
+    )
+    return rows.select(
+        "message_id",
+        "queue",
+        F.coalesce("original_queue", "queue").alias("original_queue"),
+        "state",
+        F.coalesce("delivery_count", F.lit(0)).alias("delivery_count"),
+        F.coalesce("candidate", F.lit(False)).alias("candidate"),
+        "next_attempt_at",
+        "first_failure_at",
+        "last_failure_at",
+        _clean(F.col("failure_reason"), REASON_MAX).alias("reason"),
+        _clean(F.col("failure_exception_type"), LENGTHS["exception_type"]).alias("exception_type"),
+        F.when(failed, digest).otherwise(F.lit("")).alias("group_id"),
+        _clean(F.col("sender"), LENGTHS["sender"]).alias("sender"),
+        _clean(F.col("conversation_id"), LENGTHS["conversation_id"]).alias("conversation_id"),
+        F.coalesce("body_size", F.lit(0)).cast("long").alias("body_size"),
+        _clean(F.col("content_type"), LENGTHS["content_type"]).alias("content_type"),
+        F.coalesce("body_version", F.lit(1)).alias("body_version"),
+        F.coalesce("body_path", F.lit("")).alias("body_path"),
+        F.coalesce("enqueued_at", "updated_at").alias("enqueued_at"),
+        "updated_at",
+        ((F.col("state") != S.DLVD) | failed).alias("indexed"),
+        F.col("failure_queue"),
+        "pattern",
+        "frames",
+        _clean(F.col("failure_reason")).alias("sample_reason"),
+        _clean(F.col("failure_stack")).alias("sample_stack"),
+    )
+
+
+def group_rows(rows: DataFrame) -> DataFrame:
+    """The failure groups the rows belong to, each described by its latest failure."""
+    sample = F.struct(
+        "failure_queue",
+        "exception_type",
+        "pattern",
+        "frames",
+        "message_id",
+        "sample_reason",
+        "sample_stack",
+    )
+    return (
+        rows.where(F.col("indexed") & (F.col("group_id") != ""))
+        .groupBy("group_id")
+        .agg(F.max_by(sample, F.struct("last_failure_at", "message_id")).alias("g"))
+        .select(
+            F.col("group_id").alias("fingerprint"),
+            F.col("g.failure_queue").alias("queue"),
+            F.col("g.exception_type").alias("exception_type"),
+            F.col("g.pattern").alias("pattern"),
+            F.col("g.frames").alias("frames"),
+            F.col("g.message_id").alias("sample_message_id"),
+            F.col("g.sample_reason").alias("sample_reason"),
+            F.col("g.sample_stack").alias("sample_stack"),
+        )
+    )
+
+
+def queue_counts(state_events: DataFrame) -> DataFrame:
+    """Messages per queue and current state, over the state snapshot and the events after it:
+    five narrow columns, whatever the ledger's size."""
+    latest = state_events.groupBy("message_id").agg(
+        F.max_by(F.struct("queue", "to_state"), F.struct("epoch", "step")).alias("s")
+    )
+    return latest.groupBy(
+        F.col("s.queue").alias("queue"), F.col("s.to_state").alias("state")
+    ).count()
+
+
+def quarantine_inflow(events: DataFrame) -> DataFrame:
+    """Events entering NDLV, per queue and hour (UTC: the session's time zone)."""
+    return (
+        events.where(F.col("to_state") == S.NDLV)
+        .groupBy("queue", F.date_trunc("hour", "at").alias("hour"))
+        .count()
+    )
+
+
+def run_refresh(spark, params: RefreshParams) -> RefreshResult:
+    result = RefreshResult()
+    new_events = extract_events(spark, params.new_event_paths)
+    messages = extract_messages(spark, params.message_paths)
+    if params.message_paths:
+        messages = with_body_path(messages).drop("body")
+    else:
+        messages = messages.drop("body").withColumn("body_path", F.lit(""))
+    if params.full:
+        history = extract_events(spark, params.event_paths)
+    else:
+        affected = new_events.select("message_id").distinct()
+        history = extract_events(spark, params.event_paths).join(
+            affected, on="message_id", how="left_semi"
+        )
+        messages = messages.join(affected, on="message_id", how="left_semi")
+
+    rows_path = staging(params.out_dir, "rows")
+    index_rows(summarize(history), messages).write.parquet(rows_path)
+    rows = spark.read.parquet(rows_path)
+    group_rows(rows).write.parquet(staging(params.out_dir, "groups"))
+    if params.full:
+        # Every message was folded already: count them from the rows just written.
+        counts = rows.groupBy("queue", "state").count()
+    else:
+        counts = queue_counts(
+            extract_events(spark, params.state_paths).select(
+                "message_id", "epoch", "step", "queue", "to_state"
+            )
+        )
+    counts.coalesce(1).write.parquet(staging(params.out_dir, "stats"))
+    quarantine_inflow(new_events).coalesce(1).write.parquet(staging(params.out_dir, "inflow"))
+
+    result.affected = _count(rows_path)
+    result.indexed = _count(rows_path, pads.field("indexed"))
+    result.gone = result.affected - result.indexed
+    result.groups = _count(staging(params.out_dir, "groups"))
+    return result
+
+
+def _count(path, filter=None):
+    dataset = pads.dataset(path, format="parquet")
+    return dataset.count_rows(filter=filter) if dataset.files else 0
