@@ -254,3 +254,13 @@ def test_r14_every_message_accepted_is_accounted_for_in_the_lake(engine):
     ledger = lake().read_arrow("events", lake_paths(dataset="events"), columns=["message_id"])
     assert set(ledger.column(0).to_pylist()) == set(ids)
     assert PoisonEntry.objects.count() == 15
+
+
+def test_r8_a_crash_takes_down_messages_of_its_own_queue_only(engine):
+    engine.queue(max_failed_deliveries=0)
+    engine.queue("shipping", handler="tests.handlers_for_tests.always_ok")
+    engine.ingest("orders", ["crash"])
+    others = engine.ingest("shipping", ["ok"] * 20)
+    engine.deliver(partitions=1)
+    assert all(engine.state(m)["state"] == S.DLVD for m in others)
+    assert not any(engine.state(m)["blacklist_candidate"] for m in others)

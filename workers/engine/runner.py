@@ -131,18 +131,21 @@ class _Columns:
 
 
 def _groups(view, ctx):
-    """Cut a batch into isolation batches. Messages that a crash flagged carry a batch limit
-    (R8) and are batched only with messages under the same limit."""
+    """Cut a batch into isolation batches, one queue at a time: a handler that crashes takes
+    down messages of its own queue only. Messages that a crash flagged carry a batch limit (R8)
+    and are batched only with messages under the same limit."""
     limits = view.cols["batch_limit"]
     sizes = view.cols["body_size"]
+    queues = view.cols["queue"]
     pending = {}
     for i in range(view.batch.num_rows):
         limit = min(limits[i] or ctx.max_batch, ctx.max_batch)
-        group = pending.setdefault(limit, [[], 0])
+        key = (queues[i], limit)
+        group = pending.setdefault(key, [[], 0])
         group[0].append(i)
         group[1] += sizes[i] or 0
         if len(group[0]) >= limit or group[1] >= ctx.max_batch_bytes:
-            del pending[limit]
+            del pending[key]
             yield group[0]
     for group, _ in pending.values():
         yield group
