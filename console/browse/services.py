@@ -15,7 +15,6 @@ cursor only moves in the transaction that loads the rows.
 import io
 import logging
 import shutil
-import threading
 import time
 from datetime import timedelta
 
@@ -35,6 +34,7 @@ from console.browse.models import (
     QueueStat,
     RefreshRun,
 )
+from console.heartbeat import Heartbeat
 from console.lake.models import LakeCommit
 from console.lake.selectors import lake_paths
 from console.lake.services import lake
@@ -65,29 +65,6 @@ def browse_refresh_enqueue():
 
 
 # --- The refresh --------------------------------------------------------------------------------
-
-
-class _Heartbeat(threading.Thread):
-    """Renews the refresh's lease while the Spark job runs. Its own DB connection."""
-
-    def __init__(self, run_id, interval):
-        super().__init__(daemon=True, name=f"refresh-heartbeat-{run_id}")
-        self.run_id = run_id
-        self.interval = interval
-        self.stopped = threading.Event()
-
-    def run(self):
-        try:
-            while not self.stopped.wait(self.interval):
-                RefreshRun.objects.filter(id=self.run_id, status=RefreshRun.RUNNING).update(
-                    heartbeat_at=timezone.now()
-                )
-        finally:
-            connection.close()
-
-    def stop(self):
-        self.stopped.set()
-        self.join(timeout=self.interval + 5)
 
 
 def _cursor():
@@ -165,7 +142,7 @@ def browse_refresh(*, full=False, spark=None):
         state_paths=store.paths(_state_paths(commits, upto)),
         out_dir=store.path(staging),
     )
-    heartbeat = _Heartbeat(run.id, settings.HEARTBEAT_SECONDS)
+    heartbeat = Heartbeat(RefreshRun, run.id, settings.HEARTBEAT_SECONDS)
     heartbeat.start()
     try:
         started = time.perf_counter()

@@ -10,17 +10,17 @@ import logging
 import os
 import shutil
 import socket
-import threading
 from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
 import pyarrow.dataset as pads
 from django.conf import settings
-from django.db import IntegrityError, close_old_connections, connection, transaction
+from django.db import IntegrityError, close_old_connections, transaction
 from django.utils import timezone
 
 from console.audit.services import audit_record
 from console.delivery.models import DeliveryRun, PoisonEntry
+from console.heartbeat import Heartbeat
 from console.lake.selectors import lake_committed, lake_paths, lake_state_inputs
 from console.lake.services import epoch_allocate, lake, lake_commit_record
 from console.queues.models import Queue
@@ -29,29 +29,6 @@ from workers.engine import states as S
 from workers.lake.schema import CLAIM_SCHEMA, EVENT_SCHEMA
 
 log = logging.getLogger(__name__)
-
-
-class _Heartbeat(threading.Thread):
-    """Renews the run's lease until stopped. Its own DB connection, closed when it ends."""
-
-    def __init__(self, run_id, interval):
-        super().__init__(daemon=True, name=f"heartbeat-{run_id}")
-        self.run_id = run_id
-        self.interval = interval
-        self.stopped = threading.Event()
-
-    def run(self):
-        try:
-            while not self.stopped.wait(self.interval):
-                DeliveryRun.objects.filter(id=self.run_id, status=DeliveryRun.RUNNING).update(
-                    heartbeat_at=timezone.now()
-                )
-        finally:
-            connection.close()
-
-    def stop(self):
-        self.stopped.set()
-        self.join(timeout=self.interval + 5)
 
 
 def _run_start(queues):
@@ -138,7 +115,7 @@ def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, s
             claims_path=paths["claims"], claimed=count
         )
 
-    heartbeat = _Heartbeat(run.id, settings.HEARTBEAT_SECONDS)
+    heartbeat = Heartbeat(DeliveryRun, run.id, settings.HEARTBEAT_SECONDS)
     heartbeat.start()
     try:
         result = run_delivery(spark or spark_from_settings(), params, on_claimed=on_claimed)
