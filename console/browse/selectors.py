@@ -16,11 +16,12 @@ from django.db.models import Q, Sum
 
 from console.browse.forms import DEFAULT_SORT, PAGE_SIZE
 from console.browse.models import FailureGroup, MessageIndex, QuarantineInflow, QueueStat
-from console.delivery.selectors import message_history
+from console.delivery.models import PoisonEntry
+from console.delivery.selectors import HISTORY_FIELDS, message_history
 from console.ingest.models import MessageKey
 from console.lake.services import lake
 from console.queues.models import POLICY_FIELDS, Queue
-from workers.engine.states import DLVD, NDLV, STATES, is_failure
+from workers.engine.states import DLNG, DLVD, NDLV, STATES, is_failure
 
 log = logging.getLogger(__name__)
 
@@ -338,6 +339,45 @@ def message_view(*, message_id, with_body=False):
         latest=history[-1] if history else {},
         failure=failure,
     )
+
+
+def message_detail(*, message_id):
+    """What the API tells of one message: metadata, current state, why it is in it, and its
+    whole history; None if it is unknown. The same reads as the detail page."""
+    view = message_view(message_id=message_id)
+    if view is None:
+        return None
+    latest, stored = view.latest, view.stored
+    # Why it is in its state now: the latest event that is neither ingest nor delivery.
+    why = next(
+        (
+            e
+            for e in reversed(view.history)
+            if e["from_state"] is not None and e["to_state"] not in (DLNG, DLVD)
+        ),
+        {},
+    )
+    return {
+        "id": message_id,
+        "queue": view.queue,
+        "original_queue": view.original_queue,
+        "state": latest.get("to_state"),
+        "delivery_count": view.delivery_count,
+        "blacklist_candidate": view.candidate,
+        "batch_limit": latest.get("batch_limit") or None,
+        "next_attempt_at": latest.get("next_attempt_at"),
+        "reason": why.get("reason"),
+        "exception_type": view.failure.get("exception_type"),
+        "on_poison_list": PoisonEntry.objects.filter(message_id=message_id).exists(),
+        "body_sha256": stored.get("body_sha256"),
+        "body_size": stored.get("body_size"),
+        "content_type": stored.get("content_type"),
+        "headers": stored.get("headers"),
+        "conversation_id": stored.get("conversation_id"),
+        "sender": stored.get("sender"),
+        "enqueued_at": stored.get("enqueued_at"),
+        "history": [{f: e[f] for f in HISTORY_FIELDS} for e in view.history],
+    }
 
 
 def message_body(*, message_id):

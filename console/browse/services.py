@@ -203,15 +203,11 @@ def _table(model):
 
 
 INDEX_COLUMNS = [f.column for f in MessageIndex._meta.concrete_fields]
+# What a failure group is made of; the rest (count, first and last seen, states) is recomputed
+# from the index after every load.
+GROUP_AGGREGATES = ("count", "first_seen", "last_seen", "states")
 GROUP_FIELDS = [
-    "fingerprint",
-    "queue",
-    "exception_type",
-    "pattern",
-    "frames",
-    "sample_message_id",
-    "sample_reason",
-    "sample_stack",
+    f.column for f in FailureGroup._meta.concrete_fields if f.name not in GROUP_AGGREGATES
 ]
 
 

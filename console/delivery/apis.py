@@ -6,7 +6,7 @@ from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from console.delivery.selectors import message_detail
+from console.browse.selectors import message_detail
 
 
 class CanViewMessages(BasePermission):

@@ -6,8 +6,8 @@ from datetime import timedelta
 import pytest
 from django.utils import timezone
 
+from console.browse.selectors import message_detail
 from console.delivery.models import DeliveryRun
-from console.delivery.selectors import message_detail
 from console.delivery.services import leases_sweep
 from console.ingest.services import messages_ingest
 from console.queues.models import Queue

@@ -7,7 +7,7 @@ from pathlib import Path
 import pyspark
 import pytest
 
-from console.delivery.selectors import message_detail
+from console.browse.selectors import message_detail
 from console.ingest.services import messages_ingest
 from console.queues.models import Queue
 from tests.conftest import require_service

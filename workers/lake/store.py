@@ -10,7 +10,6 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
-import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
@@ -82,7 +81,3 @@ class Lake:
         parts = [pads.dataset(p, schema=schema, format="parquet") for p in existing]
         ds = parts[0] if len(parts) == 1 else pads.dataset(parts)
         return ds.to_table(columns=columns, filter=filter)
-
-
-def empty_table(schema):
-    return pa.Table.from_batches([], schema=schema)
