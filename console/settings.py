@@ -89,7 +89,10 @@ INSTALLED_APPS = [
     "console.browse",
     "console.audit",
     "console.decisions",
+    "console.lakequery",
     "csp",
+    "drf_spectacular",
+    "drf_spectacular_sidecar",
 ]
 
 MIDDLEWARE = [
@@ -130,7 +133,9 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web process read while a worker commits; the timeout rides out short locks.
     DATABASES["default"]["OPTIONS"] = {
         "timeout": 30,
-        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL;",
+        # A 64 MiB page cache: bulk decisions update thousands of index rows per chunk.
+        "init_command": "PRAGMA journal_mode=WAL; PRAGMA synchronous=NORMAL; "
+        "PRAGMA cache_size=-65536;",
         "transaction_mode": "IMMEDIATE",
     }
     DATABASES["default"]["CONN_MAX_AGE"] = 0
@@ -207,6 +212,32 @@ REST_FRAMEWORK = {
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     "UNAUTHENTICATED_USER": None,
+    "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+}
+
+# The OpenAPI document at /api/schema/ and its docs page at /api/docs/. Like every page but the
+# login page, both need a signed-in user. Relative paths (no SERVERS): the schema is served by the
+# console it describes, so its operations resolve against wherever it was fetched from.
+SPECTACULAR_SETTINGS = {
+    "TITLE": "Antidote API",
+    "DESCRIPTION": (
+        "The API of Antidote, the quarantine console for poison messages. Authenticate with "
+        "`Authorization: Token <key>`, or with the console's session cookie and, on writes, its "
+        "CSRF token."
+    ),
+    "VERSION": "1.0.0",
+    "SERVE_PERMISSIONS": ["rest_framework.permissions.IsAuthenticated"],
+    # The whole API whoever asks, not only what the caller may use: one document for every client.
+    "SERVE_PUBLIC": True,
+    "SERVE_INCLUDE_SCHEMA": False,
+    # Operations are tagged by what follows the prefix: groups, index, messages, queues, stats.
+    "SCHEMA_PATH_PREFIX": r"/api/v[0-9]+",
+    # Input and output shapes differ (read-only and write-only fields): one component each.
+    "COMPONENT_SPLIT_REQUEST": True,
+    # The console works offline: Swagger UI and Redoc from our static files, never a CDN.
+    "SWAGGER_UI_DIST": "SIDECAR",
+    "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
+    "REDOC_DIST": "SIDECAR",
 }
 
 # --- The lake and Spark --------------------------------------------------------------------------
@@ -252,6 +283,8 @@ APPROVAL_OVER = envint("APPROVAL_OVER", 1, minimum=0)
 APPROVE_END_WITH_ERROR = envbool("APPROVE_END_WITH_ERROR", "true")
 # An approval is good for this long; a request not started by then never runs.
 APPROVAL_TTL_HOURS = envint("APPROVAL_TTL_HOURS", 24, minimum=1)
+# A canary whose messages have no delivery outcome after this long stops the request.
+CANARY_TIMEOUT_SECONDS = envint("CANARY_TIMEOUT_SECONDS", 3600, minimum=10)
 
 # --- Celery --------------------------------------------------------------------------------------
 

@@ -1,16 +1,36 @@
 from django.contrib import admin
 from django.contrib.auth import views as auth_views
+from django.contrib.auth.decorators import login_required
 from django.urls import include, path
+from django.views.generic import TemplateView
+from drf_spectacular.views import SpectacularAPIView
 
+from console.accounts.views import LoginView
+from console.audit.urls import api_urlpatterns as audit_api
 from console.browse.urls import api_urlpatterns as browse_api
+from console.decisions.urls import api_urlpatterns as decisions_api
+from console.lakequery.urls import api_urlpatterns as lakequery_api
 
 urlpatterns = [
-    path("login/", auth_views.LoginView.as_view(redirect_authenticated_user=True), name="login"),
+    path("login/", LoginView.as_view(), name="login"),  # an auditor lands on the audit trail
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),  # POST only (Django 5)
     path("admin/", admin.site.urls),
+    path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
+    # Swagger UI from our static files, started by static/js/api_docs.js: no inline script.
+    path(
+        "api/docs/",
+        login_required(TemplateView.as_view(template_name="api/docs.html")),
+        name="api-docs",
+    ),
     # browse first: its "messages/<id>/body" would otherwise be read as a message id.
     path("api/v1/", include(browse_api)),
     path("api/v1/", include("console.ingest.urls")),
     path("api/v1/", include("console.delivery.urls")),
+    path("api/v1/", include(audit_api)),
+    path("api/v1/", include(lakequery_api)),
+    path("api/v1/", include(decisions_api)),
+    path("", include("console.audit.urls")),
+    path("", include("console.lakequery.urls")),
+    path("", include("console.decisions.urls")),
     path("", include("console.browse.urls")),
 ]

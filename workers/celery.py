@@ -22,6 +22,8 @@ app.conf.task_routes = {
     "workers.tasks.delivery_run_task": {"queue": "spark", "routing_key": "spark"},
     "workers.tasks.lake_compact_task": {"queue": "spark", "routing_key": "spark"},
     "workers.tasks.browse_refresh_task": {"queue": "spark", "routing_key": "spark"},
+    "workers.tasks.action_request_execute_task": {"queue": "spark", "routing_key": "spark"},
+    "workers.tasks.lake_query_task": {"queue": "spark", "routing_key": "spark"},
 }
 # The spark worker must not prefetch: a second delivery run waiting in its buffer would be lost
 # with it if it died, and runs are cheap to re-enqueue from beat anyway.
@@ -42,6 +44,14 @@ def _schedule(sender, **kwargs):
         },
         "sweep-leases": {
             "task": "workers.tasks.sweep_leases_task",
+            "schedule": float(settings.SWEEP_INTERVAL_SECONDS),
+        },
+        "sweep-lake-queries": {
+            "task": "workers.tasks.lake_queries_sweep_task",
+            "schedule": float(settings.SWEEP_INTERVAL_SECONDS),
+        },
+        "sweep-decisions": {
+            "task": "workers.tasks.decisions_sweep_task",
             "schedule": float(settings.SWEEP_INTERVAL_SECONDS),
         },
         "refresh-read-models": {

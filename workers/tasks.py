@@ -54,3 +54,43 @@ def browse_refresh_task(full=False):
 
     run = browse_refresh(full=full)
     return run.id if run else None
+
+
+@shared_task(soft_time_limit=3300, time_limit=3600, ignore_result=True)
+def action_request_execute_task(request_id):
+    """Carry out an approved action request on the spark worker, chunk by chunk. Idempotent: a
+    duplicate task finds the request taken (or its chunks committed) and does nothing; a lost
+    one is re-enqueued by the decisions sweeper."""
+    from console.decisions.execution import action_request_execute
+
+    action_request_execute(request_id=request_id)
+
+
+@shared_task(soft_time_limit=240, time_limit=300, ignore_result=True)
+def decisions_sweep_task():
+    """Expire approvals, re-enqueue requests whose task was lost or whose worker died, and
+    watch canaries. Returns what it did."""
+    from console.decisions.execution import decisions_sweep
+
+    return decisions_sweep()
+
+
+@shared_task(soft_time_limit=3300, time_limit=3600, ignore_result=True)
+def lake_query_task(query_id):
+    """Run one lake query on the spark worker. Idempotent: a duplicate task finds the query
+    taken or finished and does nothing; a lost one is handed over again by the sweeper. A failed
+    query is recorded on its row, not raised. Returns the query's status, or None when it was
+    not this task's to run."""
+    from console.lakequery.services import lake_query_run
+
+    query = lake_query_run(query_id=query_id)
+    return query.status if query else None
+
+
+@shared_task(soft_time_limit=240, time_limit=300, ignore_result=True)
+def lake_queries_sweep_task():
+    """Hand lake queries that wait too long or whose worker died to the spark worker again.
+    Returns how many were handed over."""
+    from console.lakequery.services import lake_queries_sweep
+
+    return len(lake_queries_sweep())

@@ -27,11 +27,14 @@ _VIEW = (
     "browse.view_queuestat",
     "browse.view_quarantineinflow",
     "decisions.view_actionrequest",
+    "lakequery.view_lakequery",
 )
 # Bodies can hold personal data: reading them is its own permission, given to those who decide
 # what to do with a message (operators and approvers), not to everyone who can see metadata.
 BODY = "browse.view_body"
-_OPERATE = (*_VIEW, "ingest.add_messagekey", BODY, "decisions.add_actionrequest")
+# Running a lake query: by metadata; searching bodies needs BODY as well (console.lakequery).
+RUN_QUERIES = "lakequery.add_lakequery"
+_OPERATE = (*_VIEW, "ingest.add_messagekey", BODY, "decisions.add_actionrequest", RUN_QUERIES)
 # Approving is for someone other than the requester (four eyes); the services check that too.
 _APPROVE = (*_OPERATE, "decisions.approve_actionrequest")
 
@@ -47,9 +50,17 @@ ROLE_PERMISSIONS = {
     # Admins run the product (queues, policies, users) and see the same metadata as a viewer, but
     # not bodies: managing a queue never needs its messages' personal data. An admin who must read
     # bodies gives themselves the operator role too, which the user admin records.
-    ADMIN: (*_VIEW, *_everything_on("queues", "queue"), *_everything_on("auth", "user")),
-    # The audit trail only; no message screens.
-    AUDITOR: ("audit.view_auditentry", "audit.export_auditentry"),
+    # Admins also run lake queries (by metadata) and may stop anyone's.
+    ADMIN: (
+        *_VIEW,
+        *_everything_on("queues", "queue"),
+        *_everything_on("auth", "user"),
+        RUN_QUERIES,
+        "lakequery.change_lakequery",
+    ),
+    # The audit trail, and the requests it speaks of (what was decided, on which frozen set, by
+    # whom); no message screens.
+    AUDITOR: ("audit.view_auditentry", "audit.export_auditentry", "decisions.view_actionrequest"),
 }
 
 

@@ -1,12 +1,22 @@
 """/api/v1/: the console's read models and a message's body, with the screens' permissions.
 Reading changes nothing (R12)."""
 
+from django import forms
 from django.http import Http404
-from django.shortcuts import get_object_or_404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+    inline_serializer,
+)
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from console.audit.services import audit_record
 from console.browse import selectors
 from console.browse.body import raw_body_response
 from console.browse.forms import API_PAGE_SIZE_MAX, PAGE_SIZE, MessageFilterForm
@@ -23,6 +33,85 @@ from console.queues.models import Queue
 from console.queues.services import queue_reenable
 
 
+class ErrorSerializer(serializers.Serializer):
+    """Why the request was refused, in one sentence."""
+
+    # DRF's own shape for its refusals (401, 403, 404, 405, 415...), and ours.
+    detail = serializers.CharField()
+
+
+# The refusals every endpoint may answer, in the schema.
+ERRORS = {
+    401: OpenApiResponse(ErrorSerializer, description="No credentials, or bad ones."),
+    403: OpenApiResponse(ErrorSerializer, description="The caller lacks a permission it needs."),
+}
+NOT_FOUND = OpenApiResponse(ErrorSerializer, description="No such object.")
+BAD_FILTERS = OpenApiResponse(
+    inline_serializer(
+        "FilterErrors",
+        {
+            "errors": serializers.DictField(
+                child=serializers.ListField(child=serializers.CharField())
+            )
+        },
+    ),
+    description="Query parameters that are not valid: the messages, by parameter.",
+)
+
+
+# Ids are any printable text, "/" included; the routes take them whole ("<path:...>").
+MESSAGE_ID_TEXT = "The message's id: any printable text, '/' included (percent-encoded)."
+
+
+def path_parameter(name, description, example):
+    return OpenApiParameter(
+        name,
+        OpenApiTypes.STR,
+        OpenApiParameter.PATH,
+        description=description,
+        examples=[OpenApiExample(name, value=example)],
+    )
+
+
+def path_key(value, *, not_found):
+    """A path parameter to look up, or 404 if it holds a NUL character: nothing stored has one
+    (ingest refuses such ids; queue names and fingerprints are plain), and PostgreSQL refuses
+    the very query."""
+    if "\x00" in value:
+        raise Http404(not_found)
+    return value
+
+
+# What a parameter's label does not say.
+_PARAMETER_HELP = {
+    "after": "The `next` cursor of a page: the page after it.",
+    "before": "The `previous` cursor of a page: the page before it. Not with `after`.",
+    "candidate": "Only blacklist candidates (yes), or only messages that are not (no).",
+    "sort": "A leading '-' sorts descending. By default -last_failure.",
+    "page_size": f"Messages per page; {PAGE_SIZE} by default.",
+}
+
+
+def _form_parameters(form):
+    """A form's fields as query parameters: the API takes the browser's filters, described once."""
+    parameters = []
+    for name, field in form.fields.items():
+        if isinstance(field, forms.ChoiceField):
+            schema = {"type": "string", "enum": [value for value, _ in field.choices if value]}
+        elif isinstance(field, forms.DateTimeField):
+            schema = {"type": "string", "format": "date-time"}
+        elif isinstance(field, forms.IntegerField):
+            schema = {"type": "integer", "minimum": field.min_value, "maximum": field.max_value}
+        else:
+            schema = {"type": "string", "maxLength": field.max_length}
+        label = str(field.label or name.replace("_", " ")).capitalize()
+        parameters.append(
+            OpenApiParameter(name, schema, description=_PARAMETER_HELP.get(name, label))
+        )
+    return parameters
+
+
+@extend_schema_field({"type": "object", "additionalProperties": {"type": "integer"}})
 class _StateCounts(serializers.Field):
     """[(state, n)] as {"NDLV": 3, ...}, in lifecycle order."""
 
@@ -43,9 +132,9 @@ class MessageIndexApi(APIView):
         state = serializers.CharField()
         delivery_count = serializers.IntegerField()
         candidate = serializers.BooleanField()
-        next_attempt_at = serializers.DateTimeField()
-        first_failure_at = serializers.DateTimeField()
-        last_failure_at = serializers.DateTimeField()
+        next_attempt_at = serializers.DateTimeField(allow_null=True)
+        first_failure_at = serializers.DateTimeField(allow_null=True)
+        last_failure_at = serializers.DateTimeField(allow_null=True)
         reason = serializers.CharField()
         exception_type = serializers.CharField()
         group = serializers.CharField(source="group_id")
@@ -56,6 +145,40 @@ class MessageIndexApi(APIView):
         enqueued_at = serializers.DateTimeField()
         updated_at = serializers.DateTimeField()
 
+        class Meta:
+            ref_name = "MessageIndexEntry"
+
+    @extend_schema(
+        operation_id="messages_index",
+        parameters=_form_parameters(MessageFilterForm(page_size_max=API_PAGE_SIZE_MAX)),
+        responses={
+            200: inline_serializer(
+                "MessageIndexPage",
+                {
+                    "results": OutputSerializer(many=True),
+                    "next": serializers.CharField(
+                        allow_null=True, help_text="`after` for the next page."
+                    ),
+                    "previous": serializers.CharField(
+                        allow_null=True, help_text="`before` for the previous page."
+                    ),
+                    "sort": serializers.CharField(),
+                    "count": inline_serializer(
+                        "MessageMatchCount",
+                        {
+                            "value": serializers.IntegerField(),
+                            "more": serializers.BooleanField(
+                                help_text="There are more than `value` (the count was capped)."
+                            ),
+                            "source": serializers.ChoiceField(["index", "stats"]),
+                        },
+                    ),
+                },
+            ),
+            400: BAD_FILTERS,
+            **ERRORS,
+        },
+    )
     def get(self, request):
         form = MessageFilterForm(request.query_params, page_size_max=API_PAGE_SIZE_MAX)
         if not form.is_valid():
@@ -90,16 +213,36 @@ class _GroupSerializer(serializers.Serializer):
     exception_type = serializers.CharField()
     pattern = serializers.CharField()
     count = serializers.IntegerField()
-    first_seen = serializers.DateTimeField()
-    last_seen = serializers.DateTimeField()
+    first_seen = serializers.DateTimeField(allow_null=True)
+    last_seen = serializers.DateTimeField(allow_null=True)
     states = serializers.DictField(child=serializers.IntegerField())
+
+    class Meta:
+        ref_name = "FailureGroup"
 
 
 class GroupListApi(APIView):
+    """The largest failure groups, largest first."""
+
     permission_classes = [has_perms(VIEW_GROUPS)]
 
+    class FilterSerializer(serializers.Serializer):
+        queue = serializers.CharField(required=False, allow_blank=True, max_length=100)
+
+    @extend_schema(
+        operation_id="groups_list",
+        parameters=[FilterSerializer],
+        responses={
+            200: inline_serializer("FailureGroupList", {"results": _GroupSerializer(many=True)}),
+            400: BAD_FILTERS,
+            **ERRORS,
+        },
+    )
     def get(self, request):
-        groups = selectors.group_list(queue=request.query_params.get("queue") or None)
+        filters = self.FilterSerializer(data=request.query_params)
+        if not filters.is_valid():
+            return Response({"errors": filters.errors}, status=status.HTTP_400_BAD_REQUEST)
+        groups = selectors.group_list(queue=filters.validated_data.get("queue") or None)
         return Response({"results": _GroupSerializer(groups, many=True).data})
 
 
@@ -112,8 +255,18 @@ class GroupDetailApi(APIView):
         sample_reason = serializers.CharField()
         sample_stack = serializers.CharField()
 
+        class Meta:
+            ref_name = "FailureGroupDetail"
+
+    @extend_schema(
+        operation_id="groups_retrieve",
+        parameters=[path_parameter("fingerprint", "The failure group's fingerprint.", "f" * 64)],
+        responses={200: OutputSerializer, 404: NOT_FOUND, **ERRORS},
+    )
     def get(self, request, fingerprint):
-        group = selectors.group_get(fingerprint=fingerprint)
+        group = selectors.group_get(
+            fingerprint=path_key(fingerprint, not_found="no such failure group")
+        )
         if group is None:
             raise Http404("no such failure group")
         return Response(self.OutputSerializer(group).data)
@@ -126,22 +279,43 @@ class QueueListApi(APIView):
         name = serializers.CharField()
         exists = serializers.SerializerMethodField()
         enabled = serializers.SerializerMethodField()
-        disabled_at = serializers.DateTimeField(source="queue.disabled_at", default=None)
+        disabled_at = serializers.DateTimeField(
+            source="queue.disabled_at", default=None, allow_null=True
+        )
         disabled_reason = serializers.CharField(source="queue.disabled_reason", default="")
         policy = serializers.SerializerMethodField()
         counts = _StateCounts()
         total = serializers.IntegerField()
-        stats_at = serializers.DateTimeField()
+        stats_at = serializers.DateTimeField(allow_null=True)
 
+        class Meta:
+            ref_name = "QueueOverview"
+
+        @extend_schema_field(OpenApiTypes.BOOL)
         def get_exists(self, overview):
             return overview.queue is not None
 
+        @extend_schema_field({"type": "boolean", "nullable": True})
         def get_enabled(self, overview):
             return overview.queue.enabled if overview.queue else None
 
+        @extend_schema_field(
+            {
+                "type": "object",
+                "additionalProperties": True,
+                "description": "The queue's delivery policy; empty if the queue no longer exists.",
+            }
+        )
         def get_policy(self, overview):
             return dict(overview.policy)
 
+    @extend_schema(
+        operation_id="queues_list",
+        responses={
+            200: inline_serializer("QueueOverviewList", {"results": OutputSerializer(many=True)}),
+            **ERRORS,
+        },
+    )
     def get(self, request):
         return Response(
             {"results": self.OutputSerializer(selectors.queue_overview(), many=True).data}
@@ -153,8 +327,29 @@ class QueueEnableApi(APIView):
 
     permission_classes = [has_perms(CHANGE_QUEUE)]
 
+    @extend_schema(
+        operation_id="queues_enable",
+        parameters=[path_parameter("name", "The queue's name.", "orders")],
+        request=None,
+        responses={
+            200: inline_serializer(
+                "QueueEnabled",
+                {
+                    "name": serializers.CharField(),
+                    "enabled": serializers.BooleanField(),
+                    "changed": serializers.BooleanField(
+                        help_text="False if the queue was enabled already."
+                    ),
+                },
+            ),
+            404: NOT_FOUND,
+            **ERRORS,
+        },
+    )
     def post(self, request, name):
-        queue = get_object_or_404(Queue, name=name)
+        queue = Queue.objects.filter(name=path_key(name, not_found="no such queue")).first()
+        if queue is None:
+            raise Http404("no such queue")
         changed = False
         if not queue.enabled:
             changed = queue_reenable(queue_ids=[queue.id]) == 1
@@ -166,6 +361,38 @@ class StatsApi(APIView):
 
     permission_classes = [has_perms(VIEW_STATS)]
 
+    @extend_schema(
+        operation_id="stats_retrieve",
+        responses={
+            200: inline_serializer(
+                "Stats",
+                {
+                    "totals": _StateCounts(help_text="Messages per state, all queues."),
+                    "queues": serializers.DictField(
+                        child=_StateCounts(), help_text="Messages per state, per queue."
+                    ),
+                    "quarantined": serializers.IntegerField(),
+                    "updated_at": serializers.DateTimeField(allow_null=True),
+                    "disabled_queues": inline_serializer(
+                        "DisabledQueue",
+                        {
+                            "name": serializers.CharField(),
+                            "disabled_at": serializers.DateTimeField(allow_null=True),
+                            "reason": serializers.CharField(),
+                        },
+                        many=True,
+                    ),
+                    "top_groups": _GroupSerializer(many=True),
+                    "inflow": inline_serializer(
+                        "InflowHour",
+                        {"hour": serializers.DateTimeField(), "count": serializers.IntegerField()},
+                        many=True,
+                    ),
+                },
+            ),
+            **ERRORS,
+        },
+    )
     def get(self, request):
         stats = selectors.dashboard_stats()
         series = selectors.inflow_series()
@@ -191,8 +418,31 @@ class MessageBodyApi(APIView):
 
     permission_classes = [has_perms(VIEW_MESSAGES, VIEW_BODY)]
 
+    def perform_content_negotiation(self, request, force=False):
+        # The body is bytes whatever the client accepts (JSON only for a refusal): a client that
+        # asks for application/octet-stream gets it, not a 406.
+        return super().perform_content_negotiation(request, force=True)
+
+    @extend_schema(
+        operation_id="messages_body",
+        parameters=[path_parameter("message_id", MESSAGE_ID_TEXT, "order-1")],
+        responses={
+            (200, "application/octet-stream"): OpenApiResponse(
+                OpenApiTypes.BINARY, description="The body, as an attachment."
+            ),
+            404: NOT_FOUND,
+            **ERRORS,
+        },
+    )
     def get(self, request, message_id):
-        found = selectors.message_body(message_id=message_id)
+        found = selectors.message_body(message_id=path_key(message_id, not_found="no such message"))
         if found is None:
             raise Http404("no such message")
+        audit_record(
+            actor=request.user,
+            action="message.body_viewed",
+            target_type="message",
+            target_id=message_id,
+            details={"via": "api"},
+        )
         return raw_body_response(found[0], message_id=message_id)

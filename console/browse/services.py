@@ -37,7 +37,7 @@ from console.browse.models import (
 from console.heartbeat import Heartbeat
 from console.lake.models import LakeCommit
 from console.lake.selectors import lake_paths
-from console.lake.services import lake
+from console.lake.services import lake, lake_commit_lock
 
 log = logging.getLogger(__name__)
 
@@ -119,13 +119,16 @@ def browse_refresh(*, full=False, spark=None):
 
     cursor = _cursor()
     full = full or cursor is None
-    commits = list(
+    listed = list(
         LakeCommit.objects.filter(dataset="events", retired=False)
         .order_by("id")
-        .values_list("id", "path")
+        .values_list("id", "path", "views_applied")
     )
+    commits = [(i, p) for i, p, _ in listed]
     upto = commits[-1][0] if commits else None
-    new = commits if full else [(i, p) for i, p in commits if i > cursor]
+    # A commit whose writer updated the read models itself needs no folding (its events still
+    # count in every message's history and in the queue counts).
+    new = commits if full else [(i, p) for i, p, applied in listed if i > cursor and not applied]
     if not full and not new:
         return None
     run = _run_start(full=full, from_commit=None if full else cursor, upto_commit=upto)
@@ -220,6 +223,7 @@ def _load(run, out_dir, *, full, changed):
         )
         if won != 1:
             return False
+        _applied_meanwhile_refold(run.upto_commit)
         with connection.cursor() as cursor:
             _temp_tables_create(cursor)
             rows = _dataset(f"{out_dir}/rows")
@@ -241,6 +245,19 @@ def _load(run, out_dir, *, full, changed):
         _queue_stats_replace(f"{out_dir}/stats")
         _inflow_add(f"{out_dir}/inflow", full=full)
     return True
+
+
+def _applied_meanwhile_refold(upto):
+    """A writer that updated the read models itself after this refresh read the lake may have
+    had its rows overwritten by this load, computed from older state: such commits are folded
+    again by the next refresh. The lake commit lock keeps a commit from landing between this
+    check and the load."""
+    lake_commit_lock()
+    meanwhile = LakeCommit.objects.filter(dataset="events", views_applied=True)
+    if upto is not None:
+        meanwhile = meanwhile.filter(id__gt=upto)
+    if meanwhile.update(views_applied=False):
+        transaction.on_commit(browse_refresh_enqueue, robust=True)
 
 
 def _temp_tables_create(cursor):

@@ -2,6 +2,8 @@
 nothing (R12). Data from messages (bodies, headers, reasons, ids, queue names, senders) reaches
 the templates as plain strings and is escaped there; nothing here marks anything safe."""
 
+import functools
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required, permission_required
 from django.http import Http404, QueryDict
@@ -9,6 +11,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from console.audit.services import audit_record
 from console.browse import selectors
 from console.browse.body import body_render, raw_body_response
 from console.browse.forms import FILTER_FIELDS, MessageFilterForm
@@ -20,6 +23,7 @@ from console.browse.permissions import (
     VIEW_QUEUES,
     VIEW_STATS,
 )
+from console.decisions.selectors import request_waiting_count
 from console.queues.models import Queue
 from console.queues.services import queue_reenable
 
@@ -29,8 +33,23 @@ def _perm(*perms):
     return permission_required(perms, raise_exception=True)
 
 
+def _auditors_to_the_audit_trail(view):
+    """The console's home is the dashboard; an auditor's is the audit trail (they see no
+    message screens), so the logo and "/" take them there instead of to a 403."""
+
+    @functools.wraps(view)
+    def wrapped(request, *args, **kwargs):
+        user = request.user
+        if not user.has_perm(VIEW_STATS) and user.has_perm("audit.view_auditentry"):
+            return redirect("audit-list")
+        return view(request, *args, **kwargs)
+
+    return wrapped
+
+
 @require_GET
 @login_required
+@_auditors_to_the_audit_trail
 @_perm(VIEW_STATS)
 def dashboard(request):
     series = selectors.inflow_series()
@@ -41,6 +60,7 @@ def dashboard(request):
         "inflow": selectors.inflow_chart(series),
         "inflow_total": sum(n for _, n in series),
         "chart": selectors.INFLOW_CHART,
+        "requests_waiting": request_waiting_count(user=request.user),
     }
     return render(request, "browse/dashboard.html", ctx)
 
@@ -91,6 +111,7 @@ def message_detail(request, message_id):
     body = None
     if can_read_body and view.stored:
         body = body_render(view.stored.get("body"), content_type=view.stored.get("content_type"))
+        _body_viewed(request, message_id, via="page")
     conversation_id = view.stored.get("conversation_id") or (
         view.indexed.conversation_id if view.indexed else ""
     )
@@ -113,7 +134,20 @@ def message_raw(request, message_id):
     found = selectors.message_body(message_id=message_id)
     if found is None:
         raise Http404("no such message")
+    _body_viewed(request, message_id, via="raw")
     return raw_body_response(found[0], message_id=message_id)
+
+
+def _body_viewed(request, message_id, *, via):
+    # Bodies can hold personal data: who read which one is for the auditors. The message itself
+    # is not touched (R12).
+    audit_record(
+        actor=request.user,
+        action="message.body_viewed",
+        target_type="message",
+        target_id=message_id,
+        details={"via": via},
+    )
 
 
 @require_GET

@@ -15,13 +15,27 @@ class ActionRequest(models.Model):
     WITHDRAWN = "withdrawn"
     EXPIRED = "expired"
     RUNNING = "running"
+    CANARY = "canary"  # the canary chunk is committed; waiting for its delivery outcome
     CANCELLED = "cancelled"
     DONE = "done"
     FAILED = "failed"
     STATUSES = [
         (s, s)
-        for s in (PENDING, APPROVED, REJECTED, WITHDRAWN, EXPIRED, RUNNING, CANCELLED, DONE, FAILED)
+        for s in (
+            PENDING,
+            APPROVED,
+            REJECTED,
+            WITHDRAWN,
+            EXPIRED,
+            RUNNING,
+            CANARY,
+            CANCELLED,
+            DONE,
+            FAILED,
+        )
     ]
+    # Statuses a request never leaves.
+    FINAL = (REJECTED, WITHDRAWN, EXPIRED, CANCELLED, DONE, FAILED)
 
     action = models.CharField(max_length=20, choices=ACTIONS)
     target_queue = models.CharField(max_length=100, blank=True, default="")  # reprocess elsewhere
@@ -51,6 +65,36 @@ class ActionRequest(models.Model):
     decision_comment = models.TextField(blank=True, default="")
     expires_at = models.DateTimeField(null=True, blank=True)  # an approval is good until then
 
+    # Execution options (reprocess only): at most this many messages a second, and a canary of
+    # the first N messages whose delivery outcome decides whether the rest goes.
+    rate_limit = models.PositiveIntegerField(null=True, blank=True)
+    canary = models.PositiveIntegerField(default=0)
+
+    # Execution: a lease by heartbeat like a delivery run's, and progress counted per chunk in
+    # the same transaction that commits the chunk.
+    epoch = models.BigIntegerField(null=True, blank=True)
+    worker = models.CharField(max_length=200, blank=True, default="")
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    plan_path = models.CharField(max_length=500, blank=True, default="")
+    plan_upto = models.BigIntegerField(null=True, blank=True)  # last events commit it folded
+    chunk_size = models.PositiveIntegerField(default=0)
+    chunks_total = models.PositiveIntegerField(default=0)
+    chunks_done = models.PositiveIntegerField(default=0)
+    done = models.BigIntegerField(default=0)  # decided
+    skipped = models.BigIntegerField(default=0)  # changed since the request: no longer NDLV
+    failed = models.BigIntegerField(default=0)  # could not be decided (see error)
+    siblings_ended = models.BigIntegerField(default=0)  # end with error: conversations' others
+    notifications = models.BigIntegerField(default=0)
+    cancel_requested = models.BooleanField(default=False)
+    cancelled_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+", null=True, blank=True
+    )
+    canary_commit = models.BigIntegerField(null=True, blank=True)  # events commit of the canary
+    canary_result = models.TextField(blank=True, default="")
+    error = models.TextField(blank=True, default="")
+
     class Meta:
         ordering = ["-id"]
         permissions = [("approve_actionrequest", "Can approve or reject others' action requests")]
@@ -58,3 +102,34 @@ class ActionRequest(models.Model):
 
     def __str__(self):
         return f"request {self.id}: {self.action} of {self.count} message(s) ({self.status})"
+
+    @property
+    def progress(self):
+        """Share of the frozen set dealt with (decided, skipped or failed), 0 to 100."""
+        if not self.count:
+            return 0
+        return min(100, round(100 * (self.done + self.skipped + self.failed) / self.count))
+
+
+class ActionChunk(models.Model):
+    """One committed chunk of a request's execution. Its row is written in the transaction that
+    commits the chunk's events, and (request, index) is unique: a chunk is decided once, however
+    often a worker dies or a task is delivered twice."""
+
+    request = models.ForeignKey(ActionRequest, on_delete=models.CASCADE, related_name="chunks")
+    index = models.PositiveIntegerField()
+    done = models.IntegerField(default=0)
+    skipped = models.IntegerField(default=0)
+    failed = models.IntegerField(default=0)
+    siblings_ended = models.IntegerField(default=0)
+    events_commit = models.BigIntegerField(null=True, blank=True)
+    committed_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["request", "index"]
+        constraints = [
+            models.UniqueConstraint(fields=["request", "index"], name="one_commit_per_chunk")
+        ]
+
+    def __str__(self):
+        return f"request {self.request_id} chunk {self.index}"

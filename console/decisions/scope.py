@@ -1,27 +1,30 @@
 """Scopes of action requests, and freezing one into an exact, hashed id set.
 
-Whatever the scope (one message, a selection, a failure group, a browser filter), what a request
-acts on is fixed when it is created: the sorted ids of the quarantined messages it matched then,
-written to the lake, with their count, SHA-256, breakdown and a sample. An approver approves that
-set, and execution acts on that set and nothing else."""
+Whatever the scope (one message, a selection, a failure group, a browser filter, the result of a
+lake query), what a request acts on is fixed when it is created: the sorted ids of the quarantined
+messages it matched then, written to the lake, with their count, SHA-256, breakdown and a sample.
+An approver approves that set, and execution acts on that set and nothing else."""
 
 import hashlib
+from collections import Counter
 from dataclasses import dataclass
 
 import pyarrow as pa
 import pyarrow.parquet as pq
-from django.db.models import Count
+from django.core.exceptions import PermissionDenied
 
 from console.browse.models import MessageIndex
 from console.browse.selectors import message_queryset
 from console.lake.services import lake
 from workers.engine.states import NDLV
 
-SCOPE_KINDS = ("message", "selection", "group", "filter")
+SCOPE_KINDS = ("message", "selection", "group", "filter", "lake_query")
 MAX_SELECTION = 10_000
 SAMPLE_SIZE = 20
 IDS_SCHEMA = pa.schema([("message_id", pa.string())])
 _WRITE_CHUNK = 50_000
+# A lake query's result ids are checked against the index this many at a time.
+LAKE_QUERY_BATCH = 5000
 
 
 class ScopeError(ValueError):
@@ -42,6 +45,8 @@ def scope_queryset(scope):
     if not isinstance(scope, dict) or scope.get("kind") not in SCOPE_KINDS:
         raise ScopeError(f"a scope has a kind, one of {', '.join(SCOPE_KINDS)}")
     kind = scope["kind"]
+    if kind == "lake_query":
+        raise ScopeError("a lake query's scope is its result file, not an index query")
     qs = MessageIndex.objects.filter(state=NDLV)
     if kind == "message":
         if not isinstance(scope.get("id"), str) or not scope["id"]:
@@ -79,9 +84,59 @@ def ids_digest(ids):
     return digest.hexdigest()
 
 
-def scope_freeze(scope):
-    """Freeze a scope: stream the matching ids in order into a lake file, hashing as it goes."""
-    qs = scope_queryset(scope)
+def _lake_query_rows(scope, actor):
+    """(id, queue, group) of a finished lake query's result that are quarantined now, in id
+    order: the result is streamed a batch at a time and each batch checked against the index."""
+    from console.lakequery.models import LakeQuery
+    from console.lakequery.permissions import may_see
+    from console.lakequery.selectors import lake_query_get, lake_query_result_ids
+
+    query_id = scope.get("query")
+    if isinstance(query_id, str) and query_id.isdigit():
+        query_id = int(query_id)
+    if not isinstance(query_id, int) or isinstance(query_id, bool):
+        raise ScopeError("a lake query scope names the query: {'kind': 'lake_query', 'query': 1}")
+    query = lake_query_get(query_id=query_id)
+    if query is None:
+        raise ScopeError(f"there is no lake query {query_id}")
+    if actor is not None and not may_see(actor, query):
+        raise PermissionDenied(f"you may not see lake query {query_id}")
+    if query.status != LakeQuery.DONE:
+        raise ScopeError(
+            f"lake query {query_id} is {query.status}: only a finished query's result is a scope"
+        )
+
+    def rows():
+        for ids in lake_query_result_ids(query=query, batch_size=LAKE_QUERY_BATCH):
+            quarantined = {
+                message_id: (queue, group)
+                for message_id, queue, group in MessageIndex.objects.filter(
+                    state=NDLV, message_id__in=ids
+                ).values_list("message_id", "queue", "group_id")
+            }
+            # In the result's order (sorted by Spark, by code point), not the database's
+            # collation.
+            for message_id in ids:
+                if message_id in quarantined:
+                    yield (message_id, *quarantined[message_id])
+
+    return rows()
+
+
+def scope_freeze(scope, *, actor=None):
+    """Freeze a scope: stream the matching ids in order into a lake file, hashing and counting
+    the breakdown as it goes, so the breakdown and sample describe exactly the ids frozen.
+
+    `actor`, when given, must be allowed to see what the scope names (a lake query)."""
+    if isinstance(scope, dict) and scope.get("kind") == "lake_query":
+        rows = _lake_query_rows(scope, actor)
+    else:
+        rows = (
+            scope_queryset(scope)
+            .order_by("message_id")
+            .values_list("message_id", "queue", "group_id")
+            .iterator(chunk_size=5000)
+        )
     store = lake()
     relpath = f"{store.new_dir('requests', 'scope')}/ids.parquet"
     target = store.root / relpath
@@ -89,14 +144,18 @@ def scope_freeze(scope):
     digest = hashlib.sha256()
     count = 0
     chunk = []
+    queues, groups = Counter(), Counter()
+    first = []
     with pq.ParquetWriter(target, IDS_SCHEMA, compression="zstd") as writer:
-        for message_id in (
-            qs.order_by("message_id").values_list("message_id", flat=True).iterator(chunk_size=5000)
-        ):
+        for message_id, queue, group in rows:
             digest.update(message_id.encode())
             digest.update(b"\n")
             chunk.append(message_id)
             count += 1
+            queues[queue] += 1
+            groups[group] += 1
+            if len(first) < SAMPLE_SIZE:
+                first.append(message_id)
             if len(chunk) >= _WRITE_CHUNK:
                 writer.write_table(pa.table({"message_id": chunk}, schema=IDS_SCHEMA))
                 chunk = []
@@ -106,12 +165,12 @@ def scope_freeze(scope):
         target.unlink()
         target.parent.rmdir()
         raise ScopeError("no quarantined message matches this scope")
-    frozen = qs.order_by("message_id")
-    breakdown = {
-        "queues": dict(frozen.order_by().values_list("queue").annotate(n=Count("message_id"))),
-        "groups": dict(frozen.order_by().values_list("group_id").annotate(n=Count("message_id"))),
-    }
-    sample = list(frozen.values("message_id", "queue", "reason", "last_failure_at")[:SAMPLE_SIZE])
+    breakdown = {"queues": dict(queues), "groups": dict(groups)}
+    sample = list(
+        MessageIndex.objects.filter(message_id__in=first)
+        .order_by("message_id")
+        .values("message_id", "queue", "reason", "last_failure_at")
+    )
     for row in sample:
         row["last_failure_at"] = row["last_failure_at"] and row["last_failure_at"].isoformat()
     return FrozenScope(

@@ -10,6 +10,7 @@ from datetime import timedelta
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from console.audit.services import audit_record
@@ -17,6 +18,7 @@ from console.decisions.models import ActionRequest as R
 from console.decisions.scope import scope_freeze
 from console.queues.models import Queue
 
+MAX_CANARY = 10_000
 APPROVE_PERMISSION = "decisions.approve_actionrequest"
 REQUEST_PERMISSION = "decisions.add_actionrequest"
 
@@ -54,14 +56,27 @@ def _check_action(action, count):
         raise ValidationError("only end with error takes an error code and description")
 
 
-def action_request_create(*, actor, scope, action, comment):
+def _check_options(action, rate_limit, canary):
+    if action.kind != R.REPROCESS and (rate_limit or canary):
+        raise ValidationError("a rate limit and a canary are for reprocessing")
+    if rate_limit is not None and (not isinstance(rate_limit, int) or rate_limit < 1):
+        raise ValidationError("the rate limit is a whole number of messages a second, 1 or more")
+    if not isinstance(canary, int) or canary < 0:
+        raise ValidationError("the canary is a whole number of messages, 0 for none")
+    if canary > MAX_CANARY:
+        raise ValidationError(f"a canary is at most {MAX_CANARY} messages")
+
+
+def action_request_create(*, actor, scope, action, comment, rate_limit=None, canary=0):
     """Freeze the scope into an exact id set and record the request; it is APPROVED at once
-    when it needs no second person, PENDING otherwise."""
+    when it needs no second person, PENDING otherwise. An approved request starts executing
+    once the transaction commits."""
     if not actor.has_perm(REQUEST_PERMISSION):
         raise PermissionDenied("you may not request actions")
     if not comment or not comment.strip():
         raise ValidationError("a request says why: the comment is required")
-    frozen = scope_freeze(scope)
+    _check_options(action, rate_limit, canary)
+    frozen = scope_freeze(scope, actor=actor)
     _check_action(action, frozen.count)
     needs = approval_needed(action=action.kind, count=frozen.count)
     with transaction.atomic():
@@ -82,7 +97,11 @@ def action_request_create(*, actor, scope, action, comment):
             status=R.PENDING if needs else R.APPROVED,
             needs_approval=needs,
             expires_at=None if needs else timezone.now() + _ttl(),
+            rate_limit=rate_limit,
+            canary=canary,
         )
+        if request.status == R.APPROVED:
+            transaction.on_commit(lambda: execute_enqueue(request.id), robust=True)
         audit_record(
             actor=actor,
             action="request.created",
@@ -126,6 +145,8 @@ def _decide(*, actor, request, comment, to_status, audit_action):
         )
         if won != 1:
             raise ValidationError(f"request {request.id} is no longer waiting for approval")
+        if to_status == R.APPROVED:
+            transaction.on_commit(lambda: execute_enqueue(request.id), robust=True)
         audit_record(
             actor=actor,
             action=audit_action,
@@ -186,13 +207,16 @@ def action_request_withdraw(*, actor, request, comment=""):
     return request
 
 
-def action_request_claim_for_execution(*, request_id, now=None):
-    """Take an approved request into execution, once. An approval past its expiry never runs:
-    the request is marked expired instead. Returns the request if this caller won it."""
+def action_request_claim_for_execution(*, request_id, worker="", now=None):
+    """Take a request into execution, once: an APPROVED one (an approval past its expiry never
+    runs: the request is marked expired instead), or a RUNNING one whose worker's heartbeat
+    stopped (it died; its committed chunks stay committed). Returns the request if this caller
+    won it, None otherwise."""
     now = now or timezone.now()
+    stale = now - timedelta(seconds=3 * settings.HEARTBEAT_SECONDS)
     with transaction.atomic():
         expired = R.objects.filter(id=request_id, status=R.APPROVED, expires_at__lte=now).update(
-            status=R.EXPIRED
+            status=R.EXPIRED, finished_at=now
         )
         if expired:
             audit_record(
@@ -203,6 +227,49 @@ def action_request_claim_for_execution(*, request_id, now=None):
             )
             return None
         won = R.objects.filter(id=request_id, status=R.APPROVED, expires_at__gt=now).update(
-            status=R.RUNNING
+            status=R.RUNNING, worker=worker, started_at=now, heartbeat_at=now
         )
+        if not won:
+            won = (
+                R.objects.filter(id=request_id, status=R.RUNNING)
+                .filter(Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=stale))
+                .update(worker=worker, heartbeat_at=now)
+            )
     return R.objects.get(id=request_id) if won == 1 else None
+
+
+def action_request_cancel(*, actor, request, comment=""):
+    """Stop a request that was approved: at once if it is not executing (approved and not yet
+    started, or waiting for its canary); otherwise the execution stops before its next chunk
+    (chunks already committed stay decided). The requester or an approver may cancel."""
+    if actor.pk != request.requester_id and not actor.has_perm(APPROVE_PERMISSION):
+        raise PermissionDenied("only the requester or an approver cancels a request")
+    now = timezone.now()
+    with transaction.atomic():
+        stopped = R.objects.filter(id=request.id, status__in=[R.APPROVED, R.CANARY]).update(
+            status=R.CANCELLED, cancelled_by=actor, finished_at=now
+        )
+        asked = 0
+        if not stopped:
+            asked = R.objects.filter(id=request.id, status=R.RUNNING).update(
+                cancel_requested=True, cancelled_by=actor
+            )
+        if not (stopped or asked):
+            raise ValidationError(f"request {request.id} is not approved or running")
+        audit_record(
+            actor=actor,
+            action="request.cancelled" if stopped else "request.cancel_requested",
+            target_type="request",
+            target_id=request.id,
+            details={"comment": comment or ""},
+        )
+    request.refresh_from_db()
+    return request
+
+
+def execute_enqueue(request_id):
+    """Hand an approved request to the spark worker. A lost task is found again by the
+    decisions sweeper, so the broker being down loses nothing."""
+    from workers.tasks import action_request_execute_task
+
+    action_request_execute_task.delay(request_id)

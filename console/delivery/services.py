@@ -74,12 +74,15 @@ def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, s
         if unknown:
             raise ValueError(f"unknown queue(s): {', '.join(sorted(unknown))}")
         enabled = [q for q in enabled if q in queues]
+    # The inputs are read before the run's epoch is allocated: every commit the run sees then has
+    # an older epoch than the run's, so the run's events outrank them (a decision committed in
+    # between would otherwise outrank the delivery of the message it put back in TBDL).
+    inputs = lake_state_inputs()
     run = _run_start(enabled)
     if run is None:
         log.info("a delivery run is already in progress; this one is skipped")
         return None
     store = lake()
-    inputs = lake_state_inputs()
     poison_ids, poison_hashes = _poison_lists()
     label = f"run{run.id}"
     paths = {

@@ -18,14 +18,22 @@ Each error names the record by its index in the batch (from 0) and its id when i
 
 import json
 
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiResponse,
+    PolymorphicProxySerializer,
+    extend_schema,
+    extend_schema_field,
+)
 from rest_framework import serializers, status
 from rest_framework.exceptions import UnsupportedMediaType
 from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from console.browse.apis import ERRORS, ErrorSerializer
 from console.ingest.files import record_max_bytes
-from console.ingest.services import messages_ingest
+from console.ingest.services import ID_MAX_LENGTH, messages_ingest
 
 # Adding a message key is what accepting a message does; console.accounts.roles grants it.
 PERMISSION = "ingest.add_messagekey"
@@ -45,6 +53,47 @@ class _BadRequest(Exception):
         self.code = code
 
 
+# For the schema only: console.ingest.services checks the messages (and says why it refuses one).
+class _MessageSerializer(serializers.Serializer):
+    """A message to send in."""
+
+    id = serializers.CharField(min_length=1, max_length=ID_MAX_LENGTH)
+    queue = serializers.CharField(help_text="The name of an existing queue.")
+    body = serializers.CharField(allow_blank=True, trim_whitespace=False)
+    body_encoding = serializers.ChoiceField(
+        ["text", "base64"], required=False, allow_null=True, help_text='"text" by default.'
+    )
+    content_type = serializers.CharField(
+        required=False,
+        allow_null=True,
+        help_text="text/plain for a text body, application/octet-stream for base64 by default.",
+    )
+    headers = serializers.DictField(
+        child=serializers.CharField(allow_blank=True), required=False, allow_null=True
+    )
+    conversation_id = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+    sender = serializers.CharField(required=False, allow_null=True, allow_blank=True)
+
+    class Meta:
+        ref_name = "IngestMessage"
+
+
+class _BatchSerializer(serializers.Serializer):
+    messages = _MessageSerializer(many=True)
+
+    class Meta:
+        ref_name = "IngestBatch"
+
+
+class _RefusalSerializer(serializers.Serializer):
+    index = serializers.IntegerField(allow_null=True, help_text="Its place in the batch, from 0.")
+    id = serializers.CharField(allow_null=True)
+    error = serializers.CharField()
+
+    class Meta:
+        ref_name = "IngestRefusal"
+
+
 class MessagesIngestApi(APIView):
     permission_classes = [IsAuthenticated, CanIngestMessages]
 
@@ -54,9 +103,78 @@ class MessagesIngestApi(APIView):
         refused = serializers.IntegerField()
         errors = serializers.SerializerMethodField()
 
+        class Meta:
+            ref_name = "IngestResult"
+
+        @extend_schema_field(_RefusalSerializer(many=True))
         def get_errors(self, result):
             return [e.as_dict() for e in result.errors]
 
+    @extend_schema(
+        operation_id="messages_ingest",
+        # JSON only: anything else is a 415.
+        request={
+            "application/json": PolymorphicProxySerializer(
+                component_name="IngestBody",
+                serializers=[_MessageSerializer, _MessageSerializer(many=True), _BatchSerializer],
+                resource_type_field_name=None,
+                many=False,
+            )
+        },
+        examples=[
+            OpenApiExample(
+                "One message",
+                value={
+                    "id": "order-2",
+                    "queue": "orders",
+                    "body": '{"order": 2}',
+                    "content_type": "application/json",
+                },
+                request_only=True,
+            ),
+            OpenApiExample(
+                "A batch",
+                value={
+                    "messages": [
+                        {
+                            "id": "order-3",
+                            "queue": "orders",
+                            "body": "b3JkZXIgMw==",
+                            "body_encoding": "base64",
+                        },
+                        {
+                            "id": "order-4",
+                            "queue": "orders",
+                            "body": "order 4",
+                            "headers": {"trace": "abc"},
+                            "conversation_id": "c-4",
+                        },
+                    ]
+                },
+                request_only=True,
+            ),
+        ],
+        responses={
+            201: OpenApiResponse(
+                OutputSerializer, description="Every message accepted, or a duplicate."
+            ),
+            200: OpenApiResponse(
+                OutputSerializer, description="Some accepted, some refused (see errors)."
+            ),
+            400: OpenApiResponse(
+                PolymorphicProxySerializer(
+                    component_name="IngestRefused",
+                    serializers=[OutputSerializer, ErrorSerializer],
+                    resource_type_field_name=None,
+                ),
+                description="Nothing accepted: every message refused (a result), or the request "
+                "was not a batch of messages (a detail).",
+            ),
+            413: OpenApiResponse(ErrorSerializer, description="The request is too large."),
+            415: OpenApiResponse(ErrorSerializer, description="The request is not JSON."),
+            **ERRORS,
+        },
+    )
     def post(self, request):
         try:
             records = _records(_payload(request))

@@ -28,6 +28,9 @@ class LakeCommit(models.Model):
     retired = models.BooleanField(default=False)
     # For a state snapshot: the id of the last events commit folded into it.
     covers_upto = models.BigIntegerField(null=True, blank=True)
+    # The writer brought the console's read models up to date with this commit itself, in the
+    # same transaction (a decision chunk): the refresh has no need to fold it again.
+    views_applied = models.BooleanField(default=False)
 
     class Meta:
         constraints = [

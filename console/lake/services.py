@@ -18,17 +18,34 @@ def epoch_allocate(*, purpose):
     return Epoch.objects.create(purpose=purpose[:200]).id
 
 
-def lake_commit_record(*, dataset, path, row_count, idempotency_key, epoch=None, covers_upto=None):
-    """Make one written directory visible. Must run inside the caller's transaction."""
+def lake_commit_lock():
+    """Hold the lake commit lock until the caller's transaction ends.
+
+    Commits must become visible in id order: a snapshot covers "every events commit up to N",
+    which would silently skip a lower id that committed later. On PostgreSQL an advisory lock
+    serializes them; SQLite serializes writers already."""
     conn = transaction.get_connection()
     if not conn.in_atomic_block:
-        raise RuntimeError("a lake commit must be recorded inside the caller's transaction")
+        raise RuntimeError("the lake commit lock is held inside the caller's transaction")
     if conn.vendor == "postgresql":
-        # Commits must become visible in id order: a snapshot covers "every events commit up to
-        # id N", which would silently skip a lower id that committed later. SQLite's writers are
-        # serialized already.
         with conn.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s)", [LAKE_COMMIT_LOCK])
+
+
+def lake_commit_record(
+    *,
+    dataset,
+    path,
+    row_count,
+    idempotency_key,
+    epoch=None,
+    covers_upto=None,
+    views_applied=False,
+):
+    """Make one written directory visible. Must run inside the caller's transaction.
+    `views_applied`: the caller brings the read models up to date itself in this transaction,
+    so no refresh is asked for."""
+    lake_commit_lock()
     commit = LakeCommit.objects.create(
         dataset=dataset,
         path=path,
@@ -36,8 +53,9 @@ def lake_commit_record(*, dataset, path, row_count, idempotency_key, epoch=None,
         idempotency_key=idempotency_key,
         epoch=epoch,
         covers_upto=covers_upto,
+        views_applied=views_applied,
     )
-    if dataset == "events":
+    if dataset == "events" and not views_applied:
         # New events change what the console shows: refresh its read models once they are
         # visible. robust: a broker that is down must not fail a commit that already happened.
         transaction.on_commit(_refresh_enqueue, robust=True)

@@ -20,8 +20,14 @@ VIEW = {
     "browse.view_queuestat",
     "browse.view_quarantineinflow",
     "decisions.view_actionrequest",
+    "lakequery.view_lakequery",
 }
-OPERATE = VIEW | {"ingest.add_messagekey", "browse.view_body", "decisions.add_actionrequest"}
+OPERATE = VIEW | {
+    "ingest.add_messagekey",
+    "browse.view_body",
+    "decisions.add_actionrequest",
+    "lakequery.add_lakequery",
+}
 APPROVE = OPERATE | {"decisions.approve_actionrequest"}
 
 
@@ -57,8 +63,14 @@ def test_each_role_gets_exactly_its_permissions():
         "auth.add_user",
         "auth.change_user",
         "auth.delete_user",
+        "lakequery.add_lakequery",
+        "lakequery.change_lakequery",
     }
-    assert _permissions("auditor") == {"audit.view_auditentry", "audit.export_auditentry"}
+    assert _permissions("auditor") == {
+        "audit.view_auditentry",
+        "audit.export_auditentry",
+        "decisions.view_actionrequest",
+    }
 
 
 def test_running_it_twice_changes_nothing():
@@ -106,5 +118,5 @@ def test_the_command_reports_each_role():
     out = StringIO()
     call_command("seed_roles", stdout=out)
 
-    assert "viewer    created    9 permission(s)" in out.getvalue()
-    assert "auditor   created    2 permission(s)" in out.getvalue()
+    assert "viewer    created    10 permission(s)" in out.getvalue()
+    assert "auditor   created    3 permission(s)" in out.getvalue()

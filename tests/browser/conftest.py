@@ -56,9 +56,14 @@ class Tab:
         page.on("console", self._console)
         page.on("pageerror", lambda error: self.errors.append(str(error)))
 
+    accept_dialogs = False  # a test that answers "yes" to the console's confirmations sets it
+
     def _dialog(self, dialog):
         self.dialogs.append(f"{dialog.type}: {dialog.message}")
-        dialog.dismiss()
+        if self.accept_dialogs and dialog.type == "confirm":
+            dialog.accept()
+        else:
+            dialog.dismiss()
 
     def _console(self, message):
         if "Content Security Policy" in message.text:

@@ -25,13 +25,14 @@ def extract_messages(spark, paths) -> DataFrame:
     return _read(spark, paths, MESSAGE_SCHEMA)
 
 
-def fold_state(events: DataFrame) -> DataFrame:
+def fold_state(events: DataFrame, *, carry=()) -> DataFrame:
     """Latest event per message. The state snapshot has the events' columns, so snapshots and
-    newer events fold together the same way."""
-    latest = events.groupBy("message_id").agg(
+    newer events fold together the same way. `carry`: columns that are the same on every row of
+    a message (joined on by id), kept alongside."""
+    latest = events.groupBy("message_id", *carry).agg(
         F.max_by(F.struct(*EVENT_COLUMNS), F.struct("epoch", "step")).alias("e")
     )
-    return latest.select("e.*")
+    return latest.select("e.*", *carry)
 
 
 def extract_state(spark, snapshot_paths, event_paths) -> DataFrame:

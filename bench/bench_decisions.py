@@ -1,0 +1,284 @@
+"""Decision benchmarks (issue 4).
+
+1. Bulk reprocess of N quarantined messages (default 1M), from "approve" until every one is TBDL
+   and the console's read models show it: messages a second, against
+   - the floor: a plain Spark read-filter-write of the same rows (the ledger's current state,
+     filtered to the frozen set's range, written back as Parquet) in the same run;
+   - RabbitMQ's shovel moving the same number of messages between two queues (the bench starts
+     RabbitMQ and enables the shovel plugin if needed).
+2. Peak memory of the process that runs the execution (this one, with its JVM and Spark's Python
+   workers: the spark worker's process tree) for 100k and for N.
+3. From "approve" to the message back in TBDL, for a one-message request.
+
+The lake is seeded with pyarrow as bench_refresh does (1.1M+: a 100k set and an N set), then
+indexed by a full refresh. The execution runs in this process on the same Spark session, as the
+spark worker would run it; the broker's hand-over is not timed (see the README).
+"""
+
+import os
+import shutil
+import subprocess
+import time
+from datetime import timedelta
+
+from bench.bench_refresh import CHUNK, T0, _chunk_tables, _commit
+from bench.support import PeakMemory, django_setup, fresh_state, messages_from_env
+
+SMALL = 100_000
+SHOVEL_SRC, SHOVEL_DST = "bench.shovel.src", "bench.shovel.dst"
+
+
+def _seed(store, n):
+    from console.lake.services import epoch_allocate
+
+    epoch = epoch_allocate(purpose="bench decisions: quarantine")
+    for start in range(0, n, CHUNK):
+        messages, events = _chunk_tables(start, min(CHUNK, n - start), epoch)
+        _commit(store, "messages", messages, f"bench:{start}")
+        _commit(store, "events", events, f"bench:{start}", epoch)
+
+
+def _people():
+    from django.contrib.auth.models import Group, User
+
+    from console.accounts.roles import roles_seed
+
+    roles_seed()
+    people = {}
+    for role in ("operator", "approver"):
+        user, _ = User.objects.get_or_create(username=f"bench-{role}")
+        user.groups.add(Group.objects.get(name=role))
+        people[role] = User.objects.get(id=user.id)  # fresh permission cache
+    return people
+
+
+def _window(first, count):
+    """The browser filter of the messages m<first> .. m<first+count-1>: bench_refresh's failures
+    happen one second apart, in id order."""
+    since = T0 + timedelta(seconds=first, minutes=5)
+    until = since + timedelta(seconds=count)
+    return {"since": since.isoformat(), "until": until.isoformat()}
+
+
+def _bulk(people, spark, *, first, count):
+    from console.browse.services import browse_refresh
+    from console.decisions.execution import action_request_execute
+    from console.decisions.services import Action, action_request_approve, action_request_create
+
+    started = time.perf_counter()
+    request = action_request_create(
+        actor=people["operator"],
+        scope={"kind": "filter", "filters": _window(first, count)},
+        action=Action(kind="reprocess"),
+        comment="bench: the handler is fixed",
+    )
+    frozen = time.perf_counter() - started
+    assert request.count == count, request.count
+    with PeakMemory() as memory:
+        started = time.perf_counter()
+        action_request_approve(actor=people["approver"], request=request)
+        request = action_request_execute(request_id=request.id, spark=spark)
+        seconds = time.perf_counter() - started
+    assert (request.status, request.done) == ("done", count), (request.status, request.done)
+    # The views are up to date: the decisions updated them, there is nothing left to fold.
+    assert browse_refresh(spark=spark) is None
+    return request, frozen, seconds, memory.peak_mib
+
+
+def _floor(spark, *, first, count):
+    """Read the ledger's current state, keep the same rows, write them: what any Spark job
+    touching those messages pays at least."""
+    from pyspark.sql import functions as F
+
+    from console.lake.selectors import lake_state_inputs
+    from console.lake.services import lake
+    from workers.jobs.state import extract_state
+
+    store = lake()
+    inputs = lake_state_inputs()
+    out = store.path(store.new_dir("bench-floor"))
+    started = time.perf_counter()
+    state = extract_state(
+        spark, store.paths(inputs.snapshot_paths), store.paths(inputs.event_paths)
+    )
+    lo, hi = f"m{first:09d}", f"m{first + count - 1:09d}"
+    state.where(F.col("message_id").between(lo, hi) & (F.col("to_state") == "NDLV")).write.parquet(
+        out
+    )
+    seconds = time.perf_counter() - started
+    written = spark.read.parquet(out).count()
+    shutil.rmtree(out, ignore_errors=True)
+    assert written == count, written
+    return seconds
+
+
+def _one(people, spark, message_id):
+    from django.conf import settings
+
+    from console.browse.models import MessageIndex
+    from console.decisions.execution import action_request_execute
+    from console.decisions.services import Action, action_request_approve, action_request_create
+
+    settings.APPROVAL_OVER = 0  # so that one message needs an approval to time
+    request = action_request_create(
+        actor=people["operator"],
+        scope={"kind": "message", "id": message_id},
+        action=Action(kind="reprocess"),
+        comment="bench: one message",
+    )
+    started = time.perf_counter()
+    action_request_approve(actor=people["approver"], request=request)
+    action_request_execute(request_id=request.id, spark=spark)
+    seconds = time.perf_counter() - started
+    settings.APPROVAL_OVER = 1
+    assert MessageIndex.objects.get(message_id=message_id).state == "TBDL"
+    return seconds
+
+
+# --- RabbitMQ's shovel -------------------------------------------------------------------------
+
+
+def _rabbitmq_up():
+    import socket
+
+    def answering():
+        try:
+            with socket.create_connection(("127.0.0.1", 5672), timeout=1):
+                return True
+        except OSError:
+            return False
+
+    if not answering():
+        subprocess.run(["rabbitmq-server", "-detached"], check=False)
+        deadline = time.monotonic() + 120
+        while not answering():
+            if time.monotonic() > deadline:
+                raise RuntimeError("RabbitMQ did not start within 120 s")
+            time.sleep(1)
+    subprocess.run(
+        ["rabbitmq-plugins", "enable", "rabbitmq_shovel"], check=True, capture_output=True
+    )
+
+
+def _shovel(count, body_size=200):
+    """Publish `count` persistent messages to one durable queue, then time a dynamic shovel
+    moving them all to another."""
+    import pika
+
+    _rabbitmq_up()
+    connection = pika.BlockingConnection(pika.ConnectionParameters("127.0.0.1"))
+    channel = connection.channel()
+    for queue in (SHOVEL_SRC, SHOVEL_DST):
+        channel.queue_delete(queue=queue)
+        channel.queue_declare(queue=queue, durable=True)
+    body = b"x" * body_size
+    persistent = pika.BasicProperties(delivery_mode=2)
+    for _ in range(count):
+        channel.basic_publish("", SHOVEL_SRC, body, persistent)
+    while channel.queue_declare(queue=SHOVEL_SRC, passive=True).method.message_count < count:
+        time.sleep(0.2)
+    definition = (
+        '{"src-protocol": "amqp091", "src-uri": "amqp://guest:guest@127.0.0.1", '
+        f'"src-queue": "{SHOVEL_SRC}", "src-delete-after": "queue-length", '
+        '"dest-protocol": "amqp091", "dest-uri": "amqp://guest:guest@127.0.0.1", '
+        f'"dest-queue": "{SHOVEL_DST}", "ack-mode": "on-confirm"}}'
+    )
+    started = time.perf_counter()
+    subprocess.run(
+        ["rabbitmqctl", "set_parameter", "shovel", "bench-move", definition],
+        check=True,
+        capture_output=True,
+    )
+    while channel.queue_declare(queue=SHOVEL_DST, passive=True).method.message_count < count:
+        time.sleep(0.05)
+    seconds = time.perf_counter() - started
+    subprocess.run(
+        ["rabbitmqctl", "clear_parameter", "shovel", "bench-move"], check=False, capture_output=True
+    )
+    for queue in (SHOVEL_SRC, SHOVEL_DST):
+        channel.queue_delete(queue=queue)
+    connection.close()
+    return seconds
+
+
+def run():
+    django_setup()
+    from django.conf import settings
+    from django.db import connection
+
+    from console.browse.models import (
+        FailureGroup,
+        MessageIndex,
+        QuarantineInflow,
+        QueueStat,
+        RefreshRun,
+    )
+    from console.browse.services import browse_refresh
+    from console.decisions.models import ActionRequest
+    from console.lake.services import lake, lake_state_compact_if_due
+    from workers.spark import spark_from_settings
+
+    settings.REFRESH_ON_COMMIT = False
+    n = messages_from_env(1_000_000)
+    small = min(SMALL, n)
+    cores = os.cpu_count()
+    fresh_state("decisions")
+    ActionRequest.objects.all().delete()
+    for model in (MessageIndex, FailureGroup, QueueStat, QuarantineInflow, RefreshRun):
+        model.objects.all().delete()
+    store = lake()
+    started = time.perf_counter()
+    _seed(store, small + n + 1)
+    spark = spark_from_settings()
+    lake_state_compact_if_due(force=True, spark=spark)
+    browse_refresh(full=True, spark=spark)
+    seed_seconds = time.perf_counter() - started
+    people = _people()
+    db = connection.vendor
+    rows = []
+
+    _, frozen, seconds, peak = _bulk(people, spark, first=0, count=small)
+    rows.append(
+        {
+            "benchmark": f"bulk reprocess {small:,} ({db})",
+            "messages": small,
+            "freeze_s": round(frozen, 1),
+            "approve_to_views_s": round(seconds, 1),
+            "msgs_per_s": round(small / seconds),
+            "peak_mib": peak,
+            "cores": cores,
+        }
+    )
+    floor = _floor(spark, first=small, count=n)
+    _, frozen, seconds, peak_n = _bulk(people, spark, first=small, count=n)
+    shovel = _shovel(n)
+    rows.append(
+        {
+            "benchmark": f"bulk reprocess {n:,} ({db})",
+            "messages": n,
+            "freeze_s": round(frozen, 1),
+            "approve_to_views_s": round(seconds, 1),
+            "msgs_per_s": round(n / seconds),
+            "floor_s": round(floor, 1),
+            "floor_msgs_per_s": round(n / floor),
+            "share_of_floor": round(floor / seconds, 3),
+            "shovel_s": round(shovel, 1),
+            "shovel_msgs_per_s": round(n / shovel),
+            "faster_than_shovel": round(shovel / seconds, 2),
+            "peak_mib": peak_n,
+            "peak_vs_100k": round(peak_n / peak, 2),
+            "goal": ">= 20k/s, >= 25 % of floor, faster than shovel, same memory",
+            "cores": cores,
+        }
+    )
+    one = _one(people, spark, f"m{small + n:09d}")
+    rows.append(
+        {
+            "benchmark": f"approve -> TBDL, one message ({db})",
+            "messages": 1,
+            "approve_to_views_s": round(one, 3),
+            "cores": cores,
+        }
+    )
+    rows.append({"benchmark": "seed + full refresh (setup)", "seconds": round(seed_seconds, 1)})
+    return rows

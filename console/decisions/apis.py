@@ -1,0 +1,688 @@
+"""/api/v1/requests and /api/v1/notifications: action requests (ask, read, approve, reject,
+withdraw, cancel, the frozen ids) and the error notifications sent to senders.
+
+Refusals are {"detail": "<one readable sentence>"}: 400 for input that is not valid (with the
+messages by field in "errors" when there are some) or a request the services refuse, 403 for a
+caller without the permission (a requester approving their own request too), 404 for an unknown
+request, 401 without credentials."""
+
+import base64
+import binascii
+import hashlib
+
+from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.urls import reverse
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_field,
+    inline_serializer,
+)
+from rest_framework import exceptions, serializers, status
+from rest_framework.parsers import JSONParser
+from rest_framework.permissions import SAFE_METHODS
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from console.audit.services import audit_record
+from console.browse.apis import ERRORS, NOT_FOUND
+from console.browse.permissions import VIEW_BODY, VIEW_MESSAGES, has_perms
+from console.decisions import selectors
+from console.decisions.forms import (
+    COMMENT_MAX,
+    ERROR_CODE_MAX,
+    ERROR_DESCRIPTION_MAX,
+    MAX_ID,
+    MAX_RATE,
+    NOTIFICATIONS_PAGE,
+    NOTIFICATIONS_PAGE_MAX,
+    REQUESTS_PAGE,
+    REQUESTS_PAGE_MAX,
+    SCOPE_KINDS,
+    TEXT_MAX,
+    filter_scope,
+)
+from console.decisions.models import ActionRequest as R
+from console.decisions.scope import MAX_SELECTION, ScopeError
+from console.decisions.services import (
+    APPROVE_PERMISSION,
+    MAX_CANARY,
+    REQUEST_PERMISSION,
+    Action,
+    action_request_approve,
+    action_request_cancel,
+    action_request_create,
+    action_request_reject,
+    action_request_withdraw,
+)
+from console.decisions.views import VIEW_REQUESTS, frozen_ids_response, request_or_404, why
+
+
+class _BadRequestSerializer(serializers.Serializer):
+    detail = serializers.CharField(help_text="Why, in one sentence.")
+    errors = serializers.JSONField(
+        required=False, help_text="The messages by field, when fields were not valid."
+    )
+
+    class Meta:
+        ref_name = "BadRequest"
+
+
+BAD_REQUEST = OpenApiResponse(_BadRequestSerializer, description="The input is not valid.")
+REFUSED = OpenApiResponse(
+    _BadRequestSerializer,
+    description="The request is not in a state that allows this (already decided, finished...), "
+    "or the input is not valid.",
+)
+REQUEST_ID = OpenApiParameter(
+    "request_id", OpenApiTypes.INT, OpenApiParameter.PATH, description="The request's number."
+)
+
+
+def _flatten(detail, prefix=""):
+    """DRF's error detail (nested dicts and lists) as "field: message; ..." text."""
+    if isinstance(detail, dict):
+        parts = [
+            _flatten(v, f"{prefix}{k}." if k != "non_field_errors" else prefix)
+            for k, v in detail.items()
+        ]
+        return "; ".join(p for p in parts if p)
+    if isinstance(detail, list):
+        return "; ".join(p for p in (_flatten(v, prefix) for v in detail) if p)
+    label = prefix.rstrip(".")
+    return f"{label}: {detail}" if label else str(detail)
+
+
+class _JSONParser(JSONParser):
+    """DRF's, but JSON nested too deeply for Python's parser is a 400 like any malformed JSON,
+    not a RecursionError and a 500."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise exceptions.ParseError("JSON parse error - nested too deeply") from None
+
+
+class _DecisionsApi(APIView):
+    """The services' refusals as answers: PermissionDenied 403, ValidationError and ScopeError
+    400, each with the service's own sentence."""
+
+    # JSON only: a scope is nested, which a form cannot say.
+    parser_classes = [_JSONParser]
+
+    def handle_exception(self, exc):
+        if isinstance(exc, DjangoPermissionDenied):
+            detail = str(exc) or "you may not do this"
+            return Response({"detail": detail}, status=status.HTTP_403_FORBIDDEN)
+        if isinstance(exc, DjangoValidationError | ScopeError):
+            return Response({"detail": why(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        if isinstance(exc, exceptions.ValidationError):
+            return Response(
+                {"detail": _flatten(exc.detail) or "the input is not valid", "errors": exc.detail},
+                status=status.HTTP_400_BAD_REQUEST,
+            )
+        return super().handle_exception(exc)
+
+
+def _validated(serializer_class, data):
+    serializer = serializer_class(data=data)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
+# --- Serializers ---------------------------------------------------------------------------------
+
+
+class ScopeSerializer(serializers.Serializer):
+    """What a request acts on: the quarantined (NDLV) messages among those the scope names,
+    frozen into an exact id set when the request is made. Give `kind` and its one field."""
+
+    kind = serializers.ChoiceField(choices=SCOPE_KINDS)
+    id = serializers.CharField(required=False, max_length=TEXT_MAX, help_text="kind message")
+    ids = serializers.ListField(
+        child=serializers.CharField(max_length=TEXT_MAX),
+        required=False,
+        min_length=1,
+        max_length=MAX_SELECTION,
+        help_text="kind selection: message ids",
+    )
+    group = serializers.CharField(
+        required=False, max_length=TEXT_MAX, help_text="kind group: a failure group's fingerprint"
+    )
+    filters = serializers.DictField(
+        child=serializers.CharField(allow_blank=True, max_length=TEXT_MAX),
+        required=False,
+        help_text="kind filter: the message browser's filters (queue, state, group, "
+        "exception_type, since, until, sender, conversation, candidate, q)",
+    )
+    query = serializers.IntegerField(
+        required=False, min_value=1, max_value=MAX_ID, help_text="kind lake_query: its number"
+    )
+
+    _FIELD = {
+        "message": "id",
+        "selection": "ids",
+        "group": "group",
+        "filter": "filters",
+        "lake_query": "query",
+    }
+
+    class Meta:
+        ref_name = "Scope"
+
+    def validate(self, data):
+        kind = data["kind"]
+        field = self._FIELD[kind]
+        if field not in data:
+            raise serializers.ValidationError({field: f"a {kind} scope needs `{field}`"})
+        others = sorted(set(data) - {"kind", field})
+        if others:
+            raise serializers.ValidationError(f"a {kind} scope takes only `{field}`, not {others}")
+        if kind == "filter":
+            try:
+                return filter_scope({k: v for k, v in data["filters"].items() if v})
+            except ScopeError as exc:
+                raise serializers.ValidationError({"filters": str(exc)}) from None
+        return {"kind": kind, field: data[field]}
+
+
+class _ProgressSerializer(serializers.Serializer):
+    percent = serializers.IntegerField(
+        source="progress", help_text="Share of the frozen set dealt with, 0 to 100."
+    )
+    done = serializers.IntegerField(help_text="Decided.")
+    skipped = serializers.IntegerField(help_text="Changed since the request: no longer NDLV.")
+    failed = serializers.IntegerField(help_text="Could not be decided (see `error`).")
+    chunks_done = serializers.IntegerField()
+    chunks_total = serializers.IntegerField()
+    siblings_ended = serializers.IntegerField(
+        help_text="End with error: other messages of the conversations, ended too."
+    )
+    notifications = serializers.IntegerField(help_text="Error notifications sent to senders.")
+
+    class Meta:
+        ref_name = "ActionRequestProgress"
+
+
+class _RequestSerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    action = serializers.ChoiceField(choices=R.ACTIONS)
+    status = serializers.ChoiceField(choices=R.STATUSES)
+    count = serializers.IntegerField(help_text="How many messages the frozen set holds.")
+    ids_sha256 = serializers.CharField(help_text="SHA-256 of the sorted ids, one a line.")
+    requester = serializers.CharField(source="requester.get_username")
+    created_at = serializers.DateTimeField()
+    comment = serializers.CharField()
+    needs_approval = serializers.BooleanField()
+    decided_by = serializers.CharField(
+        source="decided_by.get_username", default=None, allow_null=True
+    )
+    decided_at = serializers.DateTimeField(allow_null=True)
+    expires_at = serializers.DateTimeField(
+        allow_null=True, help_text="The approval is good until then."
+    )
+    progress = _ProgressSerializer(source="*")
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        ref_name = "ActionRequestSummary"
+
+    @extend_schema_field(OpenApiTypes.URI_REF)
+    def get_url(self, r):
+        return reverse("api-request-detail", args=[r.id])
+
+
+class _SampleSerializer(serializers.Serializer):
+    message_id = serializers.CharField()
+    queue = serializers.CharField()
+    reason = serializers.CharField()
+    last_failure_at = serializers.DateTimeField(allow_null=True)
+
+    class Meta:
+        ref_name = "ActionRequestSampleRow"
+
+
+class _BreakdownSerializer(serializers.Serializer):
+    queues = serializers.DictField(child=serializers.IntegerField(), help_text="Messages by queue.")
+    groups = serializers.DictField(
+        child=serializers.IntegerField(), help_text="Messages by failure group fingerprint."
+    )
+
+    class Meta:
+        ref_name = "ActionRequestBreakdown"
+
+
+class _AuditEntrySerializer(serializers.Serializer):
+    seq = serializers.IntegerField()
+    at = serializers.DateTimeField()
+    actor = serializers.CharField()
+    action = serializers.CharField()
+    details = serializers.JSONField()
+
+    class Meta:
+        ref_name = "ActionRequestAuditEntry"
+
+
+class RequestSerializer(_RequestSerializer):
+    """Everything the request page shows."""
+
+    scope = ScopeSerializer(help_text="The scope as asked.")
+    target_queue = serializers.CharField(help_text="Reprocess in this queue; empty: its own.")
+    error_code = serializers.CharField()
+    error_description = serializers.CharField()
+    rate_limit = serializers.IntegerField(allow_null=True, help_text="Messages a second.")
+    canary = serializers.IntegerField()
+    edited_body_size = serializers.SerializerMethodField()
+    edited_body_sha256 = serializers.SerializerMethodField()
+    edited_body_base64 = serializers.SerializerMethodField()
+    breakdown = _BreakdownSerializer()
+    sample = _SampleSerializer(many=True)
+    ids = serializers.SerializerMethodField()
+    decision_comment = serializers.CharField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    cancel_requested = serializers.BooleanField()
+    cancelled_by = serializers.CharField(
+        source="cancelled_by.get_username", default=None, allow_null=True
+    )
+    canary_result = serializers.CharField()
+    error = serializers.CharField()
+    audit = _AuditEntrySerializer(many=True, source="audit_entries")
+
+    class Meta:
+        ref_name = "ActionRequest"
+
+    @extend_schema_field({"type": "integer", "nullable": True})
+    def get_edited_body_size(self, r):
+        return None if r.edited_body is None else len(r.edited_body)
+
+    @extend_schema_field({"type": "string", "nullable": True})
+    def get_edited_body_sha256(self, r):
+        return None if r.edited_body is None else hashlib.sha256(bytes(r.edited_body)).hexdigest()
+
+    @extend_schema_field(
+        {
+            "type": "string",
+            "format": "byte",
+            "nullable": True,
+            "description": "The edited body, when asked for with `body=true` by a caller who "
+            "may read bodies.",
+        }
+    )
+    def get_edited_body_base64(self, r):
+        if r.edited_body is None or not self.context.get("with_body"):
+            return None
+        return base64.b64encode(bytes(r.edited_body)).decode()
+
+    @extend_schema_field(
+        {"type": "string", "format": "uri-reference", "description": "The frozen ids as text."}
+    )
+    def get_ids(self, r):
+        return reverse("api-request-ids", args=[r.id])
+
+
+def _request_data(r, request, *, body=False):
+    """The request as RequestSerializer says, with its audit entries; its edited body only when
+    asked for (`body`) by a caller who may read bodies, and that read is recorded like any
+    other body read."""
+    r.audit_entries = selectors.request_audit(request_id=r.id)
+    with_body = body and r.edited_body is not None and request.user.has_perm(VIEW_BODY)
+    if with_body:
+        audit_record(
+            actor=request.user,
+            action="message.body_viewed",
+            target_type="message",
+            target_id=r.sample[0]["message_id"] if r.sample else "",
+            details={"via": "api", "request": r.id, "edited": True},
+        )
+    return RequestSerializer(r, context={"with_body": with_body}).data
+
+
+# --- Requests -----------------------------------------------------------------------------------
+
+
+class RequestListApi(_DecisionsApi):
+    """GET: the requests, newest first, by pages (`before` from the previous answer's
+    `next_before`). POST: ask for an action; the scope is frozen into an exact id set at once."""
+
+    class FilterSerializer(serializers.Serializer):
+        status = serializers.ChoiceField(choices=R.STATUSES, required=False)
+        show = serializers.ChoiceField(
+            choices=[("waiting", "waiting for my approval"), ("mine", "mine")],
+            required=False,
+            help_text="waiting: pending, someone else's, and you may approve; mine: yours.",
+        )
+        before = serializers.IntegerField(required=False, min_value=1, max_value=MAX_ID)
+        page_size = serializers.IntegerField(
+            required=False, min_value=1, max_value=REQUESTS_PAGE_MAX
+        )
+
+        class Meta:
+            ref_name = "ActionRequestFilters"
+
+    class InputSerializer(serializers.Serializer):
+        action = serializers.ChoiceField(choices=R.ACTIONS)
+        scope = ScopeSerializer()
+        comment = serializers.CharField(max_length=COMMENT_MAX, help_text="Why. Required.")
+        target_queue = serializers.CharField(
+            required=False,
+            allow_blank=True,
+            max_length=100,
+            help_text="Reprocess only: in this queue instead of its own.",
+        )
+        edited_body = serializers.CharField(
+            required=False,
+            allow_blank=True,
+            trim_whitespace=False,
+            help_text="Reprocess one message only: the new body, as text (stored as UTF-8).",
+        )
+        edited_body_base64 = serializers.CharField(
+            required=False,
+            allow_blank=True,
+            help_text="Reprocess one message only: the new body, as base64 (any bytes).",
+        )
+        error_code = serializers.CharField(
+            required=False, allow_blank=True, max_length=ERROR_CODE_MAX
+        )
+        error_description = serializers.CharField(
+            required=False, allow_blank=True, max_length=ERROR_DESCRIPTION_MAX
+        )
+        rate_limit = serializers.IntegerField(
+            required=False,
+            allow_null=True,
+            min_value=1,
+            max_value=MAX_RATE,
+            help_text="Reprocess only: at most this many messages a second.",
+        )
+        canary = serializers.IntegerField(
+            required=False,
+            default=0,
+            min_value=0,
+            max_value=MAX_CANARY,
+            help_text="Reprocess only: reprocess this many first; the rest goes only if they "
+            "are delivered.",
+        )
+
+        class Meta:
+            ref_name = "ActionRequestCreate"
+
+        def validate(self, data):
+            text = data.pop("edited_body", None)
+            encoded = data.pop("edited_body_base64", None)
+            if text is not None and encoded is not None:
+                raise serializers.ValidationError(
+                    "give edited_body or edited_body_base64, not both"
+                )
+            if text is not None:
+                data["edited_body"] = text.encode("utf-8")
+            elif encoded is not None:
+                try:
+                    data["edited_body"] = base64.b64decode(encoded, validate=True)
+                except (binascii.Error, ValueError):
+                    raise serializers.ValidationError(
+                        {"edited_body_base64": "this is not base64"}
+                    ) from None
+            return data
+
+    def get_permissions(self):
+        if self.request.method in SAFE_METHODS:
+            return [has_perms(VIEW_REQUESTS)()]
+        return [has_perms(VIEW_REQUESTS, VIEW_MESSAGES, REQUEST_PERMISSION)()]
+
+    @extend_schema(
+        operation_id="requests_list",
+        parameters=[FilterSerializer],
+        responses={
+            200: inline_serializer(
+                "ActionRequestPage",
+                {
+                    "results": _RequestSerializer(many=True),
+                    "next_before": serializers.IntegerField(
+                        allow_null=True, help_text="`before` for the next (older) page."
+                    ),
+                },
+            ),
+            400: BAD_REQUEST,
+            **ERRORS,
+        },
+    )
+    def get(self, request):
+        filters = _validated(self.FilterSerializer, request.query_params)
+        page = selectors.request_list(
+            user=request.user,
+            status=filters.get("status", ""),
+            show=filters.get("show", ""),
+            before=filters.get("before"),
+            limit=filters.get("page_size") or REQUESTS_PAGE,
+        )
+        return Response(
+            {
+                "results": _RequestSerializer(page.rows, many=True).data,
+                "next_before": page.next_before,
+            }
+        )
+
+    @extend_schema(
+        operation_id="requests_create",
+        request=InputSerializer,
+        responses={201: RequestSerializer, 400: BAD_REQUEST, **ERRORS},
+    )
+    def post(self, request):
+        data = _validated(self.InputSerializer, request.data)
+        created = action_request_create(
+            actor=request.user,
+            scope=data["scope"],
+            action=Action(
+                kind=data["action"],
+                target_queue=data.get("target_queue", ""),
+                edited_body=data.get("edited_body"),
+                error_code=data.get("error_code", ""),
+                error_description=data.get("error_description", ""),
+            ),
+            comment=data["comment"],
+            rate_limit=data.get("rate_limit"),
+            canary=data["canary"],
+        )
+        return Response(
+            _request_data(selectors.request_get(request_id=created.id), request),
+            status=status.HTTP_201_CREATED,
+            headers={"Location": reverse("api-request-detail", args=[created.id])},
+        )
+
+
+class RequestDetailApi(_DecisionsApi):
+    """One request: the action, the scope as asked and as frozen (count, breakdown, sample,
+    hash), the approval, the execution's progress and the audit entries."""
+
+    permission_classes = [has_perms(VIEW_REQUESTS)]
+
+    class QuerySerializer(serializers.Serializer):
+        body = serializers.BooleanField(
+            required=False,
+            default=False,
+            help_text="Include the edited body (edited_body_base64); needs the permission to "
+            "read bodies, and the read is audited.",
+        )
+
+        class Meta:
+            ref_name = "ActionRequestQuery"
+
+    @extend_schema(
+        operation_id="requests_retrieve",
+        parameters=[REQUEST_ID, QuerySerializer],
+        responses={200: RequestSerializer, 400: BAD_REQUEST, 404: NOT_FOUND, **ERRORS},
+    )
+    def get(self, request, request_id):
+        r = request_or_404(request_id)
+        query = _validated(self.QuerySerializer, request.query_params)
+        return Response(_request_data(r, request, body=query["body"]))
+
+
+class _CommentSerializer(serializers.Serializer):
+    comment = serializers.CharField(
+        required=False, allow_blank=True, default="", max_length=COMMENT_MAX
+    )
+
+    class Meta:
+        ref_name = "ActionRequestComment"
+
+
+def _decision_schema(operation_id, description):
+    return extend_schema(
+        operation_id=operation_id,
+        description=description,
+        parameters=[REQUEST_ID],
+        request=_CommentSerializer,
+        responses={200: RequestSerializer, 400: REFUSED, 404: NOT_FOUND, **ERRORS},
+    )
+
+
+class _DecisionApi(_DecisionsApi):
+    service = None
+
+    def _decide(self, request, request_id):
+        r = request_or_404(request_id)
+        data = _validated(_CommentSerializer, request.data)
+        r = type(self).service(actor=request.user, request=r, comment=data["comment"])
+        return Response(_request_data(selectors.request_get(request_id=r.id), request))
+
+
+class RequestApproveApi(_DecisionApi):
+    permission_classes = [has_perms(VIEW_REQUESTS, APPROVE_PERMISSION)]
+    service = action_request_approve
+
+    @_decision_schema(
+        "requests_approve",
+        "Approve the frozen set exactly as it is. Four eyes: the requester gets 403.",
+    )
+    def post(self, request, request_id):
+        return self._decide(request, request_id)
+
+
+class RequestRejectApi(_DecisionApi):
+    permission_classes = [has_perms(VIEW_REQUESTS, APPROVE_PERMISSION)]
+    service = action_request_reject
+
+    @_decision_schema("requests_reject", "Reject a pending request; the comment (why) is required.")
+    def post(self, request, request_id):
+        return self._decide(request, request_id)
+
+
+class RequestWithdrawApi(_DecisionApi):
+    permission_classes = [has_perms(VIEW_REQUESTS)]
+    service = action_request_withdraw
+
+    @_decision_schema(
+        "requests_withdraw", "The requester takes back a request that has not started."
+    )
+    def post(self, request, request_id):
+        return self._decide(request, request_id)
+
+
+class RequestCancelApi(_DecisionApi):
+    permission_classes = [has_perms(VIEW_REQUESTS)]
+    service = action_request_cancel
+
+    @_decision_schema(
+        "requests_cancel",
+        "The requester or an approver stops an approved or running request: at once if it has "
+        "not started or waits for its canary, otherwise before its next chunk.",
+    )
+    def post(self, request, request_id):
+        return self._decide(request, request_id)
+
+
+class RequestIdsApi(_DecisionsApi):
+    """The frozen ids, one a line, in order: `sha256sum` of the answer is `ids_sha256`."""
+
+    permission_classes = [has_perms(VIEW_REQUESTS)]
+
+    def perform_content_negotiation(self, request, force=False):
+        # Text whatever the client accepts (JSON only for a refusal): no 406.
+        return super().perform_content_negotiation(request, force=True)
+
+    @extend_schema(
+        operation_id="requests_ids",
+        parameters=[REQUEST_ID],
+        responses={
+            (200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="One id a line."),
+            404: NOT_FOUND,
+            **ERRORS,
+        },
+    )
+    def get(self, request, request_id):
+        return frozen_ids_response(request_or_404(request_id))
+
+
+# --- Error notifications ------------------------------------------------------------------------
+
+
+class NotificationListApi(_DecisionsApi):
+    """Error notifications sent to senders when messages were ended with an error (R13), newest
+    first; `before` from the previous answer's `next_before` for the next page."""
+
+    permission_classes = [has_perms(VIEW_MESSAGES)]
+
+    class FilterSerializer(serializers.Serializer):
+        sender = serializers.CharField(required=False, max_length=300)
+        conversation = serializers.CharField(required=False, max_length=200)
+        message_id = serializers.CharField(required=False, max_length=TEXT_MAX)
+        before = serializers.CharField(required=False, max_length=TEXT_MAX)
+        page_size = serializers.IntegerField(
+            required=False, min_value=1, max_value=NOTIFICATIONS_PAGE_MAX
+        )
+
+        class Meta:
+            ref_name = "NotificationFilters"
+
+    class OutputSerializer(serializers.Serializer):
+        message_id = serializers.CharField()
+        conversation_id = serializers.CharField(allow_null=True)
+        sender = serializers.CharField(allow_null=True)
+        code = serializers.CharField(allow_null=True)
+        description = serializers.CharField(allow_null=True)
+        at = serializers.DateTimeField()
+        run_id = serializers.CharField(allow_null=True)
+
+        class Meta:
+            ref_name = "ErrorNotification"
+
+    @extend_schema(
+        operation_id="notifications_list",
+        parameters=[FilterSerializer],
+        responses={
+            200: inline_serializer(
+                "ErrorNotificationPage",
+                {
+                    "results": OutputSerializer(many=True),
+                    "next_before": serializers.CharField(
+                        allow_null=True, help_text="`before` for the next (older) page."
+                    ),
+                },
+            ),
+            400: BAD_REQUEST,
+            **ERRORS,
+        },
+    )
+    def get(self, request):
+        filters = _validated(self.FilterSerializer, request.query_params)
+        try:
+            page = selectors.notification_list(
+                filters={
+                    k: filters[k] for k in ("sender", "conversation", "message_id") if k in filters
+                },
+                limit=filters.get("page_size") or NOTIFICATIONS_PAGE,
+                before=filters.get("before"),
+            )
+        except selectors.BadCursor as exc:
+            return Response({"detail": str(exc)}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(
+            {
+                "results": self.OutputSerializer(page.rows, many=True).data,
+                "next_before": page.next_before,
+            }
+        )

@@ -1,0 +1,600 @@
+"""Carrying out an approved action request (R13), chunk by chunk, exactly once.
+
+The request row is the execution's lease (a heartbeat, and the worker that holds it). It runs:
+1. prepare, once: check the frozen id file against its approved hash, number the ids with their
+   chunk, and plan (workers.jobs.decisions: every id's current state from the whole lake, with
+   Spark, or pyarrow for a small set);
+2. each chunk in its own DB transaction: the lease is checked, the chunk's messages that changed
+   since the plan (events others committed) are re-read, the decision events are written and
+   committed with the key "decision:<request>:<chunk>", the chunk row and the counters recorded,
+   the poison list and the read models updated. (request, chunk) is unique, so a chunk is
+   decided once however often a worker dies or a task arrives twice;
+3. between chunks: cancel (stop before the next chunk), the rate limit, and the canary (after the
+   first N, wait for their delivery outcome; the decisions sweeper resumes or stops it).
+A worker that dies leaves RUNNING with a stale heartbeat; the sweeper re-enqueues it and the next
+worker takes it over and goes on from the first chunk not committed.
+"""
+
+import dataclasses
+import hashlib
+import logging
+import os
+import socket
+import time
+import uuid
+from datetime import UTC, datetime, timedelta
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.parquet as pq
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from console.audit.services import audit_record
+from console.browse.deltas import decided_staged, read_models_apply
+from console.decisions.models import ActionChunk
+from console.decisions.models import ActionRequest as R
+from console.decisions.scope import frozen_ids
+from console.decisions.services import action_request_claim_for_execution
+from console.delivery.models import PoisonEntry
+from console.heartbeat import Heartbeat
+from console.lake.models import LakeCommit
+from console.lake.selectors import lake_paths, lake_state_inputs
+from console.lake.services import epoch_allocate, lake, lake_commit_lock, lake_commit_record
+from console.queues.models import Queue
+from workers.engine import states as S
+from workers.jobs import decisions as D
+from workers.lake.schema import EVENT_SCHEMA, MESSAGE_SCHEMA
+
+log = logging.getLogger(__name__)
+
+MAX_CHUNK = 10_000
+# A set this small is planned with pyarrow on the worker: a Spark job costs seconds of overhead,
+# and one message sent back to its queue should be back in seconds.
+SMALL_PLAN = 10_000
+VERBS = {R.REPROCESS: "reprocessed", R.FAIL: "failed", R.END: "ended with an error"}
+
+
+class LeaseLost(Exception):
+    """Another worker took the request over (this one was thought dead): stop, commit nothing."""
+
+
+class FrozenSetChanged(Exception):
+    """The frozen id file no longer hashes to what was approved."""
+
+
+def _worker_token():
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def action_request_execute(*, request_id, spark=None, sleep=time.sleep, clock=time.monotonic):
+    """Run (or go on with) an approved request. Returns the request as it ended up, or None when
+    this caller did not get it (not approved, expired, or held by a live worker)."""
+    worker = _worker_token()
+    request = action_request_claim_for_execution(request_id=request_id, worker=worker)
+    if request is None:
+        return None
+    heartbeat = Heartbeat(R, request.id, settings.HEARTBEAT_SECONDS, owner=worker)
+    heartbeat.start()
+    try:
+        request = _prepare(request, worker, spark)
+        _chunks_run(request, worker, sleep, clock)
+    except LeaseLost:
+        log.warning("request %s: another worker took it over; this one stops", request.id)
+    except Exception as exc:
+        log.exception("request %s failed", request.id)
+        _stop(request, worker, status=R.FAILED, error=f"{exc.__class__.__name__}: {exc}")
+    finally:
+        heartbeat.stop()
+    request.refresh_from_db()
+    return request
+
+
+# --- Prepare ------------------------------------------------------------------------------------
+
+
+def _prepare(request, worker, spark):
+    if request.plan_path:
+        audit_record(
+            actor="system",
+            action="execution.resumed",
+            target_type="request",
+            target_id=request.id,
+            details={"worker": worker, "chunks_done": request.chunks_done},
+        )
+        return request
+    if request.target_queue and not Queue.objects.filter(name=request.target_queue).exists():
+        raise ValueError(f"the queue {request.target_queue!r} no longer exists")
+    chunk_size = min(MAX_CHUNK, request.rate_limit or MAX_CHUNK)
+    store = lake()
+    plan_dir = store.new_dir("plans", f"request{request.id}")
+    (store.root / plan_dir).mkdir(parents=True)
+    chunk_ids = store.path(_chunk_ids_path(f"{plan_dir}/plan"))
+    digest = hashlib.sha256()
+
+    def hashed(batches):
+        for ids in batches:
+            for message_id in ids:
+                digest.update(message_id.encode())
+                digest.update(b"\n")
+            yield ids
+
+    count = D.write_chunk_ids(
+        hashed(frozen_ids(request.ids_path)),
+        chunk_ids,
+        chunk_size=chunk_size,
+        canary=request.canary,
+    )
+    if digest.hexdigest() != request.ids_sha256 or count != request.count:
+        raise FrozenSetChanged(
+            "the frozen id file no longer matches the set that was approved "
+            f"({count} ids, SHA-256 {digest.hexdigest()}); nothing was done"
+        )
+    # The epoch is allocated before the lake is read, so that every commit the plan sees is
+    # older than the decisions it leads to.
+    epoch = epoch_allocate(purpose=f"request {request.id}")
+    inputs = lake_state_inputs()
+    params = D.PlanParams(
+        action=request.action,
+        chunk_ids_path=chunk_ids,
+        snapshot_paths=store.paths(inputs.snapshot_paths),
+        event_paths=store.paths(inputs.event_paths),
+        message_paths=store.paths(lake_paths(dataset="messages")),
+        out_dir=store.path(f"{plan_dir}/plan"),
+    )
+    started = time.perf_counter()
+    if count <= SMALL_PLAN and request.action != R.END:
+        _plan_small(params)
+    else:
+        from workers.spark import spark_from_settings
+
+        D.run_plan(spark or spark_from_settings(), params)
+    chunks = D.chunk_count(count, chunk_size=chunk_size, canary=request.canary)
+    with transaction.atomic():
+        won = R.objects.filter(id=request.id, status=R.RUNNING, worker=worker).update(
+            epoch=epoch,
+            plan_path=f"{plan_dir}/plan",
+            plan_upto=inputs.last_event_commit,
+            chunk_size=chunk_size,
+            chunks_total=chunks,
+        )
+        if won != 1:
+            raise LeaseLost
+        audit_record(
+            actor="system",
+            action="execution.started",
+            target_type="request",
+            target_id=request.id,
+            details={
+                "count": count,
+                "chunks": chunks,
+                "chunk_size": chunk_size,
+                "rate_limit": request.rate_limit,
+                "canary": request.canary,
+                "plan_seconds": round(time.perf_counter() - started, 2),
+                "worker": worker,
+            },
+        )
+    request.refresh_from_db()
+    return request
+
+
+def _chunk_ids_path(plan_path):
+    """The frozen ids numbered with their chunk, beside the plan."""
+    return f"{plan_path.rsplit('/', 1)[0]}/chunk-ids.parquet"
+
+
+def _plan_small(params):
+    """The plan of a small set with pyarrow: the frozen ids' events (snapshot and commits, read
+    with a filter on the ids) folded to their latest."""
+    ids = pq.read_table(params.chunk_ids_path)
+    wanted = pc.field("message_id").isin(ids.column("message_id"))
+    store_paths = [*params.snapshot_paths, *params.event_paths]
+    events = _read_events(store_paths, wanted)
+    state = D.latest_by_id(events)
+    members = ids.join(state, keys="message_id", join_type="inner")
+    for name in D.META_COLUMNS:
+        members = members.append_column(name, pa.nulls(members.num_rows, pa.string()))
+    os.makedirs(params.members_path)
+    pq.write_table(
+        members.select(["message_id", "chunk", *EVENT_SCHEMA.names[1:], *D.META_COLUMNS]).sort_by(
+            [("chunk", "ascending"), ("message_id", "ascending")]
+        ),
+        f"{params.members_path}/part-00000.parquet",
+        row_group_size=MAX_CHUNK,
+    )
+
+
+def _read_events(paths, filter):
+    import pyarrow.dataset as pads
+
+    if not paths:
+        return EVENT_SCHEMA.empty_table()
+    parts = [pads.dataset(p, schema=EVENT_SCHEMA, format="parquet") for p in paths]
+    return pads.dataset(parts).to_table(filter=filter)
+
+
+# --- Chunks ---------------------------------------------------------------------------------------
+
+
+def _decision(request):
+    approver = request.decided_by.get_username() if request.decided_by_id else None
+    who = f"request {request.id}" + (f", approved by {approver}" if approver else "")
+    return D.Decision(
+        action=request.action,
+        request_id=request.id,
+        epoch=request.epoch,
+        actor=request.requester.get_username(),
+        reason=f"{VERBS[request.action]} ({who}): {request.comment}"[:2000],
+        target_queue=request.target_queue,
+        error_code=request.error_code,
+        error_description=request.error_description,
+    )
+
+
+def _chunks_run(request, worker, sleep, clock):
+    decision = _decision(request)
+    committed = set(ActionChunk.objects.filter(request=request).values_list("index", flat=True))
+    started, paced = clock(), 0
+    for index in range(request.chunks_total):
+        if index in committed:
+            continue
+        if _cancel_requested(request):
+            _stop(request, worker, status=R.CANCELLED)
+            return
+        if request.rate_limit:
+            # Never ahead of the limit: the next chunk waits until the last one's share of time
+            # has passed (checking for a cancel meanwhile).
+            while (wait := paced / request.rate_limit - (clock() - started)) > 0:
+                sleep(min(wait, 1.0))
+                if _cancel_requested(request):
+                    _stop(request, worker, status=R.CANCELLED)
+                    return
+        chunk = _chunk_commit(request, worker, index, decision)
+        paced += chunk.done
+        if request.canary and index == 0 and chunk.done:
+            _canary_begin(request, worker, chunk)
+            return
+    _stop(request, worker, status=R.DONE)
+
+
+def _cancel_requested(request):
+    return R.objects.filter(id=request.id, cancel_requested=True).exists()
+
+
+def _chunk_commit(request, worker, index, decision):
+    store = lake()
+    members = D.read_plan_chunk(f"{store.path(request.plan_path)}/members", index, D.MEMBER_SCHEMA)
+    siblings = None
+    if request.action == R.END:
+        siblings = D.read_plan_chunk(
+            f"{store.path(request.plan_path)}/siblings", index, D.SIBLING_SCHEMA
+        )
+    members = D.with_missing(
+        members if members is not None else D.MEMBER_SCHEMA.empty_table(),
+        D.read_chunk_ids(store.path(_chunk_ids_path(request.plan_path)), index),
+    )
+    body = None
+    if request.edited_body is not None and members.num_rows == 1:
+        current = members.column("body_version")[0].as_py() or 1
+        decision = dataclasses.replace(decision, body_version=current + 1)
+    label = f"request{request.id}-chunk{index}"
+    events_dir = store.new_dir("events", label)
+    at = datetime.now(UTC)
+    with transaction.atomic():
+        if (
+            R.objects.filter(id=request.id, status=R.RUNNING, worker=worker).update(
+                heartbeat_at=timezone.now()
+            )
+            != 1
+        ):
+            raise LeaseLost
+        # Nobody commits to the lake from here to the end of this transaction: what the chunk
+        # re-reads below is the lake as its decisions will follow it.
+        lake_commit_lock()
+        existing = ActionChunk.objects.filter(request=request, index=index).first()
+        if existing is not None:
+            return existing
+        newer = _newer_events(request, members, siblings)
+        members = D.with_newer(members, newer)
+        if siblings is not None:
+            siblings = D.with_newer(siblings, newer)
+        outcome = D.decide_chunk(members, siblings, decision, chunk=index, at=at)
+        events_commit = None
+        if outcome.events.num_rows:
+            if decision.body_version is not None and outcome.done:
+                body = _edited_body_commit(request, members, decision, label)
+            store.write_arrow(outcome.events, events_dir)
+            events_commit = lake_commit_record(
+                dataset="events",
+                path=events_dir,
+                row_count=outcome.events.num_rows,
+                idempotency_key=f"decision:{request.id}:{index}",
+                epoch=request.epoch,
+                views_applied=True,
+            ).id
+        if outcome.notifications.num_rows:
+            notifications_dir = store.new_dir("notifications", label)
+            store.write_arrow(outcome.notifications, notifications_dir)
+            lake_commit_record(
+                dataset="notifications",
+                path=notifications_dir,
+                row_count=outcome.notifications.num_rows,
+                idempotency_key=f"decision:{request.id}:{index}",
+                epoch=request.epoch,
+            )
+        try:
+            with transaction.atomic():
+                chunk = ActionChunk.objects.create(
+                    request=request,
+                    index=index,
+                    done=outcome.done,
+                    skipped=outcome.skipped,
+                    failed=outcome.failed,
+                    siblings_ended=outcome.siblings_ended,
+                    events_commit=events_commit,
+                )
+        except IntegrityError:
+            # Another worker committed this chunk first; the lock makes this all but impossible.
+            raise LeaseLost from None
+        R.objects.filter(id=request.id).update(
+            done=F("done") + outcome.done,
+            skipped=F("skipped") + outcome.skipped,
+            failed=F("failed") + outcome.failed,
+            siblings_ended=F("siblings_ended") + outcome.siblings_ended,
+            notifications=F("notifications") + outcome.notifications.num_rows,
+            chunks_done=F("chunks_done") + 1,
+        )
+        decided = outcome.decided.to_pydict()
+        with decided_staged(decided) as staged:
+            if request.action == R.REPROCESS:
+                # R13: reprocessing takes the message off the poison list.
+                with connection.cursor() as cursor:
+                    cursor.execute(
+                        f"DELETE FROM {PoisonEntry._meta.db_table} WHERE message_id IN "  # noqa: S608
+                        f"(SELECT message_id FROM {staged})"
+                    )
+            read_models_apply(
+                decided=decided,
+                staged=staged,
+                at=at,
+                reset=request.action == R.REPROCESS,
+                target_queue=request.target_queue,
+                body=body,
+            )
+    return chunk
+
+
+def _newer_events(request, members, siblings):
+    """Events others committed after the plan was made, for this chunk's messages."""
+    others = LakeCommit.objects.filter(dataset="events").exclude(
+        idempotency_key__startswith=f"decision:{request.id}:"
+    )
+    if request.plan_upto is not None:
+        others = others.filter(id__gt=request.plan_upto)
+    paths = list(others.order_by("id").values_list("path", flat=True))
+    if not paths:
+        return None
+    ids = members.column("message_id")
+    if siblings is not None and siblings.num_rows:
+        ids = pa.concat_arrays(
+            [ids.combine_chunks(), siblings.column("message_id").combine_chunks()]
+        )
+    return _read_events(lake().paths(paths), pc.field("message_id").isin(ids))
+
+
+def _edited_body_commit(request, members, decision, label):
+    """R13: the edited body is stored as a new version of the message; the original is kept."""
+    store = lake()
+    message_id = members.column("message_id")[0].as_py()
+    original = store.read_arrow(
+        "messages",
+        lake_paths(dataset="messages"),
+        filter=(pc.field("message_id") == message_id) & (pc.field("version") == 1),
+    ).to_pylist()
+    if not original:
+        raise ValueError(f"message {message_id!r} has no stored body to edit")
+    row = dict(original[0])
+    body = bytes(request.edited_body)
+    row |= {
+        "version": decision.body_version,
+        "body": body,
+        "body_sha256": hashlib.sha256(body).hexdigest(),
+        "body_size": len(body),
+    }
+    directory = store.new_dir("messages", f"{label}-edit")
+    store.write_arrow(pa.Table.from_pylist([row], schema=MESSAGE_SCHEMA), directory)
+    lake_commit_record(
+        dataset="messages",
+        path=directory,
+        row_count=1,
+        idempotency_key=f"decision:{request.id}:edit",
+    )
+    return {
+        "body_version": decision.body_version,
+        "body_size": len(body),
+        "body_path": directory,
+    }
+
+
+# --- Ending ---------------------------------------------------------------------------------------
+
+
+def _stop(request, worker, *, status, error=""):
+    """Leave RUNNING for good (done, cancelled or failed), with the counts in the audit trail."""
+    with transaction.atomic():
+        won = R.objects.filter(id=request.id, status=R.RUNNING, worker=worker).update(
+            status=status, finished_at=timezone.now(), error=error[:5000]
+        )
+        if won != 1:
+            return
+        request.refresh_from_db()
+        audit_record(
+            actor="system",
+            action={
+                R.DONE: "execution.finished",
+                R.CANCELLED: "execution.cancelled",
+                R.FAILED: "execution.failed",
+            }[status],
+            target_type="request",
+            target_id=request.id,
+            details={**_counts(request), **({"error": error[:1000]} if error else {})},
+        )
+
+
+def _counts(request):
+    return {
+        "count": request.count,
+        "done": request.done,
+        "skipped": request.skipped,
+        "failed": request.failed,
+        "siblings_ended": request.siblings_ended,
+        "notifications": request.notifications,
+        "chunks_done": request.chunks_done,
+        "chunks_total": request.chunks_total,
+    }
+
+
+# --- Canary -------------------------------------------------------------------------------------
+
+
+def _canary_begin(request, worker, chunk):
+    """The canary's messages are back in their queues: hand the worker back (a delivery run
+    needs it) and let the decisions sweeper watch their outcome."""
+    with transaction.atomic():
+        won = R.objects.filter(id=request.id, status=R.RUNNING, worker=worker).update(
+            status=R.CANARY, canary_commit=chunk.events_commit, worker="", heartbeat_at=None
+        )
+        if won != 1:
+            raise LeaseLost
+        audit_record(
+            actor="system",
+            action="execution.canary_started",
+            target_type="request",
+            target_id=request.id,
+            details={"canary": chunk.done},
+        )
+        transaction.on_commit(_delivery_enqueue, robust=True)
+
+
+def _delivery_enqueue():
+    from workers.tasks import delivery_run_task
+
+    delivery_run_task.delay()
+
+
+def canary_outcome(request):
+    """("passed" | "failed" | "pending", detail) of a request waiting for its canary: failed
+    if any canary message failed an attempt since it was reprocessed, passed when each has
+    reached a final state (delivered, or ended), pending otherwise."""
+    store = lake()
+    canary_dir = LakeCommit.objects.get(id=request.canary_commit).path
+    reprocessed = store.read_arrow(
+        "events",
+        [canary_dir],
+        columns=["message_id"],
+        filter=pc.field("from_state") == S.NDLV,
+    ).column("message_id")
+    later = LakeCommit.objects.filter(dataset="events", id__gt=request.canary_commit)
+    paths = list(later.order_by("id").values_list("path", flat=True))
+    events = _read_events(store.paths(paths), pc.field("message_id").isin(reprocessed))
+    failures = events.filter(
+        pc.and_(
+            pc.equal(events.column("from_state"), S.DLNG),
+            pc.is_in(events.column("to_state"), value_set=pa.array(sorted(S.FAILED_TO))),
+        )
+    )
+    if failures.num_rows:
+        first = failures.slice(0, 1).to_pylist()[0]
+        return "failed", f"message {first['message_id']} failed again: {first['reason']}"
+    latest = D.latest_by_id(events)
+    settled = pc.is_in(latest.column("to_state"), value_set=pa.array(sorted(S.FINAL_STATES)))
+    done = pc.sum(settled.cast(pa.int64())).as_py() or 0
+    if done == len(reprocessed):
+        return "passed", f"all {done} canary message(s) delivered"
+    return "pending", f"{done} of {len(reprocessed)} canary message(s) have an outcome"
+
+
+def canary_check(request, *, now=None):
+    """Resume a request whose canary passed, stop one whose canary failed (or whose outcome
+    did not come within CANARY_TIMEOUT_SECONDS). Returns the verdict."""
+    now = now or timezone.now()
+    verdict, detail = canary_outcome(request)
+    waiting_since = ActionChunk.objects.get(request=request, index=0).committed_at
+    timed_out = verdict == "pending" and (
+        (now - waiting_since).total_seconds() > settings.CANARY_TIMEOUT_SECONDS
+    )
+    if verdict == "pending" and not timed_out:
+        return verdict
+    if timed_out:
+        verdict = "failed"
+        detail = f"no delivery outcome for the canary within {settings.CANARY_TIMEOUT_SECONDS} s"
+    with transaction.atomic():
+        if verdict == "passed":
+            # Back to RUNNING with no worker: the next execute task takes it over.
+            won = R.objects.filter(id=request.id, status=R.CANARY).update(
+                status=R.RUNNING, canary_result=detail, heartbeat_at=None
+            )
+        else:
+            won = R.objects.filter(id=request.id, status=R.CANARY).update(
+                status=R.FAILED,
+                canary_result=detail,
+                error="the canary failed: the rest of the set was not touched",
+                finished_at=now,
+            )
+        if won != 1:
+            return verdict
+        audit_record(
+            actor="system",
+            action=f"execution.canary_{verdict}",
+            target_type="request",
+            target_id=request.id,
+            details={"result": detail},
+        )
+        if verdict == "passed":
+            from console.decisions.services import execute_enqueue
+
+            transaction.on_commit(lambda: execute_enqueue(request.id), robust=True)
+    return verdict
+
+
+# --- The sweeper ----------------------------------------------------------------------------------
+
+REENQUEUE_EVERY_SECONDS = 300
+_REENQUEUED_KEY = "decisions:reenqueued:{}"
+
+
+def decisions_sweep(*, now=None):
+    """What keeps requests moving when tasks are lost (ARCHITECTURE: correctness never depends on
+    the broker): expire approvals past their time, hand approved requests that have not started
+    and running ones whose worker died to the spark worker again, and watch canaries. Returns
+    what it did, by kind."""
+    from django.core.cache import cache
+
+    from console.decisions.services import execute_enqueue
+
+    now = now or timezone.now()
+    done = {"expired": 0, "enqueued": 0, "canaries": {}}
+    for request_id in R.objects.filter(status=R.APPROVED, expires_at__lte=now).values_list(
+        "id", flat=True
+    ):
+        # The claim marks it expired and records it.
+        action_request_claim_for_execution(request_id=request_id, now=now)
+        done["expired"] += 1
+    stale = now - timedelta(seconds=3 * settings.HEARTBEAT_SECONDS)
+    waiting = now - timedelta(seconds=settings.SWEEP_INTERVAL_SECONDS)
+    lost = R.objects.filter(
+        Q(status=R.APPROVED, expires_at__gt=now)
+        & (Q(decided_at__lte=waiting) | Q(decided_at__isnull=True, created_at__lte=waiting))
+        | Q(status=R.RUNNING) & (Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=stale))
+    ).values_list("id", flat=True)
+    for request_id in lost:
+        # At most once in a while: the task may only be waiting behind a long one.
+        if cache.add(_REENQUEUED_KEY.format(request_id), 1, timeout=REENQUEUE_EVERY_SECONDS):
+            execute_enqueue(request_id)
+            done["enqueued"] += 1
+    for request in R.objects.filter(status=R.CANARY):
+        done["canaries"][request.id] = canary_check(request, now=now)
+    return done

@@ -1,0 +1,204 @@
+"""What people type to ask for an action, and the filters of the request and notification lists.
+
+A scope comes from the page that links to the request screen, as GET parameters:
+`?scope=message&id=…`, `?scope=group&group=…`, `?scope=filter&<the browser's filters>`,
+`?scope=selection&ids=a&ids=b`, `?scope=lake_query&query=<id>`. scope_from_params turns them into
+the scope the services freeze (console.decisions.scope)."""
+
+from django import forms
+
+from console.browse.forms import FILTER_FIELDS, MessageFilterForm
+from console.decisions.models import ActionRequest
+from console.decisions.scope import MAX_SELECTION, ScopeError
+from console.decisions.services import MAX_CANARY
+from console.queues.models import Queue
+
+# The column types' limits: a bigger number is refused as input, never sent to the database.
+MAX_ID = 2**63 - 1
+MAX_RATE = 2**31 - 1
+COMMENT_MAX = 10_000
+ERROR_CODE_MAX = 100
+ERROR_DESCRIPTION_MAX = 10_000
+TEXT_MAX = 1000  # an id, a group fingerprint, a filter value: far above any real one
+REQUESTS_PAGE = 50
+REQUESTS_PAGE_MAX = 500
+NOTIFICATIONS_PAGE = 50
+NOTIFICATIONS_PAGE_MAX = 500
+
+SCOPE_KINDS = ("message", "selection", "group", "filter", "lake_query")
+
+
+def _text(value, what):
+    if not isinstance(value, str) or not value:
+        raise ScopeError(f"the scope needs {what}")
+    if len(value) > TEXT_MAX or "\x00" in value:
+        raise ScopeError(f"{what} is not a valid one")
+    return value
+
+
+def filters_json(filters):
+    """The browser's cleaned filters as JSON (times as ISO text): what a filter scope stores."""
+    return {
+        name: value.isoformat() if hasattr(value, "isoformat") else value
+        for name, value in filters.items()
+    }
+
+
+def filter_scope(data):
+    """A filter scope from the browser's filter parameters, checked by the browser's own form."""
+    unknown = sorted(set(data) - set(FILTER_FIELDS))
+    if unknown:
+        raise ScopeError(f"unknown filter(s): {', '.join(unknown)}; use {', '.join(FILTER_FIELDS)}")
+    form = MessageFilterForm({name: data[name] for name in FILTER_FIELDS if name in data})
+    if not form.is_valid():
+        problems = "; ".join(
+            f"{name}: {' '.join(errors)}" if name != "__all__" else " ".join(errors)
+            for name, errors in form.errors.items()
+        )
+        raise ScopeError(f"the filter is not valid: {problems}")
+    return {"kind": "filter", "filters": filters_json(form.filters())}
+
+
+def scope_from_params(params):
+    """The scope named by a page's GET parameters (a QueryDict); ScopeError if it names none."""
+    kind = params.get("scope", "")
+    if kind == "message":
+        return {"kind": "message", "id": _text(params.get("id"), "a message id")}
+    if kind == "group":
+        return {"kind": "group", "group": _text(params.get("group"), "a failure group")}
+    if kind == "selection":
+        ids = [i for i in params.getlist("ids") if i]
+        if not ids:
+            raise ScopeError("select at least one message")
+        if len(ids) > MAX_SELECTION:
+            raise ScopeError(f"a selection holds at most {MAX_SELECTION} ids; scope by filter")
+        return {"kind": "selection", "ids": [_text(i, "a message id") for i in ids]}
+    if kind == "filter":
+        return filter_scope({name: params[name] for name in FILTER_FIELDS if params.get(name)})
+    if kind == "lake_query":
+        query = params.get("query", "")
+        if not query.isdigit() or not 0 < int(query) <= MAX_ID:
+            raise ScopeError("a lake query scope names the query by its number")
+        return {"kind": "lake_query", "query": int(query)}
+    raise ScopeError(f"the scope is one of {', '.join(SCOPE_KINDS)}")
+
+
+def scope_params(scope):
+    """The GET parameters that name `scope` again (the inverse of scope_from_params)."""
+    kind = scope.get("kind")
+    if kind == "message":
+        return [("scope", kind), ("id", scope["id"])]
+    if kind == "group":
+        return [("scope", kind), ("group", scope["group"])]
+    if kind == "selection":
+        return [("scope", kind), *(("ids", i) for i in scope["ids"])]
+    if kind == "filter":
+        return [("scope", kind), *scope["filters"].items()]
+    return [("scope", kind), ("query", str(scope.get("query", "")))]
+
+
+def normalize_edited_body(text, original):
+    """What an edited-body textarea means: bytes to store, or None to keep the body.
+
+    Browsers send a textarea's line breaks as CRLF whatever the text had; a body that had no CR
+    gets its LFs back. Text left as it was prefilled, or left empty, is no edit."""
+    if not text:
+        return None
+    if original is None or "\r" not in original:
+        text = text.replace("\r\n", "\n")
+    if original is not None and text == original:
+        return None
+    return text.encode("utf-8")
+
+
+class ActionRequestForm(forms.Form):
+    action = forms.ChoiceField(choices=ActionRequest.ACTIONS, widget=forms.RadioSelect)
+    target_queue = forms.ChoiceField(
+        required=False, label="reprocess in queue", help_text="Reprocess only."
+    )
+    edited_body = forms.CharField(
+        required=False,
+        strip=False,
+        widget=forms.Textarea(attrs={"rows": 14, "spellcheck": "false"}),
+        label="body",
+        help_text="Reprocess only. Change it to reprocess an edited body (stored as a new "
+        "version; the original is kept). Leave it as it is to keep the body.",
+    )
+    error_code = forms.CharField(
+        required=False, max_length=ERROR_CODE_MAX, help_text="End with error only."
+    )
+    error_description = forms.CharField(
+        required=False,
+        max_length=ERROR_DESCRIPTION_MAX,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="End with error only: sent to the sender with the code.",
+    )
+    rate_limit = forms.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_RATE,
+        label="rate limit (messages a second)",
+        help_text="Reprocess only. Empty: as fast as it goes.",
+    )
+    canary = forms.IntegerField(
+        required=False,
+        min_value=0,
+        max_value=MAX_CANARY,
+        label="canary (messages)",
+        help_text="Reprocess only. Reprocess this many first; the rest goes only if they are "
+        "delivered.",
+    )
+    comment = forms.CharField(
+        max_length=COMMENT_MAX,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        help_text="Why: the approver and the audit trail read it.",
+    )
+
+    def __init__(self, *args, with_body=False, **kwargs):
+        super().__init__(*args, **kwargs)
+        queues = Queue.objects.order_by("name").values_list("name", flat=True)
+        self.fields["target_queue"].choices = [("", "its own queue")] + [(q, q) for q in queues]
+        if not with_body:
+            del self.fields["edited_body"]
+        for field in self.fields.values():
+            field.widget.attrs.setdefault("autocomplete", "off")
+
+
+class RequestFilterForm(forms.Form):
+    WAITING, MINE = "waiting", "mine"
+
+    status = forms.ChoiceField(required=False, choices=[("", "any"), *ActionRequest.STATUSES])
+    show = forms.ChoiceField(
+        required=False,
+        choices=[("", "everyone's"), (WAITING, "waiting for my approval"), (MINE, "mine")],
+    )
+    before = forms.IntegerField(
+        required=False, min_value=1, max_value=MAX_ID, widget=forms.HiddenInput
+    )
+
+    def __init__(self, data=None, *, page_size_max=None, **kwargs):
+        super().__init__(data, **kwargs)
+        if page_size_max is not None:
+            self.fields["page_size"] = forms.IntegerField(
+                required=False, min_value=1, max_value=page_size_max
+            )
+
+
+class NotificationFilterForm(forms.Form):
+    sender = forms.CharField(required=False, max_length=300)
+    conversation = forms.CharField(required=False, max_length=200)
+    message_id = forms.CharField(required=False, max_length=TEXT_MAX, label="message id")
+    before = forms.CharField(required=False, max_length=TEXT_MAX, widget=forms.HiddenInput)
+
+    def __init__(self, data=None, *, page_size_max=None, **kwargs):
+        super().__init__(data, **kwargs)
+        if page_size_max is not None:
+            self.fields["page_size"] = forms.IntegerField(
+                required=False, min_value=1, max_value=page_size_max
+            )
+        for field in self.fields.values():
+            field.widget.attrs.setdefault("autocomplete", "off")
+
+    def filters(self):
+        data = self.cleaned_data
+        return {name: data[name] for name in ("sender", "conversation", "message_id") if data[name]}

@@ -1,0 +1,146 @@
+"""Reads for the decision screens and API: action requests, their audit entries, what a scope
+matches now, and the error notifications sent to senders (the lake's `notifications` dataset)."""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+import pyarrow as pa
+import pyarrow.compute as pc
+from django.core import signing
+
+from console.audit.models import AuditEntry
+from console.browse.selectors import COUNT_CAP, MatchCount
+from console.decisions.models import ActionRequest
+from console.decisions.scope import scope_queryset
+from console.decisions.services import APPROVE_PERMISSION
+from console.lake.selectors import lake_paths
+from console.lake.services import lake
+from workers.lake.schema import TS
+
+ACTIVE = (ActionRequest.APPROVED, ActionRequest.RUNNING, ActionRequest.CANARY)
+_NOTIFICATION_CURSOR_SALT = "decisions.notifications.cursor"
+
+
+class BadCursor(ValueError):
+    """A page link that was not made here."""
+
+
+# --- Requests -----------------------------------------------------------------------------------
+
+
+@dataclass
+class RequestPage:
+    rows: list
+    next_before: int | None  # `before` for the next (older) page
+
+
+def request_list(*, user, status="", show="", before=None, limit=50):
+    """Requests, newest first, a page at a time by id. `show`: "waiting" (pending, someone
+    else's, and `user` may approve) or "mine"."""
+    qs = ActionRequest.objects.select_related("requester", "decided_by").order_by("-id")
+    if status:
+        qs = qs.filter(status=status)
+    if show == "mine":
+        qs = qs.filter(requester=user)
+    elif show == "waiting":
+        if not user.has_perm(APPROVE_PERMISSION):
+            return RequestPage(rows=[], next_before=None)
+        qs = qs.filter(status=ActionRequest.PENDING).exclude(requester=user)
+    if before:
+        qs = qs.filter(id__lt=before)
+    rows = list(qs[: limit + 1])
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return RequestPage(rows=rows, next_before=rows[-1].id if more else None)
+
+
+def request_waiting_count(*, user):
+    """How many requests wait for `user`'s approval (0 for someone who may not approve)."""
+    if not user.has_perm(APPROVE_PERMISSION):
+        return 0
+    return (
+        ActionRequest.objects.filter(status=ActionRequest.PENDING).exclude(requester=user).count()
+    )
+
+
+def request_get(*, request_id):
+    return (
+        ActionRequest.objects.select_related("requester", "decided_by", "cancelled_by")
+        .filter(id=request_id)
+        .first()
+    )
+
+
+def request_audit(*, request_id):
+    """The request's audit entries, oldest first."""
+    return list(AuditEntry.objects.filter(target_type="request", target_id=str(request_id)))
+
+
+def scope_match_count(*, scope, cap=COUNT_CAP):
+    """How many quarantined messages a scope matches now (before it is frozen), counted up to
+    `cap`; None for a lake query's result, which is read from the lake only when it is frozen.
+    ScopeError for a bad scope."""
+    if scope.get("kind") == "lake_query":
+        return None
+    qs = scope_queryset(scope)
+    counted = qs.values("pk")[: cap + 1].count()
+    return MatchCount(min(counted, cap), counted > cap, "index")
+
+
+# --- Error notifications ------------------------------------------------------------------------
+
+_NOTIFICATION_FILTERS = {"sender": "sender", "conversation": "conversation_id"}
+
+
+@dataclass
+class NotificationPage:
+    rows: list
+    next_before: str | None
+
+
+def _cursor_encode(row):
+    return signing.dumps([row["at"].isoformat(), row["message_id"]], salt=_NOTIFICATION_CURSOR_SALT)
+
+
+def _cursor_decode(token):
+    try:
+        at, message_id = signing.loads(token, salt=_NOTIFICATION_CURSOR_SALT)
+        return datetime.fromisoformat(at), str(message_id)
+    except (signing.BadSignature, ValueError, TypeError):
+        raise BadCursor("this page link is not valid; start again from the first page") from None
+
+
+def notification_list(*, filters, limit=50, before=None):
+    """Error notifications sent to senders (R13, end with error), newest first, `limit` at a
+    time; `before` is the previous page's `next_before`. BadCursor for a cursor not made here.
+
+    Reads every committed notifications directory with pyarrow, filtered and sorted in memory:
+    fine while there are a few hundred thousand notifications, not for many millions."""
+    expression = pc.field("at").is_valid()
+
+    def _and(term):
+        return expression & term
+
+    for name, column in _NOTIFICATION_FILTERS.items():
+        if filters.get(name):
+            expression = _and(pc.field(column) == filters[name])
+    if filters.get("message_id"):
+        expression = _and(pc.field("message_id") == filters["message_id"])
+    if before:
+        at, message_id = _cursor_decode(before)
+        at = pa.scalar(at, type=TS)
+        expression = _and(
+            (pc.field("at") < at) | ((pc.field("at") == at) & (pc.field("message_id") < message_id))
+        )
+    table = lake().read_arrow(
+        "notifications", lake_paths(dataset="notifications"), filter=expression
+    )
+    if table.num_rows:
+        order = pc.sort_indices(
+            table, sort_keys=[("at", "descending"), ("message_id", "descending")]
+        )
+        table = table.take(order[: limit + 1])
+    rows = table.to_pylist()
+    more = len(rows) > limit
+    rows = rows[:limit]
+    return NotificationPage(rows=rows, next_before=_cursor_encode(rows[-1]) if more else None)

@@ -1,0 +1,44 @@
+from django.urls import path
+
+from console.decisions import apis, views
+
+urlpatterns = [
+    path("requests/", views.request_list, name="request-list"),
+    path("requests/new", views.request_new, name="request-new"),
+    path("requests/<int:request_id>/", views.request_detail, name="request-detail"),
+    path("requests/<int:request_id>/ids.txt", views.request_ids, name="request-ids"),
+    path("requests/<int:request_id>/approve", views.request_approve, name="request-approve"),
+    path("requests/<int:request_id>/reject", views.request_reject, name="request-reject"),
+    path("requests/<int:request_id>/withdraw", views.request_withdraw, name="request-withdraw"),
+    path("requests/<int:request_id>/cancel", views.request_cancel, name="request-cancel"),
+    path("notifications/", views.notification_list, name="notification-list"),
+]
+
+# Under /api/v1/ (console/urls.py). Any text as the id, not <int:>: an id that is not a number
+# is a JSON 404 like an unknown one, not Django's HTML page.
+api_urlpatterns = [
+    path("requests", apis.RequestListApi.as_view(), name="api-request-list"),
+    path("requests/<str:request_id>", apis.RequestDetailApi.as_view(), name="api-request-detail"),
+    path(
+        "requests/<str:request_id>/approve",
+        apis.RequestApproveApi.as_view(),
+        name="api-request-approve",
+    ),
+    path(
+        "requests/<str:request_id>/reject",
+        apis.RequestRejectApi.as_view(),
+        name="api-request-reject",
+    ),
+    path(
+        "requests/<str:request_id>/withdraw",
+        apis.RequestWithdrawApi.as_view(),
+        name="api-request-withdraw",
+    ),
+    path(
+        "requests/<str:request_id>/cancel",
+        apis.RequestCancelApi.as_view(),
+        name="api-request-cancel",
+    ),
+    path("requests/<str:request_id>/ids", apis.RequestIdsApi.as_view(), name="api-request-ids"),
+    path("notifications", apis.NotificationListApi.as_view(), name="api-notification-list"),
+]

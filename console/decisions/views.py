@@ -1,0 +1,346 @@
+"""The decision screens: ask for an action on a scope, the list of requests, one request (its
+frozen set as the approver approves it, the approval, the execution's progress, its audit
+entries) and the error notifications sent to senders.
+
+Every view checks its permission on the server, and the services check theirs again (a
+requester cannot approve their own request however the form is posted). Comments, reasons, ids
+and bodies are attacker-controlled: they reach the templates as plain strings, escaped there."""
+
+import os
+
+from django import forms
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required, permission_required
+from django.core.exceptions import ValidationError
+from django.http import Http404, QueryDict, StreamingHttpResponse
+from django.shortcuts import redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from console.audit.services import audit_record
+from console.browse import selectors as browse_selectors
+from console.browse.body import body_render
+from console.browse.models import MessageIndex
+from console.browse.permissions import VIEW_BODY, VIEW_MESSAGES
+from console.decisions import selectors
+from console.decisions.forms import (
+    COMMENT_MAX,
+    MAX_ID,
+    NOTIFICATIONS_PAGE,
+    REQUESTS_PAGE,
+    ActionRequestForm,
+    NotificationFilterForm,
+    RequestFilterForm,
+    normalize_edited_body,
+    scope_from_params,
+)
+from console.decisions.models import ActionRequest as R
+from console.decisions.scope import ScopeError, frozen_ids
+from console.decisions.services import (
+    APPROVE_PERMISSION,
+    REQUEST_PERMISSION,
+    Action,
+    action_request_approve,
+    action_request_cancel,
+    action_request_create,
+    action_request_reject,
+    action_request_withdraw,
+)
+from console.lake.services import lake
+
+VIEW_REQUESTS = "decisions.view_actionrequest"
+# A body larger than this is not put in a textarea; edit it through the API.
+BODY_EDIT_MAX = 1024 * 1024
+BREAKDOWN_SHOWN = 200
+SELECTION_SHOWN = 100
+
+
+def _perm(*perms):
+    # Signed in first (anonymous -> the login page), then 403 for a user without the permission.
+    return permission_required(perms, raise_exception=True)
+
+
+def why(exc):
+    """A service's refusal as one readable sentence."""
+    if isinstance(exc, ValidationError):
+        return "; ".join(exc.messages)
+    return str(exc)
+
+
+def request_or_404(request_id):
+    """The request, or 404 for an id that is unknown, not a number, or too big for one."""
+    try:
+        number = int(request_id)
+    except (TypeError, ValueError):
+        number = 0
+    found = selectors.request_get(request_id=number) if 0 < number <= MAX_ID else None
+    if found is None:
+        raise Http404("no such request")
+    return found
+
+
+def frozen_ids_response(request):
+    """The frozen ids as text, one a line, in order: `sha256sum` of it is the request's
+    ids_sha256. Streamed from the lake a batch at a time."""
+    if not os.path.exists(lake().path(request.ids_path)):
+        raise Http404("the frozen id file is no longer in the lake")
+
+    def lines():
+        for ids in frozen_ids(request.ids_path):
+            yield "".join(f"{message_id}\n" for message_id in ids).encode()
+
+    response = StreamingHttpResponse(lines(), content_type="text/plain; charset=utf-8")
+    response["Content-Disposition"] = f'attachment; filename="request-{request.id}-ids.txt"'
+    return response
+
+
+# --- Asking -------------------------------------------------------------------------------------
+
+
+def _body_viewed(user, message_id, *, via, request=None):
+    # Bodies can hold personal data: who read which one is for the auditors (as the message
+    # page records it).
+    details = {"via": via}
+    if request is not None:
+        details.update(request=request.id, edited=True)
+    audit_record(
+        actor=user,
+        action="message.body_viewed",
+        target_type="message",
+        target_id=message_id,
+        details=details,
+    )
+
+
+def _editable_body(user, message_id):
+    """(the body as text to prefill, or None; why there is none)."""
+    if not user.has_perm(VIEW_BODY):
+        return None, "hidden"
+    found = browse_selectors.message_body(message_id=message_id)
+    if found is None:
+        return None, "missing"
+    data = bytes(found[0])
+    if len(data) > BODY_EDIT_MAX:
+        return None, "large"
+    try:
+        text = data.decode("utf-8")
+    except UnicodeDecodeError:
+        return None, "binary"
+    if "\x00" in text:
+        return None, "binary"  # a browser would not send a NUL back as it is
+    return text, ""
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+@_perm(REQUEST_PERMISSION, VIEW_MESSAGES)
+def request_new(request):
+    """GET: what the scope matches now and the form; POST: freeze it into a request."""
+    template = "decisions/request_new.html"
+    try:
+        scope = scope_from_params(request.GET)
+        matching = selectors.scope_match_count(scope=scope)
+    except ScopeError as exc:
+        return render(request, template, {"scope_error": str(exc)}, status=400)
+    ctx = {"scope": scope, "matching": matching}
+    original = None
+    with_body = scope["kind"] == "message"
+    if with_body:
+        ctx["message"] = MessageIndex.objects.filter(message_id=scope["id"]).first()
+        original, ctx["body_note"] = _editable_body(request.user, scope["id"])
+        if original is not None and request.method == "GET":
+            _body_viewed(request.user, scope["id"], via="request form")
+    if scope["kind"] == "selection":
+        ctx["selection"] = scope["ids"][:SELECTION_SHOWN]
+        ctx["more_selected"] = max(0, len(scope["ids"]) - SELECTION_SHOWN)
+    initial = {"action": request.GET.get("action") or R.REPROCESS, "edited_body": original}
+    posted = request.method == "POST"
+    form = ActionRequestForm(request.POST if posted else None, initial=initial, with_body=with_body)
+    if posted and form.is_valid():
+        data = form.cleaned_data
+        action = Action(
+            kind=data["action"],
+            target_queue=data["target_queue"],
+            edited_body=normalize_edited_body(data.get("edited_body", ""), original),
+            error_code=data["error_code"],
+            error_description=data["error_description"],
+        )
+        try:
+            created = action_request_create(
+                actor=request.user,
+                scope=scope,
+                action=action,
+                comment=data["comment"],
+                rate_limit=data["rate_limit"],
+                canary=data["canary"] or 0,
+            )
+        except (ValidationError, ScopeError) as exc:
+            form.add_error(None, why(exc))
+        else:
+            if created.status == R.PENDING:
+                messages.success(request, f"Request {created.id} waits for a second person.")
+            else:
+                messages.success(request, f"Request {created.id} is approved and starts now.")
+            return redirect("request-detail", created.id)
+    ctx["form"] = form
+    return render(request, template, ctx, status=400 if posted else 200)
+
+
+# --- Reading ------------------------------------------------------------------------------------
+
+
+@require_GET
+@login_required
+@_perm(VIEW_REQUESTS)
+def request_list(request):
+    form = RequestFilterForm(request.GET)
+    if not form.is_valid():
+        return render(request, "decisions/request_list.html", {"form": form}, status=400)
+    data = form.cleaned_data
+    page = selectors.request_list(
+        user=request.user,
+        status=data["status"],
+        show=data["show"],
+        before=data["before"],
+        limit=REQUESTS_PAGE,
+    )
+    query = QueryDict(mutable=True)
+    for name in ("status", "show"):
+        if data[name]:
+            query[name] = data[name]
+    return render(
+        request, "decisions/request_list.html", {"form": form, "page": page, "query": query}
+    )
+
+
+def _by_count(counts):
+    """[(name, n)], largest first, at most BREAKDOWN_SHOWN, and how many more there are."""
+    items = sorted((counts or {}).items(), key=lambda kv: (-kv[1], kv[0]))
+    return items[:BREAKDOWN_SHOWN], max(0, len(items) - BREAKDOWN_SHOWN)
+
+
+@require_GET
+@login_required
+@_perm(VIEW_REQUESTS)
+def request_detail(request, request_id):
+    r = request_or_404(request_id)
+    user = request.user
+    is_requester = user.pk == r.requester_id
+    may_approve = user.has_perm(APPROVE_PERMISSION)
+    queues, more_queues = _by_count(r.breakdown.get("queues"))
+    groups, more_groups = _by_count(r.breakdown.get("groups"))
+    edited = None
+    if r.edited_body is not None and user.has_perm(VIEW_BODY):
+        edited = body_render(bytes(r.edited_body))
+        _body_viewed(user, r.sample[0]["message_id"] if r.sample else "", via="request", request=r)
+    ids = r.scope.get("ids") if isinstance(r.scope.get("ids"), list) else []
+    ctx = {
+        "r": r,
+        "queues": queues,
+        "more_queues": more_queues,
+        "groups": groups,
+        "more_groups": more_groups,
+        "selection": ids[:SELECTION_SHOWN],
+        "more_selected": max(0, len(ids) - SELECTION_SHOWN),
+        "edited": edited,
+        "edited_size": len(r.edited_body) if r.edited_body is not None else None,
+        "is_requester": is_requester,
+        "pending": r.status == R.PENDING,
+        "may_decide": may_approve and not is_requester and r.status == R.PENDING,
+        "may_withdraw": is_requester and r.status in (R.PENDING, R.APPROVED),
+        "may_cancel": (is_requester or may_approve) and r.status in selectors.ACTIVE,
+        "active": r.status in selectors.ACTIVE,
+        "active_statuses": " ".join(selectors.ACTIVE),
+        "audit": selectors.request_audit(request_id=r.id),
+    }
+    return render(request, "decisions/request_detail.html", ctx)
+
+
+@require_GET
+@login_required
+@_perm(VIEW_REQUESTS)
+def request_ids(request, request_id):
+    return frozen_ids_response(request_or_404(request_id))
+
+
+# --- Deciding -----------------------------------------------------------------------------------
+
+
+class _CommentForm(forms.Form):
+    comment = forms.CharField(required=False, max_length=COMMENT_MAX, strip=False)
+
+
+def _act(request, request_id, service, done):
+    r = request_or_404(request_id)
+    form = _CommentForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, " ".join(form.errors["comment"]))
+        return redirect("request-detail", r.id)
+    try:
+        r = service(actor=request.user, request=r, comment=form.cleaned_data["comment"])
+    except ValidationError as exc:
+        messages.error(request, why(exc))
+    else:
+        messages.success(request, done(r))
+    # PermissionDenied goes up: Django answers 403.
+    return redirect("request-detail", r.id)
+
+
+def _said(what):
+    return lambda r: f"Request {r.id} {what}."
+
+
+def _cancelled(r):
+    if r.status == R.CANCELLED:
+        return f"Request {r.id} is cancelled."
+    return f"Request {r.id} stops before its next chunk; the chunks done stay done."
+
+
+@require_POST
+@login_required
+@_perm(VIEW_REQUESTS, APPROVE_PERMISSION)
+def request_approve(request, request_id):
+    return _act(request, request_id, action_request_approve, _said("is approved"))
+
+
+@require_POST
+@login_required
+@_perm(VIEW_REQUESTS, APPROVE_PERMISSION)
+def request_reject(request, request_id):
+    return _act(request, request_id, action_request_reject, _said("is rejected"))
+
+
+@require_POST
+@login_required
+@_perm(VIEW_REQUESTS)
+def request_withdraw(request, request_id):
+    return _act(request, request_id, action_request_withdraw, _said("is withdrawn"))
+
+
+@require_POST
+@login_required
+@_perm(VIEW_REQUESTS)
+def request_cancel(request, request_id):
+    return _act(request, request_id, action_request_cancel, _cancelled)
+
+
+# --- Error notifications ------------------------------------------------------------------------
+
+
+@require_GET
+@login_required
+@_perm(VIEW_MESSAGES)
+def notification_list(request):
+    form = NotificationFilterForm(request.GET)
+    ctx = {"form": form, "page": None}
+    if form.is_valid():
+        filters = form.filters()
+        try:
+            ctx["page"] = selectors.notification_list(
+                filters=filters, limit=NOTIFICATIONS_PAGE, before=form.cleaned_data["before"]
+            )
+        except selectors.BadCursor as exc:
+            form.add_error(None, str(exc))
+        ctx["query"] = QueryDict(mutable=True)
+        ctx["query"].update(filters)
+    status = 200 if form.is_valid() else 400
+    return render(request, "decisions/notification_list.html", ctx, status=status)

@@ -1,0 +1,305 @@
+"""/api/v1/lake-queries: run a lake query, follow its progress, page its result, cancel it.
+The same permissions as the screens; a query that searched bodies is seen only by those who may
+read bodies."""
+
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404
+from drf_spectacular.types import OpenApiTypes
+from drf_spectacular.utils import (
+    OpenApiParameter,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_serializer,
+)
+from rest_framework import exceptions, serializers, status
+from rest_framework.parsers import JSONParser
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from console.browse.apis import ERRORS, NOT_FOUND, ErrorSerializer
+from console.browse.permissions import has_perms
+from console.lakequery import selectors, services
+from console.lakequery.models import LakeQuery
+from console.lakequery.permissions import VIEW_QUERIES, may_see
+from workers.engine.states import STATES
+
+TAGS = ["lake queries"]
+
+
+@extend_schema_serializer(component_name="LakeQueryBadInput")
+class BadInputSerializer(serializers.Serializer):
+    detail = serializers.CharField(help_text="Why, in one sentence.")
+    errors = serializers.JSONField(
+        required=False,
+        help_text="The messages by field (`criteria` for the criteria as a whole; a list's by "
+        "item), when fields were not valid.",
+    )
+
+
+BAD_INPUT = OpenApiResponse(BadInputSerializer, description="The input is not valid.")
+NOT_DONE = OpenApiResponse(
+    ErrorSerializer, description="The query is not done: it has no result yet."
+)
+FINISHED = OpenApiResponse(ErrorSerializer, description="The query has finished already.")
+
+
+@extend_schema_serializer(component_name="LakeQuery")
+class LakeQuerySerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    # Text, not an enum: another "status" enum (action requests') would collide with it.
+    status = serializers.CharField(help_text="queued, running, done, failed or cancelled")
+    criteria = serializers.DictField()
+    requester = serializers.CharField(source="requester.username")
+    created_at = serializers.DateTimeField()
+    started_at = serializers.DateTimeField(allow_null=True)
+    heartbeat_at = serializers.DateTimeField(allow_null=True)
+    finished_at = serializers.DateTimeField(allow_null=True)
+    progress = serializers.IntegerField(help_text="0 to 100")
+    scanned = serializers.IntegerField(help_text="messages looked at: every message in the lake")
+    matched = serializers.IntegerField()
+    upto = serializers.IntegerField(
+        allow_null=True, help_text="the last events commit the query folded"
+    )
+    error = serializers.CharField()
+
+
+@extend_schema_serializer(component_name="LakeQueryResultRow")
+class ResultRowSerializer(serializers.Serializer):
+    message_id = serializers.CharField()
+    queue = serializers.CharField()
+    state = serializers.CharField()
+    delivery_count = serializers.IntegerField()
+    sender = serializers.CharField(allow_null=True)
+    conversation_id = serializers.CharField(allow_null=True)
+    enqueued_at = serializers.DateTimeField(allow_null=True)
+    body_size = serializers.IntegerField()
+    reason = serializers.CharField(allow_null=True, help_text="of its latest event")
+    updated = serializers.DateTimeField(help_text="time of its latest event")
+
+
+class _JSONParser(JSONParser):
+    """DRF's, but JSON nested too deeply for Python's parser is a 400 like any malformed JSON,
+    not a RecursionError and a 500."""
+
+    def parse(self, stream, media_type=None, parser_context=None):
+        try:
+            return super().parse(stream, media_type, parser_context)
+        except RecursionError:
+            raise exceptions.ParseError("JSON parse error - nested too deeply") from None
+
+
+QUERY_ID = OpenApiParameter(
+    "query_id", OpenApiTypes.INT, OpenApiParameter.PATH, description="The query's number."
+)
+
+
+def _query(request, query_id):
+    """The query, or 404 for an id that is unknown, not a number, or too big for one; 403 if it
+    searched bodies and the caller may not read them."""
+    try:
+        number = int(query_id)
+    except (TypeError, ValueError):
+        number = 0
+    query = selectors.lake_query_get(query_id=number)
+    if query is None:
+        raise Http404("no such lake query")
+    if not may_see(request.user, query):
+        raise PermissionDenied("this query searched bodies, which you may not read")
+    return query
+
+
+def _bad_input(detail, errors):
+    return Response({"detail": detail, "errors": errors}, status=status.HTTP_400_BAD_REQUEST)
+
+
+class LakeQueryListApi(APIView):
+    """GET: the newest queries you may see. POST: run a query (202: it is queued; follow it at
+    /api/v1/lake-queries/<id>)."""
+
+    permission_classes = [has_perms(VIEW_QUERIES)]
+    # JSON only: the criteria hold lists, which a form says poorly.
+    parser_classes = [_JSONParser]
+
+    @extend_schema_serializer(component_name="LakeQueryCriteria")
+    class InputSerializer(serializers.Serializer):
+        queues = serializers.ListField(child=serializers.CharField(), required=False)
+        states = serializers.ListField(
+            child=serializers.ChoiceField(choices=STATES), required=False
+        )
+        sender = serializers.CharField(required=False, allow_blank=True)
+        conversation_id = serializers.CharField(required=False, allow_blank=True)
+        message_id_prefix = serializers.CharField(required=False, allow_blank=True)
+        enqueued_from = serializers.DateTimeField(required=False, allow_null=True)
+        enqueued_to = serializers.DateTimeField(required=False, allow_null=True)
+        # Whitespace is part of what is searched for: kept as sent.
+        body_contains = serializers.CharField(
+            required=False, allow_blank=True, trim_whitespace=False
+        )
+        body_regex = serializers.CharField(
+            required=False,
+            allow_blank=True,
+            trim_whitespace=False,
+            help_text="a Java regular expression, found anywhere in the body",
+        )
+        json_path = serializers.CharField(
+            required=False, allow_blank=True, help_text="$.a.b or $.a[0].b"
+        )
+        json_equals = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+        header_name = serializers.CharField(required=False, allow_blank=True)
+        header_value = serializers.CharField(
+            required=False, allow_blank=True, trim_whitespace=False
+        )
+
+        def validate(self, data):
+            unknown = sorted(set(self.initial_data) - set(self.fields))
+            if unknown:
+                raise serializers.ValidationError(
+                    f"unknown criterion {', '.join(map(repr, unknown))}"
+                )
+            return data
+
+    @extend_schema_serializer(component_name="LakeQueryList")
+    class OutputSerializer(serializers.Serializer):
+        results = LakeQuerySerializer(many=True)
+
+    @extend_schema(
+        operation_id="lake_queries_list",
+        summary="The newest lake queries you may see",
+        tags=TAGS,
+        responses={200: OutputSerializer, **ERRORS},
+    )
+    def get(self, request):
+        queries = selectors.lake_query_list(user=request.user)
+        return Response(self.OutputSerializer({"results": queries}).data)
+
+    @extend_schema(
+        operation_id="lake_queries_create",
+        summary="Run a lake query",
+        description="Checks the criteria and queues the query (202); follow it at "
+        "/api/v1/lake-queries/{id}. Body criteria need the permission to read bodies.",
+        tags=TAGS,
+        request=InputSerializer,
+        responses={
+            202: LakeQuerySerializer,
+            400: BAD_INPUT,
+            **ERRORS,
+            403: OpenApiResponse(
+                ErrorSerializer,
+                description="You may not run queries, or search bodies without reading them.",
+            ),
+        },
+    )
+    def post(self, request):
+        serializer = self.InputSerializer(data=request.data)
+        if not serializer.is_valid():
+            return _bad_input("the criteria are not valid", serializer.errors)
+        try:
+            query = services.lake_query_create(
+                actor=request.user, criteria=serializer.validated_data
+            )
+        except ValidationError as exc:
+            return _bad_input(exc.messages[0], {"criteria": exc.messages})
+        return Response(LakeQuerySerializer(query).data, status=status.HTTP_202_ACCEPTED)
+
+
+class LakeQueryDetailApi(APIView):
+    """One query: its status and progress (what the query page polls)."""
+
+    permission_classes = [has_perms(VIEW_QUERIES)]
+
+    @extend_schema(
+        operation_id="lake_queries_retrieve",
+        summary="A lake query's status and progress",
+        tags=TAGS,
+        parameters=[QUERY_ID],
+        responses={200: LakeQuerySerializer, **ERRORS, 404: NOT_FOUND},
+    )
+    def get(self, request, query_id):
+        return Response(LakeQuerySerializer(_query(request, query_id)).data)
+
+
+class LakeQueryResultsApi(APIView):
+    """A finished query's result, by message id: pass `next` of one answer as `after` of the
+    next request. Sorted by message_id."""
+
+    permission_classes = [has_perms(VIEW_QUERIES)]
+
+    class InputSerializer(serializers.Serializer):
+        after = serializers.CharField(required=False, allow_blank=True, trim_whitespace=False)
+        limit = serializers.IntegerField(
+            required=False, min_value=1, max_value=selectors.PAGE_SIZE_MAX
+        )
+
+    @extend_schema_serializer(component_name="LakeQueryResultPage")
+    class OutputSerializer(serializers.Serializer):
+        results = ResultRowSerializer(many=True)
+        next = serializers.CharField(
+            allow_null=True, help_text="pass as `after` for the next page; null at the end"
+        )
+
+    @extend_schema(
+        operation_id="lake_queries_results",
+        summary="A page of a finished lake query's result",
+        tags=TAGS,
+        parameters=[
+            QUERY_ID,
+            OpenApiParameter(
+                "after",
+                OpenApiTypes.STR,
+                description="the message id after which the page starts (the `next` of the "
+                "previous page)",
+            ),
+            OpenApiParameter(
+                "limit",
+                OpenApiTypes.INT,
+                description=f"rows, 1 to {selectors.PAGE_SIZE_MAX} (default {selectors.PAGE_SIZE})",
+            ),
+        ],
+        responses={
+            200: OpenApiResponse(
+                response=OutputSerializer, description="a page of the result, by message id"
+            ),
+            400: BAD_INPUT,
+            **ERRORS,
+            404: NOT_FOUND,
+            409: NOT_DONE,
+        },
+    )
+    def get(self, request, query_id):
+        query = _query(request, query_id)
+        params = self.InputSerializer(data=request.query_params)
+        if not params.is_valid():
+            return _bad_input("the paging parameters are not valid", params.errors)
+        if query.status != LakeQuery.DONE:
+            return Response(
+                {"detail": f"lake query {query.id} is {query.status}: it has no result yet"},
+                status=status.HTTP_409_CONFLICT,
+            )
+        page = selectors.lake_query_results(
+            query=query,
+            after=params.validated_data.get("after") or None,
+            limit=params.validated_data.get("limit") or selectors.PAGE_SIZE,
+        )
+        return Response(self.OutputSerializer({"results": page.rows, "next": page.next_after}).data)
+
+
+class LakeQueryCancelApi(APIView):
+    """Stop a query that has not finished (its requester, or someone who may stop any)."""
+
+    permission_classes = [has_perms(VIEW_QUERIES)]
+
+    @extend_schema(
+        operation_id="lake_queries_cancel",
+        summary="Cancel a lake query",
+        tags=TAGS,
+        parameters=[QUERY_ID],
+        request=None,
+        responses={200: LakeQuerySerializer, **ERRORS, 404: NOT_FOUND, 409: FINISHED},
+    )
+    def post(self, request, query_id):
+        query = _query(request, query_id)
+        try:
+            query = services.lake_query_cancel(actor=request.user, query=query)
+        except ValidationError as exc:
+            return Response({"detail": exc.messages[0]}, status=status.HTTP_409_CONFLICT)
+        return Response(LakeQuerySerializer(query).data)

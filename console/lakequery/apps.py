@@ -1,0 +1,6 @@
+from django.apps import AppConfig
+
+
+class LakeQueryConfig(AppConfig):
+    name = "console.lakequery"
+    label = "lakequery"

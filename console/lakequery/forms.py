@@ -1,0 +1,62 @@
+"""The form that starts a lake query on its page. It only shapes what a person typed into
+criteria; console.lakequery.services checks them (the API sends the same criteria)."""
+
+import re
+
+from django import forms
+
+from workers.engine.states import STATES
+
+BODY_FIELDS = ("body_contains", "body_regex", "json_path", "json_equals")
+
+
+class LakeQueryForm(forms.Form):
+    queues = forms.CharField(
+        required=False, max_length=2000, help_text="names, separated by commas or spaces"
+    )
+    states = forms.MultipleChoiceField(
+        required=False, choices=[(s, s) for s in STATES], widget=forms.CheckboxSelectMultiple
+    )
+    message_id_prefix = forms.CharField(required=False, max_length=200, label="id starts with")
+    sender = forms.CharField(required=False, max_length=300)
+    conversation_id = forms.CharField(required=False, max_length=200, label="conversation")
+    enqueued_from = forms.DateTimeField(required=False, label="enqueued from")
+    enqueued_to = forms.DateTimeField(required=False, label="enqueued before")
+    header_name = forms.CharField(required=False, max_length=200, label="header")
+    # Whitespace is part of what is searched for: kept as typed.
+    header_value = forms.CharField(
+        required=False, max_length=1000, strip=False, label="header value contains"
+    )
+    body_contains = forms.CharField(
+        required=False, max_length=1000, strip=False, label="body contains"
+    )
+    body_regex = forms.CharField(
+        required=False, max_length=1000, strip=False, label="body matches (Java regex)"
+    )
+    json_path = forms.CharField(required=False, max_length=200, label="JSON path ($.a.b)")
+    json_equals = forms.CharField(
+        required=False, max_length=1000, strip=False, label="value at the path equals"
+    )
+
+    def __init__(self, data=None, *, body=True, **kwargs):
+        """body: the user may read bodies; without it the body criteria are not offered."""
+        super().__init__(data, **kwargs)
+        if not body:
+            for name in BODY_FIELDS:
+                del self.fields[name]
+        for field in self.fields.values():
+            field.widget.attrs.setdefault("autocomplete", "off")
+
+    @property
+    def body_fields(self):
+        return [self[name] for name in BODY_FIELDS if name in self.fields]
+
+    @property
+    def metadata_fields(self):
+        return [self[name] for name in self.fields if name not in BODY_FIELDS]
+
+    def criteria(self):
+        """The criteria that were filled in, as the services take them."""
+        data = dict(self.cleaned_data)
+        data["queues"] = [q for q in re.split(r"[\s,]+", data.get("queues") or "") if q]
+        return {name: value for name, value in data.items() if value not in (None, "", [])}

@@ -1,0 +1,58 @@
+"""Lake queries: a search of every message in the lake (not only the indexed ones), by metadata
+and by body, run as a Spark job on the spark worker. The row holds the query's state and a
+heartbeat like a delivery run's (ARCHITECTURE: tasks may be lost, work may not); its result is a
+Parquet directory in the lake that becomes visible when the row records it as DONE."""
+
+from django.conf import settings
+from django.db import models
+
+
+class LakeQuery(models.Model):
+    QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
+    STATUSES = [(s, s) for s in (QUEUED, RUNNING, DONE, FAILED, CANCELLED)]
+    # Statuses a query never leaves.
+    FINAL = (DONE, FAILED, CANCELLED)
+
+    requester = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
+    )
+    created_at = models.DateTimeField(auto_now_add=True)
+    # As cleaned by console.lakequery.services.lake_query_criteria_clean (JSON: times as text).
+    criteria = models.JSONField()
+    # The criteria read bodies: seeing the query (and which messages it found) needs the
+    # permission to read bodies too.
+    body_criteria = models.BooleanField(default=False)
+    status = models.CharField(max_length=12, choices=STATUSES, default=QUEUED)
+    # Who holds it while RUNNING: host, process and a token unique to the claim, so a run that
+    # lost its lease cannot record its result over the one that took it over.
+    worker = models.CharField(max_length=200, blank=True, default="")
+    enqueued_at = models.DateTimeField(null=True, blank=True)  # last handed to the broker
+    attempts = models.PositiveIntegerField(default=0)  # claims so far
+    started_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    finished_at = models.DateTimeField(null=True, blank=True)
+    progress = models.PositiveSmallIntegerField(default=0)  # 0-100, from Spark's status tracker
+    scanned = models.BigIntegerField(default=0)  # messages looked at: every message in the lake
+    matched = models.BigIntegerField(default=0)
+    result_path = models.CharField(max_length=500, blank=True, default="")  # lake relative dir
+    upto = models.BigIntegerField(null=True, blank=True)  # last events commit folded
+    error = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["status", "id"], name="ix_lake_query_status")]
+
+    def __str__(self):
+        return f"lake query {self.id} ({self.status})"
+
+    @property
+    def final(self):
+        return self.status in self.FINAL
+
+    @property
+    def criteria_shown(self):
+        """[(name, value as text)], lists joined with commas."""
+        return [
+            (name, ", ".join(value) if isinstance(value, list) else str(value))
+            for name, value in self.criteria.items()
+        ]

@@ -1,0 +1,67 @@
+// A lake query's page: while the query is queued or running, ask the API for its status every
+// two seconds and show its progress; once it has finished, load the page again for its result.
+// A file, not inline: the CSP forbids inline script. Values are written as text, never as HTML.
+"use strict";
+(function () {
+  var section = document.getElementById("lake-query-status");
+  if (!section) {
+    return;
+  }
+  var url = section.getAttribute("data-status-url");
+  var status = section.getAttribute("data-status");
+  var WAITING = { queued: true, running: true };
+  var INTERVAL_MS = 2000;
+
+  function text(id, value) {
+    var node = document.getElementById(id);
+    if (node) {
+      node.textContent = value === null || value === undefined ? "" : String(value);
+    }
+  }
+
+  function show(query) {
+    var bar = document.getElementById("lq-progress");
+    if (bar) {
+      bar.value = query.progress;
+      bar.textContent = query.progress + "%";
+    }
+    text("lq-progress-text", query.progress + "%");
+    text("lq-status", query.status);
+    var pill = document.getElementById("lq-status");
+    if (pill) {
+      pill.className = "pill status-" + query.status;
+    }
+    text("lq-scanned", query.scanned);
+    text("lq-matched", query.matched);
+    if (query.error) {
+      text("lq-error", query.error);
+      document.getElementById("lq-error").hidden = false;
+    }
+  }
+
+  function poll() {
+    fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(function (response) {
+        if (!response.ok) {
+          throw new Error("status " + response.status);
+        }
+        return response.json();
+      })
+      .then(function (query) {
+        show(query);
+        if (WAITING[query.status]) {
+          window.setTimeout(poll, INTERVAL_MS);
+        } else {
+          window.location.reload();
+        }
+      })
+      .catch(function () {
+        // The server may be restarting: try again, a little later.
+        window.setTimeout(poll, INTERVAL_MS * 3);
+      });
+  }
+
+  if (WAITING[status]) {
+    window.setTimeout(poll, INTERVAL_MS);
+  }
+})();

@@ -1,0 +1,84 @@
+// Antidote console: an action request's execution progress, polled from the API every second
+// while the request is approved, running or waiting for its canary. Loaded as a file (the CSP
+// forbids inline script); its settings are data-* attributes of #execution. Values are set as
+// DOM properties (textContent, value), never as HTML.
+"use strict";
+(function () {
+  var box = document.getElementById("execution");
+  if (!box) {
+    return;
+  }
+  var url = box.getAttribute("data-poll-url");
+  var active = (box.getAttribute("data-active-statuses") || "").split(" ");
+  var status = box.getAttribute("data-status");
+  var every = 1000;
+  if (!url || active.indexOf(status) < 0) {
+    return;
+  }
+
+  function text(id, value) {
+    var element = document.getElementById(id);
+    if (element) {
+      element.textContent = value === null || value === undefined ? "" : String(value);
+    }
+  }
+
+  function when(value) {
+    return value ? value.replace("T", " ").slice(0, 19) : "";
+  }
+
+  function show(data) {
+    var p = data.progress;
+    var bar = document.getElementById("progress-bar");
+    if (bar) {
+      bar.value = p.percent;
+      bar.textContent = p.percent + "%";
+    }
+    text("progress-percent", p.percent + "%");
+    text("progress-done", p.done);
+    text("progress-skipped", p.skipped);
+    text("progress-failed", p.failed);
+    text("progress-chunks-done", p.chunks_done);
+    text("progress-chunks-total", p.chunks_total);
+    text("progress-siblings-ended", p.siblings_ended);
+    text("progress-notifications", p.notifications);
+    text("progress-started", when(data.started_at));
+    text("progress-finished", when(data.finished_at));
+    text("progress-canary-result", data.canary_result || "\u2014");
+    var error = document.getElementById("progress-error");
+    if (error) {
+      error.textContent = data.error || "";
+      error.hidden = !data.error;
+    }
+    var pill = document.getElementById("request-status");
+    if (pill) {
+      pill.textContent = data.status;
+      pill.className = "pill status-" + data.status;
+    }
+  }
+
+  function poll() {
+    fetch(url, { credentials: "same-origin", headers: { Accept: "application/json" } })
+      .then(function (response) {
+        if (!response.ok) {
+          throw new Error("HTTP " + response.status);
+        }
+        return response.json();
+      })
+      .then(function (data) {
+        show(data);
+        if (active.indexOf(data.status) < 0) {
+          // Finished (or stopped): the page shows its final state, forms and audit entries.
+          window.location.reload();
+          return;
+        }
+        window.setTimeout(poll, every);
+      })
+      .catch(function () {
+        // The server is restarting or the network is down: try again, more slowly.
+        window.setTimeout(poll, every * 5);
+      });
+  }
+
+  window.setTimeout(poll, every);
+})();

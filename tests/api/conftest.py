@@ -1,0 +1,33 @@
+"""The API's OpenAPI document and a user who may call every operation in it."""
+
+import json
+
+import pytest
+from django.contrib.auth.models import Group, User
+from drf_spectacular.generators import SchemaGenerator
+from drf_spectacular.renderers import OpenApiJsonRenderer
+from drf_spectacular.settings import spectacular_settings
+from rest_framework.authtoken.models import Token
+
+from console.accounts.roles import ROLES, roles_seed
+
+
+def openapi_document():
+    """The document /api/schema/ serves, made without a request (test_schema checks that it is
+    the one served), as the JSON a client reads."""
+    document = SchemaGenerator().get_schema(request=None, public=spectacular_settings.SERVE_PUBLIC)
+    return json.loads(OpenApiJsonRenderer().render(document))
+
+
+@pytest.fixture
+def everyone(db):
+    """A user who holds every role."""
+    roles_seed()
+    user = User.objects.create_user("everyone")
+    user.groups.set(Group.objects.filter(name__in=ROLES))
+    return user
+
+
+@pytest.fixture
+def token_headers(everyone):
+    return {"Authorization": f"Token {Token.objects.create(user=everyone).key}"}

@@ -1,0 +1,121 @@
+"""The sweeper: tasks may be lost, queries may not. It hands queued queries that waited over a
+minute, and running ones whose heartbeat stopped, to the broker again, at most once a minute
+each, and gives up on a query whose worker died MAX_ATTEMPTS times."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from console.audit.models import AuditEntry
+from console.lakequery.models import LakeQuery
+from console.lakequery.services import MAX_ATTEMPTS, lake_queries_sweep
+
+
+@pytest.fixture
+def delays(monkeypatch):
+    calls = []
+    from workers.tasks import lake_query_task
+
+    monkeypatch.setattr(lake_query_task, "delay", lambda *a, **k: calls.append(a[0]))
+    return calls
+
+
+@pytest.fixture
+def now():
+    return timezone.now()
+
+
+@pytest.fixture
+def make(personas, now):
+    def make(status=LakeQuery.QUEUED, *, enqueued=0, heartbeat=None, attempts=0):
+        """A query last handed to the broker `enqueued` seconds ago, its heartbeat `heartbeat`
+        seconds ago."""
+        return LakeQuery.objects.create(
+            requester=personas["operator"],
+            criteria={"states": ["NDLV"]},
+            status=status,
+            enqueued_at=now - timedelta(seconds=enqueued),
+            heartbeat_at=None if heartbeat is None else now - timedelta(seconds=heartbeat),
+            worker="w:1:x" if status == LakeQuery.RUNNING else "",
+            attempts=attempts,
+        )
+
+    return make
+
+
+def test_a_query_queued_over_a_minute_ago_is_handed_over_again(make, delays, now):
+    lost = make(enqueued=61)
+    make(enqueued=30)  # its task may still be on its way
+
+    assert lake_queries_sweep(now=now) == [lost.id]
+    assert delays == [lost.id]
+    assert LakeQuery.objects.get(id=lost.id).enqueued_at == now
+
+
+def test_a_running_query_whose_heartbeat_stopped_is_handed_over_again(make, delays, now, settings):
+    beat = 3 * settings.HEARTBEAT_SECONDS
+    dead = make(LakeQuery.RUNNING, enqueued=600, heartbeat=beat + 1, attempts=1)
+    make(LakeQuery.RUNNING, enqueued=600, heartbeat=beat - 1, attempts=1)
+
+    assert lake_queries_sweep(now=now) == [dead.id]
+    assert delays == [dead.id]
+
+
+def test_a_query_is_handed_over_at_most_once_a_minute(make, delays, now):
+    lost = make(enqueued=61)
+    lake_queries_sweep(now=now)
+
+    assert lake_queries_sweep(now=now + timedelta(seconds=59)) == []
+    assert lake_queries_sweep(now=now + timedelta(seconds=61)) == [lost.id]
+    assert delays == [lost.id, lost.id]
+
+
+@pytest.mark.parametrize("status", [LakeQuery.DONE, LakeQuery.FAILED, LakeQuery.CANCELLED])
+def test_finished_queries_are_left_alone(make, delays, now, status):
+    make(status, enqueued=3600, heartbeat=3600)
+
+    assert lake_queries_sweep(now=now) == []
+    assert delays == []
+
+
+def test_a_query_whose_worker_died_each_time_is_given_up(make, delays, now, settings):
+    doomed = make(
+        LakeQuery.RUNNING,
+        enqueued=600,
+        heartbeat=3 * settings.HEARTBEAT_SECONDS + 1,
+        attempts=MAX_ATTEMPTS,
+    )
+
+    assert lake_queries_sweep(now=now) == []
+    doomed.refresh_from_db()
+    assert doomed.status == LakeQuery.FAILED
+    assert doomed.error.startswith(
+        f"given up after {MAX_ATTEMPTS} attempts: the worker running it stopped each time"
+    )
+    entry = AuditEntry.objects.get()
+    assert (entry.action, entry.details["status"]) == ("lake_query.finished", "failed")
+
+
+def test_a_broker_that_is_down_leaves_the_query_for_the_next_sweep(make, now, monkeypatch):
+    from workers.tasks import lake_query_task
+
+    def down(*args, **kwargs):
+        raise ConnectionError("broker unreachable")
+
+    monkeypatch.setattr(lake_query_task, "delay", down)
+    lost = make(enqueued=61)
+
+    assert lake_queries_sweep(now=now) == []
+    assert LakeQuery.objects.get(id=lost.id).status == LakeQuery.QUEUED
+
+
+def test_the_tasks_are_routed_and_the_sweep_is_scheduled_with_the_lease_sweep(settings):
+    from workers.celery import app
+
+    assert app.conf.task_routes["workers.tasks.lake_query_task"]["queue"] == "spark"
+    assert "workers.tasks.lake_queries_sweep_task" not in app.conf.task_routes  # default queue
+    entry = app.conf.beat_schedule["sweep-lake-queries"]
+    assert entry["task"] == "workers.tasks.lake_queries_sweep_task"
+    assert entry["schedule"] == app.conf.beat_schedule["sweep-leases"]["schedule"]
+    assert entry["schedule"] == float(settings.SWEEP_INTERVAL_SECONDS)

@@ -1,0 +1,424 @@
+"""Carrying out an administrator's decision (R13) on a frozen set of messages.
+
+Two parts, both free of Django:
+- the plan, a Spark job over the whole lake: every frozen id with its current state (the latest
+  event of the ledger), its chunk, and for an end with error its conversation and sender, plus the
+  conversations' other unfinished messages (`plan_members`, `plan_siblings`). Written partitioned
+  by chunk, so each chunk is one small directory.
+- the chunks, pure pyarrow over one plan directory at a time (`decide_chunk`): the decision
+  events of the members still NDLV, the siblings' ENDED events and the senders' notifications.
+  A chunk is a few thousand rows; a Spark job per chunk would cost more than the work.
+
+The task (console.decisions.execution) commits each chunk in one DB transaction.
+"""
+
+from dataclasses import dataclass, field
+from datetime import datetime
+
+import pyarrow as pa
+import pyarrow.compute as pc
+import pyarrow.dataset as pads
+import pyarrow.parquet as pq
+from pyspark.sql import DataFrame
+from pyspark.sql import functions as F
+
+from workers.engine import states as S
+from workers.jobs.conversations import CONVERSATION_STEP_BASE
+from workers.jobs.state import EVENT_COLUMNS, extract_events, extract_messages, fold_state
+from workers.lake.schema import EVENT_SCHEMA, NOTIFICATION_SCHEMA
+
+REPROCESS, FAIL, END = "reprocess", "fail", "end_with_error"
+TO_STATE = {REPROCESS: S.TBDL, FAIL: S.FAIL, END: S.ENDED}
+# What an end with error ends besides the messages decided (R13): the conversation's others that
+# are not final. DLNG is left to its delivery run; it is not "waiting" for anything.
+OPEN_STATES = (S.TBDL, S.WAIT, S.NDLV)
+CHUNK_IDS_SCHEMA = pa.schema([("message_id", pa.string()), ("chunk", pa.int32())])
+STATE_COLUMNS = [c for c in EVENT_COLUMNS if c != "message_id"]
+META_COLUMNS = ["conversation_id", "sender"]
+
+
+# --- Chunks of the frozen set --------------------------------------------------------------------
+
+
+def chunk_of(position, *, chunk_size, canary):
+    """The chunk of the id at `position` in the sorted frozen set: the canary's first N ids are
+    chunk 0 when there is a canary, then `chunk_size` ids per chunk. The same on every attempt,
+    so a chunk's idempotency key always names the same ids."""
+    if canary:
+        if position < canary:
+            return 0
+        return 1 + (position - canary) // chunk_size
+    return position // chunk_size
+
+
+def chunk_count(count, *, chunk_size, canary):
+    if count == 0:
+        return 0
+    return chunk_of(count - 1, chunk_size=chunk_size, canary=canary) + 1
+
+
+def write_chunk_ids(id_batches, path, *, chunk_size, canary):
+    """Number the frozen ids (sorted, in batches) with their chunk, streaming into one Parquet
+    file: what the plan joins to the ledger. Returns how many ids were written."""
+    position = 0
+    with pq.ParquetWriter(path, CHUNK_IDS_SCHEMA, compression="zstd") as writer:
+        for ids in id_batches:
+            chunks = [
+                chunk_of(position + i, chunk_size=chunk_size, canary=canary)
+                for i in range(len(ids))
+            ]
+            writer.write_table(
+                pa.table({"message_id": ids, "chunk": chunks}, schema=CHUNK_IDS_SCHEMA)
+            )
+            position += len(ids)
+    return position
+
+
+# --- The plan (Spark) ----------------------------------------------------------------------------
+
+
+@dataclass
+class PlanParams:
+    action: str
+    chunk_ids_path: str  # write_chunk_ids' file
+    snapshot_paths: list
+    event_paths: list
+    message_paths: list
+    out_dir: str  # must not exist yet
+
+    @property
+    def members_path(self):
+        return f"{self.out_dir}/members"
+
+    @property
+    def siblings_path(self):
+        return f"{self.out_dir}/siblings"
+
+
+def plan_members(chunk_ids: DataFrame, events: DataFrame, meta: DataFrame | None) -> DataFrame:
+    """Each frozen id the ledger knows, with its chunk and its current state, and its
+    conversation and sender when they are needed. One join: the ids' events take their chunk
+    with them into the fold. (An id the ledger does not know is missing here; the chunk step
+    finds it missing and reports it failed.)"""
+    members = fold_state(events.join(chunk_ids, on="message_id"), carry=("chunk",))
+    if meta is not None:
+        members = members.join(meta, on="message_id", how="left")
+    else:
+        for name in META_COLUMNS:
+            members = members.withColumn(name, F.lit(None).cast("string"))
+    return members.select("message_id", "chunk", *STATE_COLUMNS, *META_COLUMNS)
+
+
+def plan_siblings(members: DataFrame, state: DataFrame, meta: DataFrame) -> DataFrame:
+    """End with error (R13): the other unfinished messages of every conversation a decided
+    member belongs to, each assigned to the chunk of its conversation's first decided member
+    (`ended_by`), so that chunk ends them."""
+    decided = members.where(F.col("to_state") == S.NDLV)
+    conversations = (
+        decided.where(F.col("conversation_id").isNotNull())
+        .groupBy("conversation_id")
+        .agg(F.min(F.struct("message_id", "chunk")).alias("first"))
+        .select(
+            "conversation_id",
+            F.col("first.message_id").alias("ended_by"),
+            F.col("first.chunk").alias("chunk"),
+        )
+    )
+    return (
+        state.where(F.col("to_state").isin(list(OPEN_STATES)))
+        .join(meta.select("message_id", "conversation_id"), on="message_id")
+        .join(F.broadcast(conversations), on="conversation_id")
+        .join(decided.select("message_id"), on="message_id", how="left_anti")
+        .select("message_id", "chunk", "ended_by", *STATE_COLUMNS)
+    )
+
+
+def message_meta(messages: DataFrame) -> DataFrame:
+    """A message's conversation and sender: they are the same in every version."""
+    return messages.where(F.col("version") == 1).select("message_id", *META_COLUMNS)
+
+
+# Small row groups: a chunk's reader skips every other chunk's rows by their statistics.
+PLAN_ROW_GROUP_BYTES = 1024 * 1024
+
+
+def _write_plan(df: DataFrame, path):
+    """Each file sorted by chunk, no shuffle: the rows are already spread by message id."""
+    df.sortWithinPartitions("chunk", "message_id").write.option(
+        "parquet.block.size", PLAN_ROW_GROUP_BYTES
+    ).parquet(path)
+
+
+def run_plan(spark, params: PlanParams):
+    """Write the plan; returns (members, siblings) row counts."""
+    chunk_ids = spark.read.parquet(params.chunk_ids_path)
+    events = extract_events(spark, [*params.snapshot_paths, *params.event_paths])
+    meta = None
+    if params.action == END:
+        meta = message_meta(extract_messages(spark, params.message_paths))
+    _write_plan(plan_members(chunk_ids, events, meta), params.members_path)
+    siblings = 0
+    if params.action == END:
+        planned = spark.read.parquet(params.members_path)
+        _write_plan(plan_siblings(planned, fold_state(events), meta), params.siblings_path)
+        siblings = _count(params.siblings_path)
+    return _count(params.members_path), siblings
+
+
+def _count(path):
+    return pads.dataset(path, format="parquet").count_rows()
+
+
+MEMBER_SCHEMA = pa.schema(
+    [*EVENT_SCHEMA, pa.field("conversation_id", pa.string()), pa.field("sender", pa.string())]
+)
+SIBLING_SCHEMA = pa.schema([*EVENT_SCHEMA, pa.field("ended_by", pa.string())])
+
+
+def with_missing(members: pa.Table, chunk_ids: pa.Table) -> pa.Table:
+    """The chunk's members plus a row of nulls (but its id) for each of the chunk's frozen ids
+    the ledger did not know."""
+    known = pc.is_in(chunk_ids.column("message_id"), value_set=members.column("message_id"))
+    missing = chunk_ids.filter(pc.invert(known)).column("message_id")
+    if not len(missing):
+        return members
+    nulls = {
+        name: pa.nulls(len(missing), members.schema.field(name).type)
+        for name in members.column_names
+    }
+    nulls["message_id"] = missing
+    return pa.concat_tables([members, pa.table(nulls, schema=members.schema)])
+
+
+def read_chunk_ids(path, chunk):
+    """The frozen ids of one chunk, from write_chunk_ids' file."""
+    return pads.dataset(path, format="parquet").to_table(
+        columns=["message_id"], filter=pc.field("chunk") == chunk
+    )
+
+
+def read_plan_chunk(path, chunk, schema):
+    """One chunk's rows of the plan's members or siblings, in the lake's types (Spark may write
+    timestamps its own way); None when there is no such plan."""
+    try:
+        dataset = pads.dataset(path, format="parquet")
+    except FileNotFoundError:
+        return None
+    table = dataset.to_table(columns=schema.names, filter=pc.field("chunk") == chunk)
+    return table.cast(schema)
+
+
+# --- One chunk (pyarrow) -------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Decision:
+    """What a request decides, as the events will record it."""
+
+    action: str
+    request_id: int
+    epoch: int
+    actor: str  # who asked
+    reason: str  # who, which request, who approved, the comment
+    target_queue: str = ""
+    body_version: int | None = None  # an edited body's new version
+    error_code: str = ""
+    error_description: str = ""
+
+
+@dataclass
+class ChunkOutcome:
+    events: pa.Table
+    notifications: pa.Table
+    decided: pa.Table  # message_id, from queue, to queue, from state, to state: for the views
+    done: int = 0
+    skipped: int = 0
+    failed: int = 0
+    siblings_ended: int = 0
+    skipped_ids: list = field(default_factory=list)
+
+
+def latest_by_id(events: pa.Table) -> pa.Table:
+    """The latest event of each message in `events`, by (epoch, step)."""
+    if events.num_rows == 0:
+        return events
+    ordered = events.sort_by(
+        [("message_id", "ascending"), ("epoch", "ascending"), ("step", "ascending")]
+    )
+    ids = ordered.column("message_id")
+    n = ordered.num_rows
+    last = pc.not_equal(ids.slice(0, n - 1), ids.slice(1))
+    mask = (
+        pa.concat_arrays([last.combine_chunks(), pa.array([True])]) if n > 1 else pa.array([True])
+    )
+    return ordered.filter(mask)
+
+
+def with_newer(plan: pa.Table, newer: pa.Table | None) -> pa.Table:
+    """The plan's rows with the state of any message that changed after the plan was made (events
+    committed since, by others) replaced by its newer state."""
+    if newer is None or newer.num_rows == 0 or plan.num_rows == 0:
+        return plan
+    latest = latest_by_id(newer.select(EVENT_COLUMNS))
+    changed = pc.is_in(plan.column("message_id"), value_set=latest.column("message_id"))
+    if not pc.any(changed).as_py():
+        return plan
+    stale = plan.filter(changed)
+    keep = plan.filter(pc.invert(changed))
+    extra = [c for c in plan.column_names if c not in EVENT_COLUMNS]
+    fresh = stale.select(["message_id", *extra]).join(latest, keys="message_id", join_type="inner")
+    return pa.concat_tables([keep, fresh.select(plan.column_names).cast(plan.schema)])
+
+
+def decide_chunk(
+    members: pa.Table, siblings: pa.Table | None, decision: Decision, *, chunk: int, at: datetime
+) -> ChunkOutcome:
+    """The decision events of one chunk: members still NDLV are decided, the others skipped
+    ("changed since the request"), ids the ledger does not know fail; for an end with error, the
+    senders' notifications and the siblings still unfinished, ENDED."""
+    members = members.sort_by("message_id")
+    known = pc.is_valid(members.column("to_state"))
+    is_ndlv = pc.and_(known, pc.equal(members.column("to_state"), S.NDLV))
+    acted = members.filter(is_ndlv)
+    outcome = ChunkOutcome(
+        events=EVENT_SCHEMA.empty_table(),
+        notifications=NOTIFICATION_SCHEMA.empty_table(),
+        decided=_decided_schema().empty_table(),
+        done=acted.num_rows,
+        failed=members.num_rows - pc.sum(known.cast(pa.int64())).as_py() if members.num_rows else 0,
+    )
+    outcome.skipped = members.num_rows - outcome.done - outcome.failed
+    outcome.skipped_ids = (
+        members.filter(pc.and_(known, pc.invert(is_ndlv))).column("message_id").to_pylist()[:100]
+    )
+    parts = [_member_events(acted, decision, chunk=chunk, at=at)]
+    decided = [_decided(acted, parts[0])]
+    if decision.action == END:
+        outcome.notifications = _notifications(acted, decision, at=at)
+        if siblings is not None and siblings.num_rows:
+            # Only conversations whose first decided member was decided in this chunk.
+            open_now = pc.is_in(siblings.column("to_state"), value_set=pa.array(OPEN_STATES))
+            started = pc.is_in(siblings.column("ended_by"), value_set=acted.column("message_id"))
+            ending = siblings.filter(pc.and_(open_now, started)).sort_by("message_id")
+            if ending.num_rows:
+                parts.append(_sibling_events(ending, decision, chunk=chunk, at=at))
+                decided.append(_decided(ending, parts[-1]))
+                outcome.siblings_ended = ending.num_rows
+    outcome.events = pa.concat_tables(parts)
+    outcome.decided = pa.concat_tables(decided)
+    return outcome
+
+
+def _column(value, n, type_):
+    return pa.array([value] * n, type=type_) if value is not None else pa.nulls(n, type_)
+
+
+def _event_table(columns, n):
+    return pa.table(
+        {f.name: columns.get(f.name, pa.nulls(n, f.type)) for f in EVENT_SCHEMA},
+        schema=EVENT_SCHEMA,
+    )
+
+
+def _member_events(acted, decision, *, chunk, at):
+    n = acted.num_rows
+    schema = {f.name: f.type for f in EVENT_SCHEMA}
+    to_state = TO_STATE[decision.action]
+    columns = {
+        "message_id": acted.column("message_id"),
+        "epoch": _column(decision.epoch, n, pa.int64()),
+        "step": pa.array([(chunk << 32) + i for i in range(n)], type=pa.int64()),
+        "at": _column(at, n, schema["at"]),
+        "from_state": _column(S.NDLV, n, pa.string()),
+        "to_state": _column(to_state, n, pa.string()),
+        "queue": acted.column("queue"),
+        "attempt": _column(0, n, pa.int32()),
+        "delivery_count": acted.column("delivery_count"),
+        "candidate": acted.column("candidate"),
+        "batch_limit": acted.column("batch_limit"),
+        "body_version": acted.column("body_version"),
+        "actor": _column(decision.actor, n, pa.string()),
+        "run_id": _column(f"request:{decision.request_id}", n, pa.string()),
+        "reason": _column(decision.reason, n, pa.string()),
+    }
+    if decision.action == REPROCESS:
+        # R13: back to TBDL, in its queue or the one asked for, count reset, flag cleared, and
+        # no batch limit left over from R8.
+        if decision.target_queue:
+            columns["queue"] = _column(decision.target_queue, n, pa.string())
+        columns["delivery_count"] = _column(0, n, pa.int32())
+        columns["candidate"] = _column(False, n, pa.bool_())
+        columns["batch_limit"] = _column(0, n, pa.int32())
+        if decision.body_version is not None:
+            columns["body_version"] = _column(decision.body_version, n, pa.int32())
+    return _event_table(columns, n)
+
+
+def _sibling_events(ending, decision, *, chunk, at):
+    n = ending.num_rows
+    schema = {f.name: f.type for f in EVENT_SCHEMA}
+    reason = pc.binary_join_element_wise(
+        f"{S.REASON_CONVERSATION_ENDED} (message ", ending.column("ended_by"), ")", ""
+    )
+    columns = {
+        "message_id": ending.column("message_id"),
+        "epoch": _column(decision.epoch, n, pa.int64()),
+        "step": pa.array(
+            [CONVERSATION_STEP_BASE + (chunk << 32) + i for i in range(n)], type=pa.int64()
+        ),
+        "at": _column(at, n, schema["at"]),
+        "from_state": ending.column("to_state"),
+        "to_state": _column(S.ENDED, n, pa.string()),
+        "queue": ending.column("queue"),
+        "attempt": _column(0, n, pa.int32()),
+        "delivery_count": ending.column("delivery_count"),
+        "candidate": ending.column("candidate"),
+        "batch_limit": ending.column("batch_limit"),
+        "body_version": ending.column("body_version"),
+        "actor": _column(decision.actor, n, pa.string()),
+        "run_id": _column(f"request:{decision.request_id}", n, pa.string()),
+        "reason": reason,
+    }
+    return _event_table(columns, n)
+
+
+def _notifications(acted, decision, *, at):
+    n = acted.num_rows
+    return pa.table(
+        {
+            "message_id": acted.column("message_id"),
+            "conversation_id": acted.column("conversation_id"),
+            "sender": acted.column("sender"),
+            "code": _column(decision.error_code, n, pa.string()),
+            "description": _column(decision.error_description, n, pa.string()),
+            "at": _column(at, n, NOTIFICATION_SCHEMA.field("at").type),
+            "run_id": _column(f"request:{decision.request_id}", n, pa.string()),
+        },
+        schema=NOTIFICATION_SCHEMA,
+    )
+
+
+def _decided_schema():
+    return pa.schema(
+        [
+            ("message_id", pa.string()),
+            ("from_queue", pa.string()),
+            ("from_state", pa.string()),
+            ("queue", pa.string()),
+            ("to_state", pa.string()),
+        ]
+    )
+
+
+def _decided(before, events):
+    """Who moved from which queue and state to which: what the read models need."""
+    return pa.table(
+        {
+            "message_id": events.column("message_id"),
+            "from_queue": before.column("queue"),
+            "from_state": before.column("to_state"),
+            "queue": events.column("queue"),
+            "to_state": events.column("to_state"),
+        },
+        schema=_decided_schema(),
+    )
