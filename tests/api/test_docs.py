@@ -10,7 +10,7 @@ from django.test import Client
 
 from console.queues.models import Queue
 from tests.browse.conftest import Index
-from tests.browser.conftest import Tab, browser  # noqa: F401  (a browser, for the last test)
+from tests.browser.conftest import Tab, chromium_launched
 
 URL = "/api/docs/"
 
@@ -94,8 +94,15 @@ def test_it_tells_swagger_ui_where_the_schema_is(page):
     assert html.data["data-csrf-token"]
 
 
+@pytest.fixture(scope="module")
+def browser():
+    # This module's own, closed at its end: the browser tests start theirs later.
+    with chromium_launched() as chromium:
+        yield chromium
+
+
 @pytest.fixture
-def tab(browser, live_server):  # noqa: F811
+def tab(browser, live_server):
     context = browser.new_context()
     tab = Tab(context.new_page(), live_server.url)
     yield tab

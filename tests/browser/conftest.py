@@ -5,6 +5,7 @@ database). Playwright never downloads a browser here: it launches the system one
 The data is real: messages are ingested, delivered on the session's Spark and quarantined by the
 engine, then one refresh of the read models puts them in the index the pages read."""
 
+import contextlib
 import re
 
 import pytest
@@ -24,14 +25,16 @@ CHROMIUM_ARGS = [
 TIMEOUT_MS = 15_000
 
 
-@pytest.fixture(scope="package")
-def browser():
+@contextlib.contextmanager
+def chromium_launched():
+    """Chromium under Playwright, for one package or module of tests: only one may run at a
+    time in a thread (Playwright's sync API keeps an event loop there)."""
     require_service("chromium", path=CHROMIUM)
     from playwright.sync_api import sync_playwright
 
-    # Playwright's sync API keeps an event loop in this thread, so Django takes the ORM calls the
-    # tests make between two page steps for calls from async code. Only while the browser runs:
-    # the variable must not leak into other tests (check --deploy refuses it, rightly).
+    # That event loop makes Django take the ORM calls the tests make between two page steps for
+    # calls from async code. Only while the browser runs: the variable must not leak into other
+    # tests (check --deploy refuses it, rightly).
     with pytest.MonkeyPatch.context() as patch, sync_playwright() as playwright:
         patch.setenv("DJANGO_ALLOW_ASYNC_UNSAFE", "true")
         chromium = playwright.chromium.launch(
@@ -39,6 +42,12 @@ def browser():
         )
         yield chromium
         chromium.close()
+
+
+@pytest.fixture(scope="package")
+def browser():
+    with chromium_launched() as chromium:
+        yield chromium
 
 
 class Tab:
