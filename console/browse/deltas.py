@@ -10,9 +10,10 @@ A chunk's ids are staged once in a temporary table, then each change is one stat
 
 import contextlib
 import io
+import json
 from collections import Counter
 
-import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 from django.db import connection
 from django.utils import timezone
@@ -28,27 +29,28 @@ def _q(name):
 
 @contextlib.contextmanager
 def decided_staged(decided):
-    """Stage (message_id, to_state) rows of one chunk in a temporary table for the duration;
-    yields its name. COPY on PostgreSQL, one executemany on SQLite."""
+    """Stage the (message_id, to_state) columns of a chunk's table in a temporary table for the
+    duration; yields its name. COPY on PostgreSQL, one JSON parameter on SQLite."""
     with connection.cursor() as cursor:
         cursor.execute(f"DROP TABLE IF EXISTS {STAGED}")
         cursor.execute(
             f"CREATE TEMPORARY TABLE {STAGED} "
             "(message_id varchar(200) PRIMARY KEY, to_state varchar(8))"
         )
-        rows = pa.table(
-            {"message_id": decided["message_id"], "to_state": decided["to_state"]},
-            schema=pa.schema([("message_id", pa.string()), ("to_state", pa.string())]),
-        )
+        rows = decided.select(["message_id", "to_state"])
         if connection.vendor == "postgresql":
             buffer = io.BytesIO()
             pacsv.write_csv(rows, buffer, pacsv.WriteOptions(include_header=False))
             with cursor.copy(f"COPY {STAGED} (message_id, to_state) FROM STDIN (FORMAT csv)") as c:
                 c.write(buffer.getvalue())
         else:
-            cursor.executemany(
-                f"INSERT INTO {STAGED} (message_id, to_state) VALUES (%s, %s)",  # noqa: S608
-                zip(decided["message_id"], decided["to_state"], strict=True),
+            # One statement with the rows as one JSON parameter: SQLite unpacks it in C, several
+            # times faster than an executemany of 10,000 inserts.
+            cursor.execute(
+                f"INSERT INTO {STAGED} (message_id, to_state) "  # noqa: S608
+                "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') "
+                "FROM json_each(%s)",
+                [json.dumps(list(zip(*rows.to_pydict().values(), strict=True)))],
             )
         try:
             yield STAGED
@@ -57,23 +59,26 @@ def decided_staged(decided):
 
 
 def read_models_apply(*, decided, staged, at, reset=False, target_queue="", body=None):
-    """`decided`: columns (message_id, from_queue, from_state, queue, to_state) of one chunk,
+    """`decided`: a table (message_id, from_queue, from_state, queue, to_state) of one chunk,
     staged by `decided_staged`. `reset`: a reprocess (R13: count reset, candidate cleared);
     `body`: an edited body's new version as {"body_version", "body_size", "body_path"} (one
     message). Call inside the chunk's transaction."""
     index = _q(MessageIndex._meta.db_table)
     mid, group, state = _q("message_id"), _q("group_id"), _q("state")
     with connection.cursor() as cursor:
+        # The chunk's rows drive the join, each finding its index row by primary key: SQLite
+        # would otherwise scan the whole index table (CROSS JOIN fixes its join order;
+        # PostgreSQL plans it the same either way).
         cursor.execute(
-            f"SELECT i.{group}, i.{state}, d.to_state, COUNT(*) FROM {index} i "  # noqa: S608
-            f"JOIN {staged} d ON d.message_id = i.{mid} WHERE i.{group} <> '' "
+            f"SELECT i.{group}, i.{state}, d.to_state, COUNT(*) FROM {staged} d "  # noqa: S608
+            f"CROSS JOIN {index} i WHERE i.{mid} = d.message_id AND i.{group} <> '' "
             f"GROUP BY i.{group}, i.{state}, d.to_state"
         )
         groups = Counter()
         for group_id, old, new, n in cursor.fetchall():
             groups[(group_id, old)] -= n
             groups[(group_id, new)] += n
-        for to_state in sorted(set(decided["to_state"])):
+        for to_state in sorted(pc.unique(decided.column("to_state")).to_pylist()):
             changes = {"state": to_state, "next_attempt_at": None, "updated_at": at}
             if reset:
                 changes |= {"delivery_count": 0, "candidate": False}
@@ -91,15 +96,12 @@ def read_models_apply(*, decided, staged, at, reset=False, target_queue="", body
             )
     _groups_move(groups)
     queues = Counter()
-    for from_queue, from_state, queue, to_state in zip(
-        decided["from_queue"],
-        decided["from_state"],
-        decided["queue"],
-        decided["to_state"],
-        strict=True,
-    ):
-        queues[(from_queue, from_state)] -= 1
-        queues[(queue, to_state)] += 1
+    moves = decided.group_by(["from_queue", "from_state", "queue", "to_state"]).aggregate(
+        [("message_id", "count")]
+    )
+    for move in moves.to_pylist():
+        queues[(move["from_queue"], move["from_state"])] -= move["message_id_count"]
+        queues[(move["queue"], move["to_state"])] += move["message_id_count"]
     _queues_move(queues)
 
 

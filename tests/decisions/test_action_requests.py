@@ -19,33 +19,8 @@ from console.decisions.services import (
     action_request_reject,
     action_request_withdraw,
 )
-from console.queues.models import Queue
 
 T0 = timezone.now().replace(microsecond=0)
-
-
-@pytest.fixture
-def quarantine(db, lake_root):
-    Queue.objects.create(name="orders", handler="workers.demo.handlers.noop")
-    rows = []
-    for i in range(12):
-        rows.append(
-            MessageIndex(
-                message_id=f"m-{i:02d}",
-                queue="orders" if i < 8 else "payments",
-                original_queue="orders",
-                state="NDLV" if i < 10 else "WAIT",
-                delivery_count=5,
-                reason=f"order {i} not found",
-                exception_type="KeyError",
-                group_id="g-missing" if i % 2 == 0 else "g-other",
-                body_path="messages/x",
-                enqueued_at=T0,
-                updated_at=T0,
-                last_failure_at=T0 - timedelta(minutes=i),
-            )
-        )
-    MessageIndex.objects.bulk_create(rows)
 
 
 def _request(personas, scope, kind="reprocess", **action):

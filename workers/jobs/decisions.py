@@ -15,6 +15,7 @@ The task (console.decisions.execution) commits each chunk in one DB transaction.
 from dataclasses import dataclass, field
 from datetime import datetime
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
@@ -63,12 +64,16 @@ def write_chunk_ids(id_batches, path, *, chunk_size, canary):
     position = 0
     with pq.ParquetWriter(path, CHUNK_IDS_SCHEMA, compression="zstd") as writer:
         for ids in id_batches:
-            chunks = [
-                chunk_of(position + i, chunk_size=chunk_size, canary=canary)
-                for i in range(len(ids))
-            ]
+            # chunk_of, for a whole batch at once.
+            positions = np.arange(position, position + len(ids), dtype=np.int64)
+            if canary:
+                chunks = np.where(positions < canary, 0, 1 + (positions - canary) // chunk_size)
+            else:
+                chunks = positions // chunk_size
             writer.write_table(
-                pa.table({"message_id": ids, "chunk": chunks}, schema=CHUNK_IDS_SCHEMA)
+                pa.table(
+                    {"message_id": ids, "chunk": chunks.astype(np.int32)}, schema=CHUNK_IDS_SCHEMA
+                )
             )
             position += len(ids)
     return position
@@ -100,7 +105,11 @@ def plan_members(chunk_ids: DataFrame, events: DataFrame, meta: DataFrame | None
     conversation and sender when they are needed. One join: the ids' events take their chunk
     with them into the fold. (An id the ledger does not know is missing here; the chunk step
     finds it missing and reports it failed.)"""
-    members = fold_state(events.join(chunk_ids, on="message_id"), carry=("chunk",))
+    # A hash join: a sort-merge join would sort both sides by id, only for the plan to be sorted
+    # by chunk again when written (measured: 2 s of 14 at 1M messages).
+    members = fold_state(
+        events.join(chunk_ids.hint("shuffle_hash"), on="message_id"), carry=("chunk",)
+    )
     if meta is not None:
         members = members.join(meta, on="message_id", how="left")
     else:
@@ -231,6 +240,7 @@ class ChunkOutcome:
     events: pa.Table
     notifications: pa.Table
     decided: pa.Table  # message_id, from queue, to queue, from state, to state: for the views
+    decided_at: datetime | None = None
     done: int = 0
     skipped: int = 0
     failed: int = 0
@@ -284,6 +294,7 @@ def decide_chunk(
         events=EVENT_SCHEMA.empty_table(),
         notifications=NOTIFICATION_SCHEMA.empty_table(),
         decided=_decided_schema().empty_table(),
+        decided_at=at,
         done=acted.num_rows,
         failed=members.num_rows - pc.sum(known.cast(pa.int64())).as_py() if members.num_rows else 0,
     )
@@ -310,7 +321,9 @@ def decide_chunk(
 
 
 def _column(value, n, type_):
-    return pa.array([value] * n, type=type_) if value is not None else pa.nulls(n, type_)
+    if value is None:
+        return pa.nulls(n, type_)
+    return pa.repeat(pa.scalar(value, type=type_), n)
 
 
 def _event_table(columns, n):
