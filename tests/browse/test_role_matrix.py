@@ -62,6 +62,9 @@ def test_each_page_answers_each_role_as_its_permissions_say(
     if role is None:
         assert response.status_code == 302
         assert response["Location"].startswith(reverse("login") + "?next=")
+    elif role == "auditor" and name == "dashboard":
+        # The console's home is the audit trail for an auditor.
+        assert (response.status_code, response["Location"]) == (302, reverse("audit-list"))
     else:
         assert response.status_code == allowed.get(role, 403), response.content[:300]
 
@@ -97,7 +100,8 @@ def test_an_auditor_may_log_in_but_sees_no_message_screen(seeded, personas):
     client = login()
     client.post(reverse("login"), {"username": "auditor", "password": "pw-auditor-1234"})
 
-    response = client.get(reverse("dashboard"))
+    assert client.get(reverse("dashboard"))["Location"] == reverse("audit-list")
+    response = client.get(reverse("message-list"))
     assert response.status_code == 403
     assert b'id="current-user"' in response.content  # still signed in, can log out
     assert b"Messages</a>" not in response.content

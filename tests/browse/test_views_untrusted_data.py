@@ -210,6 +210,6 @@ def test_every_page_sends_a_csp_without_unsafe_inline(hostile, personas):
 
 def test_the_login_and_forbidden_pages_send_the_csp_too(hostile, personas):
     assert "script-src 'self'" in login().get(reverse("login"))["Content-Security-Policy"]
-    forbidden = login(personas["auditor"]).get(reverse("dashboard"))
+    forbidden = login(personas["auditor"]).get(reverse("message-list"))
     assert forbidden.status_code == 403
     assert "script-src 'self'" in forbidden["Content-Security-Policy"]
