@@ -37,7 +37,7 @@ from console.audit.services import audit_record
 from console.browse.deltas import decided_staged, read_models_apply
 from console.decisions.models import ActionChunk
 from console.decisions.models import ActionRequest as R
-from console.decisions.scope import frozen_ids
+from console.decisions.scope import frozen_ids, ids_hash
 from console.decisions.services import action_request_claim_for_execution
 from console.delivery.models import PoisonEntry
 from console.heartbeat import Heartbeat
@@ -117,8 +117,7 @@ def _prepare(request, worker, spark):
 
     def hashed(batches):
         for ids in batches:
-            # The same bytes as ids_digest: each id and a newline.
-            digest.update("".join(f"{message_id}\n" for message_id in ids).encode())
+            ids_hash(digest, ids)
             yield ids
 
     count = D.write_chunk_ids(
@@ -146,7 +145,7 @@ def _prepare(request, worker, spark):
     )
     started = time.perf_counter()
     if count <= SMALL_PLAN and request.action != R.END:
-        _plan_small(params)
+        _plan_small(params, [*inputs.snapshot_paths, *inputs.event_paths])
     else:
         from workers.spark import spark_from_settings
 
@@ -186,13 +185,12 @@ def _chunk_ids_path(plan_path):
     return f"{plan_path.rsplit('/', 1)[0]}/chunk-ids.parquet"
 
 
-def _plan_small(params):
+def _plan_small(params, state_paths):
     """The plan of a small set with pyarrow: the frozen ids' events (snapshot and commits, read
     with a filter on the ids) folded to their latest."""
     ids = pq.read_table(params.chunk_ids_path)
     wanted = pc.field("message_id").isin(ids.column("message_id"))
-    store_paths = [*params.snapshot_paths, *params.event_paths]
-    events = _read_events(store_paths, wanted)
+    events = lake().read_arrow("events", state_paths, filter=wanted)
     state = D.latest_by_id(events)
     members = ids.join(state, keys="message_id", join_type="inner")
     for name in D.META_COLUMNS:
@@ -205,15 +203,6 @@ def _plan_small(params):
         f"{params.members_path}/part-00000.parquet",
         row_group_size=MAX_CHUNK,
     )
-
-
-def _read_events(paths, filter):
-    import pyarrow.dataset as pads
-
-    if not paths:
-        return EVENT_SCHEMA.empty_table()
-    parts = [pads.dataset(p, schema=EVENT_SCHEMA, format="parquet") for p in paths]
-    return pads.dataset(parts).to_table(filter=filter)
 
 
 # --- Chunks ---------------------------------------------------------------------------------------
@@ -431,7 +420,7 @@ def _newer_events(request, members, siblings):
         ids = pa.concat_arrays(
             [ids.combine_chunks(), siblings.column("message_id").combine_chunks()]
         )
-    return _read_events(lake().paths(paths), pc.field("message_id").isin(ids))
+    return lake().read_arrow("events", paths, filter=pc.field("message_id").isin(ids))
 
 
 def _edited_body_commit(request, members, decision, index):
@@ -548,7 +537,7 @@ def canary_outcome(request):
     ).column("message_id")
     later = LakeCommit.objects.filter(dataset="events", id__gt=request.canary_commit)
     paths = list(later.order_by("id").values_list("path", flat=True))
-    events = _read_events(store.paths(paths), pc.field("message_id").isin(reprocessed))
+    events = store.read_arrow("events", paths, filter=pc.field("message_id").isin(reprocessed))
     failures = events.filter(
         pc.and_(
             pc.equal(events.column("from_state"), S.DLNG),

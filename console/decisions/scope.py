@@ -75,12 +75,15 @@ def scope_queryset(scope):
     return message_queryset(filters=filters).filter(state=NDLV)
 
 
+def ids_hash(digest, ids):
+    """Feed ids to a SHA-256 the way a frozen set is hashed: each id and a newline."""
+    digest.update("".join(f"{message_id}\n" for message_id in ids).encode())
+
+
 def ids_digest(ids):
     """SHA-256 of the sorted ids, one per line: what an approver and an auditor can recompute."""
     digest = hashlib.sha256()
-    for message_id in ids:
-        digest.update(message_id.encode())
-        digest.update(b"\n")
+    ids_hash(digest, ids)
     return digest.hexdigest()
 
 
@@ -148,8 +151,6 @@ def scope_freeze(scope, *, actor=None):
     first = []
     with pq.ParquetWriter(target, IDS_SCHEMA, compression="zstd") as writer:
         for message_id, queue, group in rows:
-            digest.update(message_id.encode())
-            digest.update(b"\n")
             chunk.append(message_id)
             count += 1
             queues[queue] += 1
@@ -157,9 +158,11 @@ def scope_freeze(scope, *, actor=None):
             if len(first) < SAMPLE_SIZE:
                 first.append(message_id)
             if len(chunk) >= _WRITE_CHUNK:
+                ids_hash(digest, chunk)
                 writer.write_table(pa.table({"message_id": chunk}, schema=IDS_SCHEMA))
                 chunk = []
         if chunk:
+            ids_hash(digest, chunk)
             writer.write_table(pa.table({"message_id": chunk}, schema=IDS_SCHEMA))
     if count == 0:
         target.unlink()
@@ -192,7 +195,5 @@ def frozen_intact(request):
     """True when the request's id file still hashes to what was approved."""
     digest = hashlib.sha256()
     for ids in frozen_ids(request.ids_path):
-        for message_id in ids:
-            digest.update(message_id.encode())
-            digest.update(b"\n")
+        ids_hash(digest, ids)
     return digest.hexdigest() == request.ids_sha256
