@@ -39,9 +39,11 @@ run: venv
 test: venv
 	VAR_DIR=$(CURDIR)/var/test $(PY) -m pytest $(PYTEST_ARGS)
 
+# ruff, then the import rules of pyproject.toml: workers never imports console, and no circle.
 lint: venv
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	PYTHONPATH=$(CURDIR) $(VENV)/bin/lint-imports --no-cache
 
 format: venv
 	$(VENV)/bin/ruff format .

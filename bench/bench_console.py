@@ -56,8 +56,8 @@ def _page_cursor(page):
     """The browser's cursor to page `page` (of the default sort), made as page `page - 1`'s
     "next" link would make it: walking 999 pages by HTTP would only time the walk."""
     from console.browse.forms import DEFAULT_SORT, PAGE_SIZE
-    from console.browse.models import MessageIndex
     from console.browse.selectors import cursor_encode
+    from console.readmodels.models import MessageIndex
 
     last_of_previous = MessageIndex.objects.order_by("-last_failure_at", "-message_id")[
         (page - 1) * PAGE_SIZE - 1
@@ -76,9 +76,9 @@ def run():
     from django.test import Client
 
     from bench import console_seed
-    from console.browse.models import MessageIndex
     from console.lake.services import epoch_allocate, lake
     from console.queues.models import Queue
+    from console.readmodels.models import MessageIndex
 
     n = messages_from_env(1_000_000)
     requests = int(os.environ.get("BENCH_REQUESTS", 40))

@@ -58,7 +58,7 @@ def run():
     from console.lake.selectors import lake_paths
     from console.lake.services import lake
     from console.queues.models import Queue
-    from workers.spark import spark_from_settings
+    from console.spark import spark_from_settings
 
     n = messages_from_env(1_000_000)
     cores = os.cpu_count()

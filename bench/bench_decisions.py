@@ -61,9 +61,9 @@ def _window(first, count):
 
 
 def _bulk(people, spark, *, first, count):
-    from console.browse.services import browse_refresh
     from console.decisions.execution import action_request_execute
     from console.decisions.services import Action, action_request_approve, action_request_create
+    from console.readmodels.services import read_models_refresh
 
     started = time.perf_counter()
     request = action_request_create(
@@ -81,7 +81,7 @@ def _bulk(people, spark, *, first, count):
         seconds = time.perf_counter() - started
     assert (request.status, request.done) == ("done", count), (request.status, request.done)
     # The views are up to date: the decisions updated them, there is nothing left to fold.
-    assert browse_refresh(spark=spark) is None
+    assert read_models_refresh(spark=spark) is None
     return request, frozen, seconds, memory.peak_mib
 
 
@@ -115,9 +115,9 @@ def _floor(spark, *, first, count):
 def _one(people, spark, message_id):
     from django.conf import settings
 
-    from console.browse.models import MessageIndex
     from console.decisions.execution import action_request_execute
     from console.decisions.services import Action, action_request_approve, action_request_create
+    from console.readmodels.models import MessageIndex
 
     settings.APPROVAL_OVER = 0  # so that one message needs an approval to time
     request = action_request_create(
@@ -206,17 +206,17 @@ def run():
     from django.conf import settings
     from django.db import connection
 
-    from console.browse.models import (
+    from console.decisions.models import ActionRequest
+    from console.lake.services import lake, lake_state_compact_if_due
+    from console.readmodels.models import (
         FailureGroup,
         MessageIndex,
         QuarantineInflow,
         QueueStat,
         RefreshRun,
     )
-    from console.browse.services import browse_refresh
-    from console.decisions.models import ActionRequest
-    from console.lake.services import lake, lake_state_compact_if_due
-    from workers.spark import spark_from_settings
+    from console.readmodels.services import read_models_refresh
+    from console.spark import spark_from_settings
 
     settings.REFRESH_ON_COMMIT = False
     n = messages_from_env(1_000_000)
@@ -231,7 +231,7 @@ def run():
     _seed(store, small + n + 1)
     spark = spark_from_settings()
     lake_state_compact_if_due(force=True, spark=spark)
-    browse_refresh(full=True, spark=spark)
+    read_models_refresh(full=True, spark=spark)
     seed_seconds = time.perf_counter() - started
     people = _people()
     db = connection.vendor

@@ -185,16 +185,16 @@ def run():
     from django.conf import settings
     from django.db import connection
 
-    from console.browse.models import (
+    from console.lake.services import lake, lake_state_compact_if_due
+    from console.readmodels.models import (
         FailureGroup,
         MessageIndex,
         QuarantineInflow,
         QueueStat,
         RefreshRun,
     )
-    from console.browse.services import browse_refresh
-    from console.lake.services import lake, lake_state_compact_if_due
-    from workers.spark import spark_from_settings
+    from console.readmodels.services import read_models_refresh
+    from console.spark import spark_from_settings
 
     settings.REFRESH_ON_COMMIT = False
     n = messages_from_env(1_000_000)
@@ -213,7 +213,7 @@ def run():
 
     started = time.perf_counter()
     with PeakMemory() as memory:
-        full = browse_refresh(full=True, spark=spark)
+        full = read_models_refresh(full=True, spark=spark)
     seconds = time.perf_counter() - started
     assert full.changed == n, full.changed
     assert MessageIndex.objects.filter(state="NDLV").count() == n
@@ -233,7 +233,7 @@ def run():
 
     changed = _reprocess(store, n, CHANGED)
     started = time.perf_counter()
-    incremental = browse_refresh(spark=spark)
+    incremental = read_models_refresh(spark=spark)
     seconds = time.perf_counter() - started
     assert incremental.changed == changed, incremental.changed
     assert MessageIndex.objects.filter(state="TBDL").count() == changed

@@ -219,12 +219,12 @@ def seed(n, *, lake_store, epoch):
             for row in key_rows:
                 row.update(commit_id=commit.id, ingested_at=now)
             _insert("ingest_messagekey", key_rows)
-            _insert("browse_messageindex", index_rows)
+            _insert("readmodels_messageindex", index_rows)
 
     now = datetime.now(UTC)
     with transaction.atomic():
         _insert(
-            "browse_failuregroup",
+            "readmodels_failuregroup",
             [
                 dict(
                     fingerprint=g.fingerprint,
@@ -244,14 +244,14 @@ def seed(n, *, lake_store, epoch):
             ],
         )
         _insert(
-            "browse_queuestat",
+            "readmodels_queuestat",
             [
                 dict(queue=q, counts=json.dumps(dict(counts)), updated_at=now)
                 for q, counts in sorted(queue_counts.items())
             ],
         )
         _insert(
-            "browse_quarantineinflow",
+            "readmodels_quarantineinflow",
             [dict(queue=q, hour=h, count=c) for (q, h), c in sorted(inflow.items())],
         )
     return Seeded(
@@ -346,10 +346,10 @@ def _insert(table, rows):
 def clear():
     """Empty the read models (the benchmark's fresh_state empties the rest)."""
     tables = [
-        "browse_messageindex",
-        "browse_failuregroup",
-        "browse_queuestat",
-        "browse_quarantineinflow",
+        "readmodels_messageindex",
+        "readmodels_failuregroup",
+        "readmodels_queuestat",
+        "readmodels_quarantineinflow",
         "ingest_messagekey",
     ]
     with connection.cursor() as cursor:

@@ -1,5 +1,9 @@
 """The Celery app. Two queues: `spark` for the worker that holds the one Spark session, and
-`default` for light tasks (sweeping, inbox scanning)."""
+`default` for light tasks (sweeping, inbox scanning).
+
+The tasks live with the console app whose work they do (console/<app>/tasks.py). Their names
+still read "workers.tasks.<name>", as when they all lived here: routes and beat's schedule below,
+and tasks already in a broker, name them so."""
 
 import os
 
@@ -65,4 +69,7 @@ def _schedule(sender, **kwargs):
     }
 
 
-app.autodiscover_tasks(["workers"], related_name="tasks", force=True)
+# Each console app that owns background work has its own tasks.py; Celery finds them through
+# Django's installed apps when a worker or beat starts. This is a lookup by name at run time, not
+# an import: workers/ never imports console/ (the web process imports the tasks it sends).
+app.autodiscover_tasks()

@@ -56,16 +56,6 @@ def spark_session(
         return _session
 
 
-def spark_from_settings():
-    from django.conf import settings
-
-    return spark_session(
-        master=settings.SPARK_MASTER,
-        remote=settings.SPARK_REMOTE,
-        driver_memory=settings.SPARK_DRIVER_MEMORY,
-    )
-
-
 def spark_stop():
     global _session
     with _lock:

@@ -22,16 +22,16 @@ _VIEW = (
     "delivery.view_deliveryrun",
     "delivery.view_poisonentry",
     "ingest.view_messagekey",
-    "browse.view_messageindex",
-    "browse.view_failuregroup",
-    "browse.view_queuestat",
-    "browse.view_quarantineinflow",
+    "readmodels.view_messageindex",
+    "readmodels.view_failuregroup",
+    "readmodels.view_queuestat",
+    "readmodels.view_quarantineinflow",
     "decisions.view_actionrequest",
     "lakequery.view_lakequery",
 )
 # Bodies can hold personal data: reading them is its own permission, given to those who decide
 # what to do with a message (operators and approvers), not to everyone who can see metadata.
-BODY = "browse.view_body"
+BODY = "readmodels.view_body"
 # Running a lake query: by metadata; searching bodies needs BODY as well (console.lakequery).
 RUN_QUERIES = "lakequery.add_lakequery"
 _OPERATE = (*_VIEW, "ingest.add_messagekey", BODY, "decisions.add_actionrequest", RUN_QUERIES)

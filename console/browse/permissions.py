@@ -3,10 +3,10 @@ console.accounts.roles says which role holds which."""
 
 from rest_framework.permissions import BasePermission
 
-VIEW_MESSAGES = "browse.view_messageindex"
-VIEW_BODY = "browse.view_body"
-VIEW_GROUPS = "browse.view_failuregroup"
-VIEW_STATS = "browse.view_queuestat"
+VIEW_MESSAGES = "readmodels.view_messageindex"
+VIEW_BODY = "readmodels.view_body"
+VIEW_GROUPS = "readmodels.view_failuregroup"
+VIEW_STATS = "readmodels.view_queuestat"
 VIEW_QUEUES = "queues.view_queue"
 CHANGE_QUEUE = "queues.change_queue"
 

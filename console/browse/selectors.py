@@ -15,12 +15,12 @@ from django.core import signing
 from django.db.models import Q, Sum
 
 from console.browse.forms import DEFAULT_SORT, PAGE_SIZE
-from console.browse.models import FailureGroup, MessageIndex, QuarantineInflow, QueueStat
 from console.delivery.models import PoisonEntry
 from console.delivery.selectors import HISTORY_FIELDS, message_history
 from console.ingest.models import MessageKey
 from console.lake.services import lake
 from console.queues.models import POLICY_FIELDS, Queue
+from console.readmodels.models import FailureGroup, MessageIndex, QuarantineInflow, QueueStat
 from workers.engine.states import DLNG, DLVD, NDLV, STATES, is_failure
 
 log = logging.getLogger(__name__)

@@ -23,7 +23,6 @@ from console.browse.permissions import (
     VIEW_QUEUES,
     VIEW_STATS,
 )
-from console.decisions.selectors import request_waiting_count
 from console.queues.models import Queue
 from console.queues.services import queue_reenable
 
@@ -60,7 +59,6 @@ def dashboard(request):
         "inflow": selectors.inflow_chart(series),
         "inflow_total": sum(n for _, n in series),
         "chart": selectors.INFLOW_CHART,
-        "requests_waiting": request_waiting_count(user=request.user),
     }
     return render(request, "browse/dashboard.html", ctx)
 

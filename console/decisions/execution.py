@@ -34,17 +34,17 @@ from django.db.models import F, Q
 from django.utils import timezone
 
 from console.audit.services import audit_record
-from console.browse.deltas import decided_staged, read_models_apply
 from console.decisions.models import ActionChunk
 from console.decisions.models import ActionRequest as R
 from console.decisions.scope import frozen_ids, ids_hash
-from console.decisions.services import action_request_claim_for_execution
 from console.delivery.models import PoisonEntry
+from console.delivery.tasks import delivery_run_enqueue
 from console.heartbeat import Heartbeat
 from console.lake.models import LakeCommit
 from console.lake.selectors import lake_paths, lake_state_inputs
 from console.lake.services import epoch_allocate, lake, lake_commit_lock, lake_commit_record
 from console.queues.models import Queue
+from console.readmodels.deltas import decided_staged, read_models_apply
 from workers.engine import states as S
 from workers.jobs import decisions as D
 from workers.lake.schema import EVENT_SCHEMA, MESSAGE_SCHEMA
@@ -68,6 +68,37 @@ class FrozenSetChanged(Exception):
 
 def _worker_token():
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+
+
+def action_request_claim_for_execution(*, request_id, worker="", now=None):
+    """Take a request into execution, once: an APPROVED one (an approval past its expiry never
+    runs: the request is marked expired instead), or a RUNNING one whose worker's heartbeat
+    stopped (it died; its committed chunks stay committed). Returns the request if this caller
+    won it, None otherwise."""
+    now = now or timezone.now()
+    stale = now - timedelta(seconds=3 * settings.HEARTBEAT_SECONDS)
+    with transaction.atomic():
+        expired = R.objects.filter(id=request_id, status=R.APPROVED, expires_at__lte=now).update(
+            status=R.EXPIRED, finished_at=now
+        )
+        if expired:
+            audit_record(
+                actor="system",
+                action="request.expired",
+                target_type="request",
+                target_id=request_id,
+            )
+            return None
+        won = R.objects.filter(id=request_id, status=R.APPROVED, expires_at__gt=now).update(
+            status=R.RUNNING, worker=worker, started_at=now, heartbeat_at=now
+        )
+        if not won:
+            won = (
+                R.objects.filter(id=request_id, status=R.RUNNING)
+                .filter(Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=stale))
+                .update(worker=worker, heartbeat_at=now)
+            )
+    return R.objects.get(id=request_id) if won == 1 else None
 
 
 def action_request_execute(*, request_id, spark=None, sleep=time.sleep, clock=time.monotonic):
@@ -147,7 +178,7 @@ def _prepare(request, worker, spark):
     if count <= SMALL_PLAN and request.action != R.END:
         _plan_small(params, [*inputs.snapshot_paths, *inputs.event_paths])
     else:
-        from workers.spark import spark_from_settings
+        from console.spark import spark_from_settings
 
         D.run_plan(spark or spark_from_settings(), params)
     chunks = D.chunk_count(count, chunk_size=chunk_size, canary=request.canary)
@@ -514,13 +545,7 @@ def _canary_begin(request, worker, chunk):
             target_id=request.id,
             details={"canary": chunk.done},
         )
-        transaction.on_commit(_delivery_enqueue, robust=True)
-
-
-def _delivery_enqueue():
-    from workers.tasks import delivery_run_task
-
-    delivery_run_task.delay()
+        transaction.on_commit(delivery_run_enqueue, robust=True)
 
 
 def canary_outcome(request):
@@ -553,86 +578,3 @@ def canary_outcome(request):
     if done == len(reprocessed):
         return "passed", f"all {done} canary message(s) delivered"
     return "pending", f"{done} of {len(reprocessed)} canary message(s) have an outcome"
-
-
-def canary_check(request, *, now=None):
-    """Resume a request whose canary passed, stop one whose canary failed (or whose outcome
-    did not come within CANARY_TIMEOUT_SECONDS). Returns the verdict."""
-    now = now or timezone.now()
-    verdict, detail = canary_outcome(request)
-    waiting_since = ActionChunk.objects.get(request=request, index=0).committed_at
-    timed_out = verdict == "pending" and (
-        (now - waiting_since).total_seconds() > settings.CANARY_TIMEOUT_SECONDS
-    )
-    if verdict == "pending" and not timed_out:
-        return verdict
-    if timed_out:
-        verdict = "failed"
-        detail = f"no delivery outcome for the canary within {settings.CANARY_TIMEOUT_SECONDS} s"
-    with transaction.atomic():
-        if verdict == "passed":
-            # Back to RUNNING with no worker: the next execute task takes it over.
-            won = R.objects.filter(id=request.id, status=R.CANARY).update(
-                status=R.RUNNING, canary_result=detail, heartbeat_at=None
-            )
-        else:
-            won = R.objects.filter(id=request.id, status=R.CANARY).update(
-                status=R.FAILED,
-                canary_result=detail,
-                error="the canary failed: the rest of the set was not touched",
-                finished_at=now,
-            )
-        if won != 1:
-            return verdict
-        audit_record(
-            actor="system",
-            action=f"execution.canary_{verdict}",
-            target_type="request",
-            target_id=request.id,
-            details={"result": detail},
-        )
-        if verdict == "passed":
-            from console.decisions.services import execute_enqueue
-
-            transaction.on_commit(lambda: execute_enqueue(request.id), robust=True)
-    return verdict
-
-
-# --- The sweeper ----------------------------------------------------------------------------------
-
-REENQUEUE_EVERY_SECONDS = 300
-_REENQUEUED_KEY = "decisions:reenqueued:{}"
-
-
-def decisions_sweep(*, now=None):
-    """What keeps requests moving when tasks are lost (ARCHITECTURE: correctness never depends on
-    the broker): expire approvals past their time, hand approved requests that have not started
-    and running ones whose worker died to the spark worker again, and watch canaries. Returns
-    what it did, by kind."""
-    from django.core.cache import cache
-
-    from console.decisions.services import execute_enqueue
-
-    now = now or timezone.now()
-    done = {"expired": 0, "enqueued": 0, "canaries": {}}
-    for request_id in R.objects.filter(status=R.APPROVED, expires_at__lte=now).values_list(
-        "id", flat=True
-    ):
-        # The claim marks it expired and records it.
-        action_request_claim_for_execution(request_id=request_id, now=now)
-        done["expired"] += 1
-    stale = now - timedelta(seconds=3 * settings.HEARTBEAT_SECONDS)
-    waiting = now - timedelta(seconds=settings.SWEEP_INTERVAL_SECONDS)
-    lost = R.objects.filter(
-        Q(status=R.APPROVED, expires_at__gt=now)
-        & (Q(decided_at__lte=waiting) | Q(decided_at__isnull=True, created_at__lte=waiting))
-        | Q(status=R.RUNNING) & (Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=stale))
-    ).values_list("id", flat=True)
-    for request_id in lost:
-        # At most once in a while: the task may only be waiting behind a long one.
-        if cache.add(_REENQUEUED_KEY.format(request_id), 1, timeout=REENQUEUE_EVERY_SECONDS):
-            execute_enqueue(request_id)
-            done["enqueued"] += 1
-    for request in R.objects.filter(status=R.CANARY):
-        done["canaries"][request.id] = canary_check(request, now=now)
-    return done

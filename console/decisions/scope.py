@@ -13,9 +13,9 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 from django.core.exceptions import PermissionDenied
 
-from console.browse.models import MessageIndex
 from console.browse.selectors import message_queryset
 from console.lake.services import lake
+from console.readmodels.models import MessageIndex
 from workers.engine.states import NDLV
 
 SCOPE_KINDS = ("message", "selection", "group", "filter", "lake_query")

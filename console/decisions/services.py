@@ -10,12 +10,12 @@ from datetime import timedelta
 from django.conf import settings
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
-from django.db.models import Q
 from django.utils import timezone
 
 from console.audit.services import audit_record
 from console.decisions.models import ActionRequest as R
 from console.decisions.scope import scope_freeze
+from console.decisions.tasks import execute_enqueue
 from console.queues.models import Queue
 
 MAX_CANARY = 10_000
@@ -207,37 +207,6 @@ def action_request_withdraw(*, actor, request, comment=""):
     return request
 
 
-def action_request_claim_for_execution(*, request_id, worker="", now=None):
-    """Take a request into execution, once: an APPROVED one (an approval past its expiry never
-    runs: the request is marked expired instead), or a RUNNING one whose worker's heartbeat
-    stopped (it died; its committed chunks stay committed). Returns the request if this caller
-    won it, None otherwise."""
-    now = now or timezone.now()
-    stale = now - timedelta(seconds=3 * settings.HEARTBEAT_SECONDS)
-    with transaction.atomic():
-        expired = R.objects.filter(id=request_id, status=R.APPROVED, expires_at__lte=now).update(
-            status=R.EXPIRED, finished_at=now
-        )
-        if expired:
-            audit_record(
-                actor="system",
-                action="request.expired",
-                target_type="request",
-                target_id=request_id,
-            )
-            return None
-        won = R.objects.filter(id=request_id, status=R.APPROVED, expires_at__gt=now).update(
-            status=R.RUNNING, worker=worker, started_at=now, heartbeat_at=now
-        )
-        if not won:
-            won = (
-                R.objects.filter(id=request_id, status=R.RUNNING)
-                .filter(Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=stale))
-                .update(worker=worker, heartbeat_at=now)
-            )
-    return R.objects.get(id=request_id) if won == 1 else None
-
-
 def action_request_cancel(*, actor, request, comment=""):
     """Stop a request that was approved: at once if it is not executing (approved and not yet
     started, or waiting for its canary); otherwise the execution stops before its next chunk
@@ -265,11 +234,3 @@ def action_request_cancel(*, actor, request, comment=""):
         )
     request.refresh_from_db()
     return request
-
-
-def execute_enqueue(request_id):
-    """Hand an approved request to the spark worker. A lost task is found again by the
-    decisions sweeper, so the broker being down loses nothing."""
-    from workers.tasks import action_request_execute_task
-
-    action_request_execute_task.delay(request_id)

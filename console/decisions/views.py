@@ -19,7 +19,6 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from console.audit.services import audit_record
 from console.browse import selectors as browse_selectors
 from console.browse.body import body_render
-from console.browse.models import MessageIndex
 from console.browse.permissions import VIEW_BODY, VIEW_MESSAGES
 from console.decisions import selectors
 from console.decisions.forms import (
@@ -46,6 +45,7 @@ from console.decisions.services import (
     action_request_withdraw,
 )
 from console.lake.services import lake
+from console.readmodels.models import MessageIndex
 
 VIEW_REQUESTS = "decisions.view_actionrequest"
 # A body larger than this is not put in a textarea; edit it through the API.

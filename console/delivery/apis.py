@@ -13,7 +13,7 @@ from console.browse.selectors import message_detail
 
 class CanViewMessages(BasePermission):
     def has_permission(self, request, view):
-        return bool(request.user and request.user.has_perm("browse.view_messageindex"))
+        return bool(request.user and request.user.has_perm("readmodels.view_messageindex"))
 
 
 class _EventSerializer(serializers.Serializer):

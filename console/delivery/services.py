@@ -65,8 +65,8 @@ def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, s
 
     Returns the DeliveryRun, or None when another run is in progress. `now` and `fixed_clock`
     let tests and simulations choose the time the run happens at."""
+    from console.spark import spark_from_settings
     from workers.jobs.delivery import DeliveryParams, run_delivery
-    from workers.spark import spark_from_settings
 
     enabled = list(Queue.objects.filter(enabled=True).values_list("name", flat=True))
     if queues:

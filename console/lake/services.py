@@ -5,6 +5,7 @@ from django.conf import settings
 from django.db import transaction
 
 from console.lake.models import Epoch, LakeCommit
+from console.lake.signals import events_to_fold
 from workers.lake.store import Lake
 
 LAKE_COMMIT_LOCK = 0x4C414B45  # an arbitrary, fixed advisory-lock key for lake commits
@@ -56,16 +57,10 @@ def lake_commit_record(
         views_applied=views_applied,
     )
     if dataset == "events" and not views_applied:
-        # New events change what the console shows: refresh its read models once they are
-        # visible. robust: a broker that is down must not fail a commit that already happened.
-        transaction.on_commit(_refresh_enqueue, robust=True)
+        # New events change what the console shows: its read models are refreshed once they
+        # are visible (console.browse listens).
+        events_to_fold.send(sender=LakeCommit, commit=commit)
     return commit
-
-
-def _refresh_enqueue():
-    from console.browse.services import browse_refresh_enqueue
-
-    browse_refresh_enqueue()
 
 
 def lake_commits_retire(*, ids):
@@ -77,8 +72,8 @@ def lake_state_compact_if_due(*, force=False, spark=None):
     """Fold the newest snapshot and the event commits after it into a new state snapshot, and
     swap it in with one transaction. Returns the new snapshot's commit, or None."""
     from console.lake.selectors import lake_state_inputs
+    from console.spark import spark_from_settings
     from workers.jobs.state import extract_state
-    from workers.spark import spark_from_settings
 
     inputs = lake_state_inputs()
     if not inputs.event_paths:

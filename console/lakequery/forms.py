@@ -1,5 +1,5 @@
 """The form that starts a lake query on its page. It only shapes what a person typed into
-criteria; console.lakequery.services checks them (the API sends the same criteria)."""
+criteria; console.lakequery.criteria checks them (the API sends the same criteria)."""
 
 import re
 

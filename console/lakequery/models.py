@@ -17,7 +17,7 @@ class LakeQuery(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
-    # As cleaned by console.lakequery.services.lake_query_criteria_clean (JSON: times as text).
+    # As cleaned by console.lakequery.criteria.lake_query_criteria_clean (JSON: times as text).
     criteria = models.JSONField()
     # The criteria read bodies: seeing the query (and which messages it found) needs the
     # permission to read bodies too.

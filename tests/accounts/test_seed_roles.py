@@ -15,16 +15,16 @@ VIEW = {
     "delivery.view_deliveryrun",
     "delivery.view_poisonentry",
     "ingest.view_messagekey",
-    "browse.view_messageindex",
-    "browse.view_failuregroup",
-    "browse.view_queuestat",
-    "browse.view_quarantineinflow",
+    "readmodels.view_messageindex",
+    "readmodels.view_failuregroup",
+    "readmodels.view_queuestat",
+    "readmodels.view_quarantineinflow",
     "decisions.view_actionrequest",
     "lakequery.view_lakequery",
 }
 OPERATE = VIEW | {
     "ingest.add_messagekey",
-    "browse.view_body",
+    "readmodels.view_body",
     "decisions.add_actionrequest",
     "lakequery.add_lakequery",
 }

@@ -8,10 +8,10 @@ import pytest
 from django.test import Client
 from rest_framework.test import APIClient
 
-from console.browse.models import FailureGroup, MessageIndex, QuarantineInflow, QueueStat
 from console.ingest.models import MessageKey
 from console.ingest.services import messages_ingest
 from console.queues.models import Queue
+from console.readmodels.models import FailureGroup, MessageIndex, QuarantineInflow, QueueStat
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 

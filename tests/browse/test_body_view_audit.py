@@ -8,8 +8,8 @@ from django.urls import reverse
 
 from console.audit.models import AuditEntry
 from console.audit.selectors import audit_verify
-from console.browse.models import MessageIndex
 from console.ingest.models import MessageKey
+from console.readmodels.models import MessageIndex
 from tests.browse.conftest import api, login
 
 

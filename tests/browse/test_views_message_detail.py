@@ -9,9 +9,9 @@ import pytest
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from console.browse.models import MessageIndex
 from console.ingest.models import MessageKey
 from console.lake.models import LakeCommit
+from console.readmodels.models import MessageIndex
 from tests.browse.conftest import api, login
 
 

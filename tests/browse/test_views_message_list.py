@@ -66,7 +66,7 @@ def _expected(rows, sort):
 
 @pytest.mark.parametrize("sort", SORTS)
 def test_pages_follow_each_other_without_overlap_or_gap_under_ties(many, sort):
-    from console.browse.models import MessageIndex
+    from console.readmodels.models import MessageIndex
 
     ids, pages = _walk({}, sort, 50)
 

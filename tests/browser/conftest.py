@@ -139,8 +139,8 @@ def refresh(engine):
     """One refresh of the console's read models from the lake."""
 
     def refresh():
-        from console.browse.services import browse_refresh
+        from console.readmodels.services import read_models_refresh
 
-        return browse_refresh(spark=engine.spark)
+        return read_models_refresh(spark=engine.spark)
 
     return refresh

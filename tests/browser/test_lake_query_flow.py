@@ -7,8 +7,8 @@ as the Celery task would call it."""
 
 import pytest
 
+from console.lakequery.execution import lake_query_run
 from console.lakequery.models import LakeQuery
-from console.lakequery.services import lake_query_run
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -7,11 +7,11 @@ from datetime import UTC, datetime, timedelta
 import pyarrow as pa
 import pytest
 
-from console.browse.models import MessageIndex
 from console.decisions.services import Action, action_request_approve, action_request_create
 from console.lake.models import LakeCommit
 from console.lake.services import lake
 from console.queues.models import Queue
+from console.readmodels.models import MessageIndex
 from tests.browse.conftest import Index
 from workers.lake.schema import NOTIFICATION_SCHEMA
 

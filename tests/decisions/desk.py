@@ -4,13 +4,13 @@ as the console and the API do."""
 
 import pyarrow.compute as pc
 
-from console.browse.models import MessageIndex
-from console.browse.services import browse_refresh
 from console.decisions.execution import action_request_execute
 from console.decisions.services import Action, action_request_approve, action_request_create
 from console.lake.models import LakeCommit
 from console.lake.services import lake
 from console.queues.models import Queue
+from console.readmodels.models import MessageIndex
+from console.readmodels.services import read_models_refresh
 from tests.delivery.conftest import Engine
 
 
@@ -23,7 +23,7 @@ class Desk(Engine):
         return Queue.objects.filter(name=name).exists()
 
     def refresh(self, *, full=False):
-        return browse_refresh(full=full, spark=self.spark)
+        return read_models_refresh(full=full, spark=self.spark)
 
     def quarantine(self, queue, bodies, **fields):
         """Ingest and deliver until idle, then index: the ids given end NDLV if their handler

@@ -8,17 +8,17 @@ from django.utils import timezone
 
 from console.audit.models import AuditEntry
 from console.audit.selectors import audit_verify
-from console.browse.models import MessageIndex
+from console.decisions.execution import action_request_claim_for_execution
 from console.decisions.models import ActionRequest
 from console.decisions.scope import frozen_ids, frozen_intact, ids_digest
 from console.decisions.services import (
     Action,
     action_request_approve,
-    action_request_claim_for_execution,
     action_request_create,
     action_request_reject,
     action_request_withdraw,
 )
+from console.readmodels.models import MessageIndex
 
 T0 = timezone.now().replace(microsecond=0)
 

@@ -10,14 +10,14 @@ from django.utils import timezone
 
 from console.audit.models import AuditEntry
 from console.audit.selectors import audit_verify
-from console.browse.models import FailureGroup, MessageIndex, QueueStat
-from console.decisions.execution import decisions_sweep
 from console.decisions.models import ActionChunk, ActionRequest
 from console.decisions.services import action_request_cancel
+from console.decisions.tasks import decisions_sweep_task
 from console.delivery.models import PoisonEntry
 from console.lake.models import LakeCommit
 from console.lake.services import lake
 from console.queues.models import Queue
+from console.readmodels.models import FailureGroup, MessageIndex, QueueStat
 from tests.decisions.desk import make_desk
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -244,9 +244,9 @@ def test_a_canary_that_is_delivered_lets_the_rest_go(desk):
 
     assert (request.status, request.done) == ("canary", 2)
     assert sorted(desk.state(i)["state"] for i in ids) == ["NDLV"] * 3 + ["TBDL"] * 2
-    assert decisions_sweep()["canaries"] == {request.id: "pending"}
+    assert decisions_sweep_task()["canaries"] == {request.id: "pending"}
     desk.deliver()
-    assert decisions_sweep()["canaries"] == {request.id: "passed"}
+    assert decisions_sweep_task()["canaries"] == {request.id: "passed"}
     request = desk.execute(request)
     assert (request.status, request.done) == ("done", 5)
     assert "2 canary message(s) delivered" in request.canary_result
@@ -256,7 +256,7 @@ def test_a_canary_that_fails_again_stops_the_request_and_leaves_the_rest(desk):
     ids = quarantined(desk, 5)
     request = desk.execute(desk.request({"kind": "selection", "ids": ids}, canary=1))
     desk.deliver()
-    assert decisions_sweep()["canaries"] == {request.id: "failed"}
+    assert decisions_sweep_task()["canaries"] == {request.id: "failed"}
     request.refresh_from_db()
     assert request.status == "failed"
     assert "failed again: permanent failure" in request.canary_result
@@ -282,7 +282,7 @@ def test_a_worker_that_died_mid_request_is_taken_over_and_no_chunk_is_decided_tw
     ActionRequest.objects.filter(id=request.id).update(
         heartbeat_at=timezone.now() - timedelta(minutes=5)
     )
-    assert decisions_sweep()["enqueued"] == 1
+    assert decisions_sweep_task()["enqueued"] == 1
     request = desk.execute(request, sleep=lambda s: None)
     assert (request.status, request.done, request.chunks_done) == ("done", 6, 3)
     assert Counter(e["message_id"] for e in desk.decision_events(request.id)) == Counter(ids)

@@ -552,7 +552,7 @@ def test_the_progress_script_sets_values_as_text_and_uses_no_inline_html():
 
 @pytest.fixture
 def hostile_request(quarantine, personas, requests):
-    from console.browse.models import MessageIndex
+    from console.readmodels.models import MessageIndex
 
     MessageIndex.objects.filter(message_id="m-01").update(reason=PAYLOAD, group_id=SVG)
     request = requests.make(
@@ -600,7 +600,7 @@ def test_hostile_comments_reasons_and_codes_are_shown_as_text(hostile_request, p
 
 
 def test_hostile_ids_in_a_selection_link_to_their_messages(quarantine, personas):
-    from console.browse.models import MessageIndex
+    from console.readmodels.models import MessageIndex
 
     evil = f'm/{SCRIPT}"?#{ATTR}'
     MessageIndex.objects.filter(message_id="m-05").update(message_id=evil)

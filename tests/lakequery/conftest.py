@@ -281,8 +281,8 @@ def done_query(requester, rows, *, criteria=None, files=1, scanned=None):
     from django.utils import timezone
 
     from console.lake.services import lake
+    from console.lakequery.criteria import criteria_read_bodies
     from console.lakequery.models import LakeQuery
-    from console.lakequery.services import criteria_read_bodies
 
     criteria = criteria or {"states": ["NDLV"]}
     store = lake()

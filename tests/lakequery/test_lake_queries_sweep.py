@@ -8,17 +8,14 @@ import pytest
 from django.utils import timezone
 
 from console.audit.models import AuditEntry
+from console.lakequery.execution import MAX_ATTEMPTS, lake_queries_sweep
 from console.lakequery.models import LakeQuery
-from console.lakequery.services import MAX_ATTEMPTS, lake_queries_sweep
 
 
 @pytest.fixture
-def delays(monkeypatch):
-    calls = []
-    from workers.tasks import lake_query_task
-
-    monkeypatch.setattr(lake_query_task, "delay", lambda *a, **k: calls.append(a[0]))
-    return calls
+def delays():
+    """What the sweeper hands to the broker, in order."""
+    return []
 
 
 @pytest.fixture
@@ -48,7 +45,7 @@ def test_a_query_queued_over_a_minute_ago_is_handed_over_again(make, delays, now
     lost = make(enqueued=61)
     make(enqueued=30)  # its task may still be on its way
 
-    assert lake_queries_sweep(now=now) == [lost.id]
+    assert lake_queries_sweep(enqueue=delays.append, now=now) == [lost.id]
     assert delays == [lost.id]
     assert LakeQuery.objects.get(id=lost.id).enqueued_at == now
 
@@ -58,16 +55,16 @@ def test_a_running_query_whose_heartbeat_stopped_is_handed_over_again(make, dela
     dead = make(LakeQuery.RUNNING, enqueued=600, heartbeat=beat + 1, attempts=1)
     make(LakeQuery.RUNNING, enqueued=600, heartbeat=beat - 1, attempts=1)
 
-    assert lake_queries_sweep(now=now) == [dead.id]
+    assert lake_queries_sweep(enqueue=delays.append, now=now) == [dead.id]
     assert delays == [dead.id]
 
 
 def test_a_query_is_handed_over_at_most_once_a_minute(make, delays, now):
     lost = make(enqueued=61)
-    lake_queries_sweep(now=now)
+    lake_queries_sweep(enqueue=delays.append, now=now)
 
-    assert lake_queries_sweep(now=now + timedelta(seconds=59)) == []
-    assert lake_queries_sweep(now=now + timedelta(seconds=61)) == [lost.id]
+    assert lake_queries_sweep(enqueue=delays.append, now=now + timedelta(seconds=59)) == []
+    assert lake_queries_sweep(enqueue=delays.append, now=now + timedelta(seconds=61)) == [lost.id]
     assert delays == [lost.id, lost.id]
 
 
@@ -75,7 +72,7 @@ def test_a_query_is_handed_over_at_most_once_a_minute(make, delays, now):
 def test_finished_queries_are_left_alone(make, delays, now, status):
     make(status, enqueued=3600, heartbeat=3600)
 
-    assert lake_queries_sweep(now=now) == []
+    assert lake_queries_sweep(enqueue=delays.append, now=now) == []
     assert delays == []
 
 
@@ -87,7 +84,7 @@ def test_a_query_whose_worker_died_each_time_is_given_up(make, delays, now, sett
         attempts=MAX_ATTEMPTS,
     )
 
-    assert lake_queries_sweep(now=now) == []
+    assert lake_queries_sweep(enqueue=delays.append, now=now) == []
     doomed.refresh_from_db()
     assert doomed.status == LakeQuery.FAILED
     assert doomed.error.startswith(
@@ -97,16 +94,13 @@ def test_a_query_whose_worker_died_each_time_is_given_up(make, delays, now, sett
     assert (entry.action, entry.details["status"]) == ("lake_query.finished", "failed")
 
 
-def test_a_broker_that_is_down_leaves_the_query_for_the_next_sweep(make, now, monkeypatch):
-    from workers.tasks import lake_query_task
-
-    def down(*args, **kwargs):
+def test_a_broker_that_is_down_leaves_the_query_for_the_next_sweep(make, now):
+    def down(query_id):
         raise ConnectionError("broker unreachable")
 
-    monkeypatch.setattr(lake_query_task, "delay", down)
     lost = make(enqueued=61)
 
-    assert lake_queries_sweep(now=now) == []
+    assert lake_queries_sweep(enqueue=down, now=now) == []
     assert LakeQuery.objects.get(id=lost.id).status == LakeQuery.QUEUED
 
 
@@ -119,3 +113,14 @@ def test_the_tasks_are_routed_and_the_sweep_is_scheduled_with_the_lease_sweep(se
     assert entry["task"] == "workers.tasks.lake_queries_sweep_task"
     assert entry["schedule"] == app.conf.beat_schedule["sweep-leases"]["schedule"]
     assert entry["schedule"] == float(settings.SWEEP_INTERVAL_SECONDS)
+
+
+def test_the_sweep_task_hands_lost_queries_to_the_spark_workers_task(make, monkeypatch):
+    from console.lakequery.tasks import lake_queries_sweep_task, lake_query_task
+
+    sent = []
+    monkeypatch.setattr(lake_query_task, "delay", lambda query_id: sent.append(query_id))
+    lost = make(enqueued=61)
+
+    assert lake_queries_sweep_task() == 1
+    assert sent == [lost.id]

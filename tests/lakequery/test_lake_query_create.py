@@ -16,7 +16,7 @@ BEHIND = timezone(timedelta(hours=-5))
 @pytest.fixture
 def delays(monkeypatch):
     calls = []
-    from workers.tasks import lake_query_task
+    from console.lakequery.tasks import lake_query_task
 
     monkeypatch.setattr(lake_query_task, "delay", lambda *a, **k: calls.append(a))
     return calls

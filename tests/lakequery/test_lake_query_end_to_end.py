@@ -4,12 +4,13 @@ holds only the ones quarantined now."""
 
 import pytest
 
-from console.browse.models import MessageIndex
-from console.browse.services import browse_refresh
 from console.decisions.scope import frozen_ids, scope_freeze
+from console.lakequery.execution import lake_query_run
 from console.lakequery.models import LakeQuery
 from console.lakequery.selectors import lake_query_result_ids
-from console.lakequery.services import lake_query_create, lake_query_run
+from console.lakequery.services import lake_query_create
+from console.readmodels.models import MessageIndex
+from console.readmodels.services import read_models_refresh
 from tests.delivery.conftest import Engine
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -35,7 +36,7 @@ def test_a_query_finds_every_message_and_scopes_only_the_quarantined(engine, per
     )
     engine.ingest("orders", {"other": "permanent"}, sender="else@example.test")
     engine.deliver()
-    browse_refresh(spark=engine.spark)
+    read_models_refresh(spark=engine.spark)
     assert set(MessageIndex.objects.values_list("message_id", flat=True)) == {
         "bad-1",
         "bad-2",

@@ -11,16 +11,11 @@ from django.utils import timezone
 
 from console.audit.models import AuditEntry
 from console.audit.selectors import audit_verify
-from console.lakequery import services
+from console.lakequery import execution
+from console.lakequery.execution import QueryHeartbeat, job_group_progress, lake_query_run
 from console.lakequery.models import LakeQuery
 from console.lakequery.selectors import lake_query_results
-from console.lakequery.services import (
-    QueryHeartbeat,
-    job_group_progress,
-    lake_query_cancel,
-    lake_query_create,
-    lake_query_run,
-)
+from console.lakequery.services import lake_query_cancel, lake_query_create
 
 
 @pytest.fixture
@@ -222,7 +217,7 @@ def test_progress_is_completed_tasks_over_all_tasks_of_the_groups_jobs():
 def test_the_heartbeat_writes_progress_and_cancels_spark_when_the_query_is_cancelled(
     lake_ready, personas, monkeypatch
 ):
-    monkeypatch.setattr(services, "PROGRESS_SECONDS", 0.05)
+    monkeypatch.setattr(execution, "PROGRESS_SECONDS", 0.05)
     query = create(personas, queues=["orders"])
     LakeQuery.objects.filter(id=query.id).update(
         status=LakeQuery.RUNNING, worker="me", heartbeat_at=timezone.now()

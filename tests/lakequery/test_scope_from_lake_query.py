@@ -8,11 +8,11 @@ import pytest
 from django.core.exceptions import PermissionDenied
 from django.utils import timezone
 
-from console.browse.models import MessageIndex
 from console.decisions import scope as scope_module
 from console.decisions.scope import ScopeError, frozen_ids, ids_digest, scope_freeze
 from console.decisions.services import Action, action_request_create
 from console.lakequery.models import LakeQuery
+from console.readmodels.models import MessageIndex
 from tests.lakequery.conftest import done_query, result_row
 
 T0 = timezone.now().replace(microsecond=0)

@@ -13,12 +13,12 @@ from django.utils import timezone
 
 from console.audit.models import AuditEntry
 from console.audit.selectors import audit_verify
-from console.browse.models import MessageIndex
-from console.decisions.execution import decisions_sweep
 from console.decisions.models import ActionRequest
 from console.decisions.scope import frozen_ids
+from console.decisions.tasks import decisions_sweep_task
 from console.lake.models import LakeCommit
 from console.lake.services import lake
+from console.readmodels.models import MessageIndex
 from tests.decisions.desk import make_desk, quarantine_directly
 from tests.delivery.conftest import T0
 from tests.processes.conftest import wait_for
@@ -62,7 +62,7 @@ def test_a_bulk_reprocess_survives_a_killed_spark_worker_and_decides_each_messag
     ActionRequest.objects.filter(id=request.id).update(
         heartbeat_at=timezone.now() - timedelta(seconds=10)
     )
-    assert decisions_sweep()["enqueued"] == 1
+    assert decisions_sweep_task()["enqueued"] == 1
 
     def finished():
         request.refresh_from_db()

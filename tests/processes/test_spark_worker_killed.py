@@ -9,12 +9,12 @@ from django.utils import timezone
 from console.browse.selectors import message_detail
 from console.delivery.models import DeliveryRun
 from console.delivery.services import leases_sweep
+from console.delivery.tasks import delivery_run_task
 from console.ingest.services import messages_ingest
 from console.queues.models import Queue
 from tests.processes.conftest import wait_for
 from workers.celery import app
 from workers.engine import states as S
-from workers.tasks import delivery_run_task
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -13,7 +13,7 @@ Bodies are bytes. The text criteria (contains, regular expression, JSON path) se
 as UTF-8; a body that is not valid UTF-8 (a binary one) matches none of them. A regular
 expression is Java's (Spark's rlike), matched anywhere in the body (find, not a whole match).
 
-No Django here: the task passes paths and criteria (console.lakequery.services).
+No Django here: the task passes paths and criteria (console.lakequery.execution).
 """
 
 import json
@@ -51,7 +51,7 @@ class QueryRefused(ValueError):
 @dataclass(frozen=True)
 class Criteria:
     """What a query looks for; every criterion that is set must hold. Checked by the console
-    before it gets here (console.lakequery.services.lake_query_criteria_clean)."""
+    before it gets here (console.lakequery.criteria.lake_query_criteria_clean)."""
 
     queues: tuple = ()  # current queue, one of
     states: tuple = ()  # current state, one of

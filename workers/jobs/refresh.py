@@ -9,9 +9,9 @@ transform: one row per affected message with its current state and failures (`su
   (`group_rows`); every queue's counts by state (`queue_counts`); and the messages that entered
   NDLV per queue and hour in the new commits (`quarantine_inflow`).
 load: Parquet files in a staging directory, read back in record batches by the task
-  (console.browse.services), which loads the console DB in bulk and removes the directory.
+  (console.readmodels.services), which loads the console DB in bulk and removes the directory.
 
-No Django here: the task passes paths and flags. Column lengths mirror console.browse.models.
+No Django here: the task passes paths and flags. Column lengths mirror console.readmodels.models.
 """
 
 from dataclasses import dataclass
@@ -29,7 +29,7 @@ from workers.jobs.state import extract_events, extract_messages
 FAILED_FROM = S.DLNG
 FAILED_TO = tuple(sorted(S.FAILED_TO))
 REASON_MAX = 500
-# CharField lengths of console.browse.models: PostgreSQL refuses a longer value.
+# CharField lengths of console.readmodels.models: PostgreSQL refuses a longer value.
 LENGTHS = {"exception_type": 200, "sender": 300, "conversation_id": 200, "content_type": 200}
 
 INDEX_COLUMNS = [

@@ -18,7 +18,7 @@ import pyarrow.csv as pacsv
 from django.db import connection
 from django.utils import timezone
 
-from console.browse.models import FailureGroup, MessageIndex, QueueStat
+from console.readmodels.models import FailureGroup, MessageIndex, QueueStat
 
 STAGED = "decided_messages"
 

@@ -23,45 +23,25 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.dataset as pads
 from django.conf import settings
-from django.core.cache import cache
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from console.browse.models import (
+from console.heartbeat import Heartbeat
+from console.lake.models import LakeCommit
+from console.lake.selectors import lake_paths
+from console.lake.services import lake, lake_commit_lock
+from console.lake.signals import events_to_fold
+from console.readmodels.models import (
     FailureGroup,
     MessageIndex,
     QuarantineInflow,
     QueueStat,
     RefreshRun,
 )
-from console.heartbeat import Heartbeat
-from console.lake.models import LakeCommit
-from console.lake.selectors import lake_paths
-from console.lake.services import lake, lake_commit_lock
 
 log = logging.getLogger(__name__)
 
 BATCH_ROWS = 10_000
-# Commits closer together than this ask for one refresh between them, not one each: a burst of
-# API ingests must not queue thousands of Spark jobs ahead of the delivery runs. Beat's periodic
-# refresh picks up whatever a skipped request would have.
-ENQUEUE_DEBOUNCE_SECONDS = 2
-_ENQUEUED_KEY = "browse:refresh-enqueued"
-
-
-# --- Triggering ---------------------------------------------------------------------------------
-
-
-def browse_refresh_enqueue():
-    """Ask the spark worker for a refresh. Called on commit of every events commit (see
-    console.lake.services.lake_commit_record); a no-op when REFRESH_ON_COMMIT is off."""
-    if not settings.REFRESH_ON_COMMIT:
-        return
-    if not cache.add(_ENQUEUED_KEY, 1, timeout=ENQUEUE_DEBOUNCE_SECONDS):
-        return
-    from workers.tasks import browse_refresh_task
-
-    browse_refresh_task.delay()
 
 
 # --- The refresh --------------------------------------------------------------------------------
@@ -108,14 +88,14 @@ def _run_fail(run, error):
     )
 
 
-def browse_refresh(*, full=False, spark=None):
+def read_models_refresh(*, full=False, spark=None):
     """Fold the events commits made since the last refresh (all of them when `full`, or when
     nothing was ever refreshed) into the read models.
 
     Returns the committed RefreshRun; None when there was nothing new, or when another refresh
     holds the lock (the next tick of beat comes back for what it leaves)."""
+    from console.spark import spark_from_settings
     from workers.jobs.refresh import RefreshParams, run_refresh
-    from workers.spark import spark_from_settings
 
     cursor = _cursor()
     full = full or cursor is None
@@ -257,7 +237,7 @@ def _applied_meanwhile_refold(upto):
     if upto is not None:
         meanwhile = meanwhile.filter(id__gt=upto)
     if meanwhile.update(views_applied=False):
-        transaction.on_commit(browse_refresh_enqueue, robust=True)
+        events_to_fold.send(sender=RefreshRun)
 
 
 def _temp_tables_create(cursor):

@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from console.browse.services import browse_refresh
+from console.readmodels.services import read_models_refresh
 
 
 class Command(BaseCommand):
@@ -14,7 +14,7 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, full=False, **options):
-        run = browse_refresh(full=full)
+        run = read_models_refresh(full=full)
         if run is None:
             if full:
                 raise CommandError("another refresh is in progress; try again later")

@@ -232,7 +232,7 @@ def test_quarantine_inflow_counts_events_entering_ndlv_per_queue_and_hour(spark)
 
 
 def test_the_job_writes_the_failure_group_columns_the_loader_reads():
-    from console.browse.services import GROUP_FIELDS
+    from console.readmodels.services import GROUP_FIELDS
     from workers.jobs.refresh import GROUP_COLUMNS
 
     assert list(GROUP_COLUMNS) == GROUP_FIELDS

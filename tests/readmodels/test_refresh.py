@@ -1,5 +1,5 @@
 """The refresh of the read models, end to end: real ingest, real delivery runs on the real Spark
-session, then `browse_refresh`, and the read models compared with what the lake says."""
+session, then `read_models_refresh`, and the read models compared with what the lake says."""
 
 from datetime import UTC, datetime, timedelta
 
@@ -8,16 +8,16 @@ import pytest
 from django.core.management import call_command
 from django.db import transaction
 
-from console.browse.models import (
+from console.lake.models import LakeCommit
+from console.lake.services import epoch_allocate, lake, lake_commit_record
+from console.readmodels.models import (
     FailureGroup,
     MessageIndex,
     QuarantineInflow,
     QueueStat,
     RefreshRun,
 )
-from console.browse.services import browse_refresh
-from console.lake.models import LakeCommit
-from console.lake.services import epoch_allocate, lake, lake_commit_record
+from console.readmodels.services import read_models_refresh
 from tests.delivery.conftest import T0, Engine
 from workers.lake.schema import EVENT_SCHEMA
 
@@ -31,7 +31,7 @@ def engine(transactional_db, lake_root, spark, settings):
 
 
 def refresh(engine, *, full=False):
-    return browse_refresh(full=full, spark=engine.spark)
+    return read_models_refresh(full=full, spark=engine.spark)
 
 
 def index_rows():

@@ -16,7 +16,7 @@ def orders(db, lake_root):
 @pytest.fixture
 def delays(monkeypatch):
     calls = []
-    from workers.tasks import browse_refresh_task
+    from console.readmodels.tasks import browse_refresh_task
 
     monkeypatch.setattr(browse_refresh_task, "delay", lambda *a, **k: calls.append((a, k)))
     return calls

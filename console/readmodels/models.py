@@ -1,6 +1,7 @@
-"""The console's read models. Spark refreshes them from the lake (console.browse.services,
-workers.jobs.refresh); the screens and the API read them, and never the lake, except for one
-message's body and history on its detail page."""
+"""The console's read models: what the screens show, kept current from the lake by the refresh
+(console.readmodels.services, the Spark job workers.jobs.refresh) and by the decisions' own
+chunks (console.readmodels.deltas). The screens and the API (console.browse) read them, and never
+the lake, except for one message's body and history on its detail page."""
 
 from django.db import models
 from django.db.models import Q

@@ -1,0 +1,40 @@
+"""The decisions' Celery tasks: thin, each calls console.decisions.execution or the sweeper.
+
+Task names are kept from when every task lived in workers.tasks: the routes and beat's schedule
+(workers.celery) and tasks already waiting in a broker name them so."""
+
+from celery import shared_task
+
+from console.decisions.execution import action_request_execute
+from console.decisions.sweeper import decisions_sweep
+
+
+@shared_task(
+    name="workers.tasks.action_request_execute_task",
+    soft_time_limit=3300,
+    time_limit=3600,
+    ignore_result=True,
+)
+def action_request_execute_task(request_id):
+    """Carry out an approved action request on the spark worker, chunk by chunk. Idempotent: a
+    duplicate task finds the request taken (or its chunks committed) and does nothing; a lost
+    one is re-enqueued by the decisions sweeper."""
+    action_request_execute(request_id=request_id)
+
+
+@shared_task(
+    name="workers.tasks.decisions_sweep_task",
+    soft_time_limit=240,
+    time_limit=300,
+    ignore_result=True,
+)
+def decisions_sweep_task():
+    """Expire approvals, re-enqueue requests whose task was lost or whose worker died, and
+    watch canaries. Returns what it did."""
+    return decisions_sweep(enqueue=execute_enqueue)
+
+
+def execute_enqueue(request_id):
+    """Hand an approved request to the spark worker. A lost task is found again by the
+    decisions sweeper, so the broker being down loses nothing."""
+    action_request_execute_task.delay(request_id)

@@ -1,0 +1,39 @@
+"""The delivery engine's Celery tasks: thin, each calls console.delivery.services.
+
+Task names are kept from when every task lived in workers.tasks: the routes and beat's schedule
+(workers.celery) and tasks already waiting in a broker name them so. None of these retries on its
+own: beat enqueues them again soon, and the work they do is idempotent (a run claims only what
+is due; a sweep recovers a dead run once)."""
+
+from celery import shared_task
+
+from console.delivery.services import delivery_run, leases_sweep
+from console.lake.services import lake_state_compact_if_due
+
+
+@shared_task(
+    name="workers.tasks.delivery_run_task",
+    soft_time_limit=3300,
+    time_limit=3600,
+    ignore_result=True,
+)
+def delivery_run_task(queues=None):
+    """One delivery run on the spark worker. Returns the run's id, or None when another run was
+    in progress (beat will try again at the next tick)."""
+    run = delivery_run(queues=queues)
+    if run is not None:
+        lake_state_compact_if_due()
+    return run.id if run else None
+
+
+@shared_task(
+    name="workers.tasks.sweep_leases_task", soft_time_limit=240, time_limit=300, ignore_result=True
+)
+def sweep_leases_task():
+    """R7: recover what dead delivery runs held. Returns how many messages were recovered."""
+    return leases_sweep()
+
+
+def delivery_run_enqueue():
+    """Ask the spark worker for a delivery run now rather than at beat's next tick."""
+    delivery_run_task.delay()

@@ -1,0 +1,19 @@
+"""The lake's Celery task: state compaction on the spark worker.
+
+Its name is kept from when every task lived in workers.tasks: the routes (workers.celery) and
+tasks already waiting in a broker name it so."""
+
+from celery import shared_task
+
+from console.lake.services import lake_state_compact_if_due
+
+
+@shared_task(
+    name="workers.tasks.lake_compact_task",
+    soft_time_limit=1700,
+    time_limit=1800,
+    ignore_result=True,
+)
+def lake_compact_task():
+    """Fold event commits into a new state snapshot when enough have piled up."""
+    return lake_state_compact_if_due()

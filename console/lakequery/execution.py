@@ -1,0 +1,292 @@
+"""Running lake queries on the spark worker (the Spark job of workers.jobs.lake_query), and the
+sweeper that finds lost ones.
+
+A query keeps its state in its row. It is claimed with a conditional update (QUEUED -> RUNNING,
+or a RUNNING one whose heartbeat stopped), holds a heartbeat while Spark works, and records its
+result in one transaction that succeeds only for the claim that still holds it. Its result is a
+new lake directory that nothing points at until that transaction names it, so a run that dies or
+loses its claim leaves nothing visible. Tasks may be lost: the sweeper hands queued and dead
+queries to the broker again, and a duplicate task finds its query taken and does nothing.
+"""
+
+import logging
+import os
+import shutil
+import socket
+import uuid
+from datetime import timedelta
+
+from django.conf import settings
+from django.db import DatabaseError, connection, transaction
+from django.db.models import F, Q
+from django.utils import timezone
+
+from console.audit.services import audit_record
+from console.heartbeat import Heartbeat
+from console.lake.selectors import lake_paths, lake_state_inputs
+from console.lake.services import lake
+from console.lakequery.criteria import job_criteria
+from console.lakequery.models import LakeQuery
+
+log = logging.getLogger(__name__)
+
+# The sweeper hands a query to the broker again when it has waited this long since it last did.
+REENQUEUE_AFTER = timedelta(minutes=1)
+# A query whose worker died this many times is given up: it may be what kills the worker.
+MAX_ATTEMPTS = 3
+# How often a running query writes its heartbeat and progress (at most HEARTBEAT_SECONDS).
+PROGRESS_SECONDS = 2
+
+
+# --- Running -------------------------------------------------------------------------------------
+
+
+def _stale_before(now):
+    return now - timedelta(seconds=3 * settings.HEARTBEAT_SECONDS)
+
+
+def _claim(query_id, now):
+    """Take the query if it waits, or if its runner's heartbeat stopped. Returns the claim's
+    worker token, or None when someone else has it (or it is finished)."""
+    token = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
+    claimable = Q(status=LakeQuery.QUEUED) | Q(
+        status=LakeQuery.RUNNING, heartbeat_at__lt=_stale_before(now), attempts__lt=MAX_ATTEMPTS
+    )
+    won = (
+        LakeQuery.objects.filter(claimable, id=query_id)
+        .order_by()
+        .update(
+            status=LakeQuery.RUNNING,
+            worker=token[:200],
+            started_at=now,
+            heartbeat_at=now,
+            attempts=F("attempts") + 1,
+            progress=0,
+        )
+    )
+    # Nothing got updated: another worker got there first, or the query is over.
+    return token[:200] if won == 1 else None
+
+
+def lake_query_run(*, query_id, spark=None):
+    """Run one query on Spark, if this caller wins it. Returns the query as it ends (DONE,
+    FAILED, or CANCELLED while it ran), or None when it was not this caller's to run.
+
+    A failure is recorded on the query, readably, and not raised: it is the query's outcome
+    (a regular expression Spark refuses, say), not the worker's."""
+    from console.spark import spark_from_settings
+    from workers.jobs.lake_query import LakeQueryParams, run_lake_query
+
+    now = timezone.now()
+    worker = _claim(query_id, now)
+    if worker is None:
+        log.info("lake query %s is not waiting to run; nothing to do", query_id)
+        return None
+    query = LakeQuery.objects.get(id=query_id)
+    store = lake()
+    inputs = lake_state_inputs()
+    result_path = store.new_dir("query-results", f"query{query.id}")
+    params = LakeQueryParams(
+        criteria=job_criteria(query.criteria),
+        snapshot_paths=store.paths(inputs.snapshot_paths),
+        event_paths=store.paths(inputs.event_paths),
+        message_paths=store.paths(lake_paths(dataset="messages")),
+        out_dir=store.path(result_path),
+    )
+    # A session that cannot start is the worker's failure, not the query's: it propagates, the
+    # query's heartbeat never starts, and the sweeper hands the query over again.
+    session = spark or spark_from_settings()
+    try:
+        group = f"lake-query-{query.id}-{worker.rsplit(':', 1)[-1]}"
+        context = _job_group_set(session, group, f"lake query {query.id}")
+        heartbeat = QueryHeartbeat(query.id, worker, context, group)
+        heartbeat.start()
+        try:
+            result = run_lake_query(session, params)
+        finally:
+            heartbeat.stop()
+            _job_group_clear(context)
+    except Exception as exc:
+        shutil.rmtree(params.out_dir, ignore_errors=True)
+        if _finish(query, worker, status=LakeQuery.FAILED, error=readable_error(exc)):
+            log.warning("lake query %s failed", query.id, exc_info=True)
+        else:
+            log.info("lake query %s stopped: cancelled or taken over while it ran", query.id)
+        query.refresh_from_db()
+        return query
+    won = _finish(
+        query,
+        worker,
+        status=LakeQuery.DONE,
+        result_path=result_path,
+        scanned=result.scanned,
+        matched=result.matched,
+        upto=inputs.last_event_commit,
+    )
+    if not won:
+        # Cancelled while it ran, or taken over after its heartbeat stopped: its result is
+        # nobody's, and nothing points at it.
+        shutil.rmtree(params.out_dir, ignore_errors=True)
+        log.info(
+            "lake query %s ended without this run's result (cancelled or taken over)", query.id
+        )
+    query.refresh_from_db()
+    return query
+
+
+def _finish(query, worker, *, status, error="", **result):
+    """Record the outcome, and its audit entry, in one transaction; only the claim that holds
+    the query may. Returns True if it did."""
+    now = timezone.now()
+    with transaction.atomic():
+        won = LakeQuery.objects.filter(id=query.id, status=LakeQuery.RUNNING, worker=worker).update(
+            status=status,
+            finished_at=now,
+            heartbeat_at=now,
+            error=error,
+            **({"progress": 100} if status == LakeQuery.DONE else {}),
+            **result,
+        )
+        if won != 1:
+            return False
+        details = {"status": status, **result}
+        if error:
+            details["error"] = error
+        audit_record(
+            actor="system",
+            action="lake_query.finished",
+            target_type="lake_query",
+            target_id=query.id,
+            details=details,
+        )
+    return True
+
+
+def readable_error(exc):
+    """What a person reads on the query's page: the error's first line, no stack trace."""
+    from workers.jobs.lake_query import QueryRefused, spark_message
+
+    if isinstance(exc, QueryRefused):
+        return str(exc)
+    return f"{exc.__class__.__name__}: {spark_message(exc)}"[:2000]
+
+
+def _job_group_set(session, group, description):
+    """Tag this thread's Spark jobs with the query's group, for progress and cancellation.
+    None over Spark Connect, which has no SparkContext: the query then shows no progress until
+    it ends, and a cancel takes effect when it does."""
+    try:
+        context = session.sparkContext
+    except Exception:
+        return None
+    context.setJobGroup(group, description, interruptOnCancel=True)
+    return context
+
+
+def _job_group_clear(context):
+    if context is None:
+        return
+    for key in ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel"):
+        context.setLocalProperty(key, None)
+
+
+def job_group_progress(tracker, group):
+    """Completed tasks over all tasks of the group's jobs so far, 0 to 100; None before its
+    first job. A job that succeeded counts whole (its skipped stages never run)."""
+    done = total = 0
+    for job_id in tracker.getJobIdsForGroup(group):
+        job = tracker.getJobInfo(job_id)
+        if job is None:
+            continue
+        for stage_id in job.stageIds:
+            stage = tracker.getStageInfo(stage_id)
+            if stage is None:
+                continue
+            total += stage.numTasks
+            done += stage.numTasks if job.status == "SUCCEEDED" else stage.numCompletedTasks
+    if total == 0:
+        return None
+    return 100 * done // total
+
+
+class QueryHeartbeat(Heartbeat):
+    """The query's heartbeat, which also writes its progress; when the query is no longer this
+    run's (cancelled, or taken over), it cancels the run's Spark jobs."""
+
+    def __init__(self, query_id, worker, context, group):
+        interval = min(PROGRESS_SECONDS, settings.HEARTBEAT_SECONDS)
+        super().__init__(LakeQuery, query_id, interval, owner=worker)
+        self.context = context
+        self.group = group
+        self.progress = 0
+
+    def _progress(self):
+        if self.context is None:
+            return self.progress
+        try:
+            found = job_group_progress(self.context.statusTracker(), self.group)
+        except Exception:
+            log.warning("lake query %s: Spark's status tracker did not answer", self.row_id)
+            return self.progress
+        # Jobs of the query start one after another: never go back, and 100 only when done.
+        if found is not None:
+            self.progress = max(self.progress, min(99, found))
+        return self.progress
+
+    def run(self):
+        try:
+            while not self.stopped.wait(self.interval):
+                progress = self._progress()
+                try:
+                    alive = LakeQuery.objects.filter(
+                        id=self.row_id, status=LakeQuery.RUNNING, **self.owner
+                    ).update(heartbeat_at=timezone.now(), progress=progress)
+                except DatabaseError:
+                    log.warning("lake query %s: heartbeat not written", self.row_id)
+                    continue
+                if not alive:
+                    log.info("lake query %s is no longer this run's: cancelling", self.row_id)
+                    if self.context is not None:
+                        self.context.cancelJobGroup(self.group)
+                    return
+        finally:
+            connection.close()
+
+
+# --- The sweeper ---------------------------------------------------------------------------------
+
+
+def lake_queries_sweep(*, enqueue, now=None):
+    """Hand queued queries that waited over a minute, and running ones whose heartbeat stopped,
+    to the broker again with `enqueue(query_id)` (at most once a minute each); give up on a
+    query whose worker died MAX_ATTEMPTS times. Returns the ids handed over."""
+    now = now or timezone.now()
+    stale = Q(status=LakeQuery.RUNNING, heartbeat_at__lt=_stale_before(now))
+    for query in LakeQuery.objects.filter(stale, attempts__gte=MAX_ATTEMPTS):
+        error = (
+            f"given up after {query.attempts} attempts: the worker running it stopped each "
+            f"time (last heartbeat {query.heartbeat_at.isoformat()})"
+        )
+        if _finish(query, query.worker, status=LakeQuery.FAILED, error=error):
+            log.warning("lake query %s: %s", query.id, error)
+    waited = now - REENQUEUE_AFTER
+    due = LakeQuery.objects.filter(
+        Q(status=LakeQuery.QUEUED) | stale,
+        Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=waited),
+    ).values_list("id", flat=True)
+    handed = []
+    for query_id in list(due):
+        # One sweeper at a time wins each query.
+        if not LakeQuery.objects.filter(
+            Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=waited), id=query_id
+        ).update(enqueued_at=now):
+            continue
+        try:
+            enqueue(query_id)
+        except Exception:
+            log.exception(
+                "lake query %s could not be enqueued; the next sweep tries again", query_id
+            )
+            continue
+        handed.append(query_id)
+    return handed

@@ -1,0 +1,22 @@
+"""The read models' Celery task: the refresh, on the spark worker.
+
+Its name is kept from when every task lived in workers.tasks: the routes and beat's schedule
+(workers.celery) and tasks already waiting in a broker name it so."""
+
+from celery import shared_task
+
+from console.readmodels.services import read_models_refresh
+
+
+@shared_task(
+    name="workers.tasks.browse_refresh_task",
+    soft_time_limit=1700,
+    time_limit=1800,
+    ignore_result=True,
+)
+def browse_refresh_task(full=False):
+    """Fold the lake's new events into the console's read models. Returns the refresh's id, or
+    None when there was nothing new or another refresh was running (beat comes back on its next
+    tick; a lost task only delays the index until then)."""
+    run = read_models_refresh(full=full)
+    return run.id if run else None
