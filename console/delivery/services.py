@@ -152,30 +152,20 @@ def _run_commit(run, result, paths):
             log.warning("delivery run %s lost its lease before committing", run.id)
             return
         key = f"delivery:{run.id}"
-        if result.events:
-            lake_commit_record(
-                dataset="events",
-                path=paths["events"],
-                row_count=result.events,
-                idempotency_key=key,
-                epoch=run.epoch,
-            )
-        if result.conversation_events:
-            lake_commit_record(
-                dataset="events",
-                path=paths["conversation"],
-                row_count=result.conversation_events,
-                idempotency_key=f"{key}:conversations",
-                epoch=run.epoch,
-            )
-        if result.notifications:
-            lake_commit_record(
-                dataset="notifications",
-                path=paths["notifications"],
-                row_count=result.notifications,
-                idempotency_key=key,
-                epoch=run.epoch,
-            )
+        outputs = (
+            ("events", paths["events"], result.events, key),
+            ("events", paths["conversation"], result.conversation_events, f"{key}:conversations"),
+            ("notifications", paths["notifications"], result.notifications, key),
+        )
+        for dataset, path, rows, idempotency_key in outputs:
+            if rows:
+                lake_commit_record(
+                    dataset=dataset,
+                    path=path,
+                    row_count=rows,
+                    idempotency_key=idempotency_key,
+                    epoch=run.epoch,
+                )
         poison_add(entries=_with_hashes(result.quarantined), source="engine")
         _queues_record(result)
     run.claims_path = paths["claims"]
