@@ -6,12 +6,11 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from console.api import BAD_FILTERS, ERRORS
 from console.audit import selectors
 from console.audit.exports import audit_csv_response
 from console.audit.forms import API_PAGE_SIZE_MAX, filters_error
-from console.audit.views import EXPORT_AUDIT, VIEW_AUDIT
-from console.browse.apis import BAD_FILTERS, ERRORS
-from console.browse.permissions import has_perms
+from console.permissions import EXPORT_AUDIT, VIEW_AUDIT, has_perms
 
 
 class _FilterSerializer(serializers.Serializer):

@@ -11,16 +11,15 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_serializer,
 )
-from rest_framework import exceptions, serializers, status
-from rest_framework.parsers import JSONParser
+from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from console.browse.apis import ERRORS, NOT_FOUND, ErrorSerializer
-from console.browse.permissions import has_perms
+from console.api import ERRORS, NOT_FOUND, ErrorSerializer, JSONParser
 from console.lakequery import selectors, services
 from console.lakequery.models import LakeQuery
-from console.lakequery.permissions import VIEW_QUERIES, may_see
+from console.lakequery.permissions import may_see
+from console.permissions import VIEW_QUERIES, has_perms
 from workers.engine.states import STATES
 
 TAGS = ["lake queries"]
@@ -77,17 +76,6 @@ class ResultRowSerializer(serializers.Serializer):
     updated = serializers.DateTimeField(help_text="time of its latest event")
 
 
-class _JSONParser(JSONParser):
-    """DRF's, but JSON nested too deeply for Python's parser is a 400 like any malformed JSON,
-    not a RecursionError and a 500."""
-
-    def parse(self, stream, media_type=None, parser_context=None):
-        try:
-            return super().parse(stream, media_type, parser_context)
-        except RecursionError:
-            raise exceptions.ParseError("JSON parse error - nested too deeply") from None
-
-
 QUERY_ID = OpenApiParameter(
     "query_id", OpenApiTypes.INT, OpenApiParameter.PATH, description="The query's number."
 )
@@ -118,7 +106,7 @@ class LakeQueryListApi(APIView):
 
     permission_classes = [has_perms(VIEW_QUERIES)]
     # JSON only: the criteria hold lists, which a form says poorly.
-    parser_classes = [_JSONParser]
+    parser_classes = [JSONParser]
 
     @extend_schema_serializer(component_name="LakeQueryCriteria")
     class InputSerializer(serializers.Serializer):
