@@ -9,7 +9,8 @@ from drf_spectacular.utils import (
     OpenApiResponse,
     inline_serializer,
 )
-from rest_framework import exceptions, parsers, serializers
+from rest_framework import exceptions, parsers, serializers, status
+from rest_framework.response import Response
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -36,6 +37,11 @@ BAD_FILTERS = OpenApiResponse(
     ),
     description="Query parameters that are not valid: the messages, by parameter.",
 )
+
+
+def bad_filters(errors):
+    """The answer BAD_FILTERS describes: {parameter: [message, ...]}."""
+    return Response({"errors": errors}, status=status.HTTP_400_BAD_REQUEST)
 
 
 class JSONParser(parsers.JSONParser):

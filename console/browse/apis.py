@@ -13,11 +13,11 @@ from drf_spectacular.utils import (
     extend_schema_field,
     inline_serializer,
 )
-from rest_framework import serializers, status
+from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from console.api import BAD_FILTERS, ERRORS, NOT_FOUND, path_key, path_parameter
+from console.api import BAD_FILTERS, ERRORS, NOT_FOUND, bad_filters, path_key, path_parameter
 from console.browse import selectors
 from console.browse.body import raw_body_response
 from console.browse.forms import API_PAGE_SIZE_MAX, PAGE_SIZE, MessageFilterForm
@@ -138,7 +138,7 @@ class MessageIndexApi(APIView):
     def get(self, request):
         form = MessageFilterForm(request.query_params, page_size_max=API_PAGE_SIZE_MAX)
         if not form.is_valid():
-            return Response({"errors": form.errors}, status=status.HTTP_400_BAD_REQUEST)
+            return bad_filters(form.errors)
         data = form.cleaned_data
         filters = form.filters()
         try:
@@ -150,7 +150,7 @@ class MessageIndexApi(APIView):
                 size=data.get("page_size") or PAGE_SIZE,
             )
         except selectors.BadCursor as exc:
-            return Response({"errors": {"cursor": [str(exc)]}}, status=status.HTTP_400_BAD_REQUEST)
+            return bad_filters({"cursor": [str(exc)]})
         count = selectors.message_match_count(filters=filters)
         return Response(
             {
@@ -197,7 +197,7 @@ class GroupListApi(APIView):
     def get(self, request):
         filters = self.FilterSerializer(data=request.query_params)
         if not filters.is_valid():
-            return Response({"errors": filters.errors}, status=status.HTTP_400_BAD_REQUEST)
+            return bad_filters(filters.errors)
         groups = selectors.group_list(queue=filters.validated_data.get("queue") or None)
         return Response({"results": _GroupSerializer(groups, many=True).data})
 

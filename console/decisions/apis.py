@@ -27,7 +27,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.api import ERRORS, NOT_FOUND, JSONParser
-from console.decisions import selectors
+from console.decisions import selectors, services
 from console.decisions.forms import (
     COMMENT_MAX,
     ERROR_CODE_MAX,
@@ -44,16 +44,6 @@ from console.decisions.forms import (
 )
 from console.decisions.models import ActionRequest as R
 from console.decisions.scope import MAX_SELECTION, ScopeError
-from console.decisions.services import (
-    MAX_CANARY,
-    Action,
-    action_request_approve,
-    action_request_cancel,
-    action_request_create,
-    action_request_edited_body_read,
-    action_request_reject,
-    action_request_withdraw,
-)
 from console.decisions.views import frozen_ids_response, request_or_404, why
 from console.permissions import (
     APPROVE_REQUESTS,
@@ -325,7 +315,7 @@ def _request_data(r, request, *, body=False):
     r.audit_entries = selectors.request_audit(request_id=r.id)
     with_body = body and r.edited_body is not None and request.user.has_perm(VIEW_BODY)
     if with_body:
-        action_request_edited_body_read(actor=request.user, request=r, via="api")
+        services.action_request_edited_body_read(actor=request.user, request=r, via="api")
     return RequestSerializer(r, context={"with_body": with_body}).data
 
 
@@ -389,7 +379,7 @@ class RequestListApi(_DecisionsApi):
             required=False,
             default=0,
             min_value=0,
-            max_value=MAX_CANARY,
+            max_value=services.MAX_CANARY,
             help_text="Reprocess only: reprocess this many first; the rest goes only if they "
             "are delivered.",
         )
@@ -460,10 +450,10 @@ class RequestListApi(_DecisionsApi):
     )
     def post(self, request):
         data = _validated(self.InputSerializer, request.data)
-        created = action_request_create(
+        created = services.action_request_create(
             actor=request.user,
             scope=data["scope"],
-            action=Action(
+            action=services.Action(
                 kind=data["action"],
                 target_queue=data.get("target_queue", ""),
                 edited_body=data.get("edited_body"),
@@ -540,7 +530,7 @@ class _DecisionApi(_DecisionsApi):
 
 class RequestApproveApi(_DecisionApi):
     permission_classes = [has_perms(VIEW_REQUESTS, APPROVE_REQUESTS)]
-    service = action_request_approve
+    service = services.action_request_approve
 
     @_decision_schema(
         "requests_approve",
@@ -552,7 +542,7 @@ class RequestApproveApi(_DecisionApi):
 
 class RequestRejectApi(_DecisionApi):
     permission_classes = [has_perms(VIEW_REQUESTS, APPROVE_REQUESTS)]
-    service = action_request_reject
+    service = services.action_request_reject
 
     @_decision_schema("requests_reject", "Reject a pending request; the comment (why) is required.")
     def post(self, request, request_id):
@@ -561,7 +551,7 @@ class RequestRejectApi(_DecisionApi):
 
 class RequestWithdrawApi(_DecisionApi):
     permission_classes = [has_perms(VIEW_REQUESTS)]
-    service = action_request_withdraw
+    service = services.action_request_withdraw
 
     @_decision_schema(
         "requests_withdraw", "The requester takes back a request that has not started."
@@ -572,7 +562,7 @@ class RequestWithdrawApi(_DecisionApi):
 
 class RequestCancelApi(_DecisionApi):
     permission_classes = [has_perms(VIEW_REQUESTS)]
-    service = action_request_cancel
+    service = services.action_request_cancel
 
     @_decision_schema(
         "requests_cancel",

@@ -2,8 +2,7 @@
 The same permissions as the screens; a query that searched bodies is seen only by those who may
 read bodies."""
 
-from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import Http404
+from django.core.exceptions import ValidationError
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -18,7 +17,7 @@ from rest_framework.views import APIView
 from console.api import ERRORS, NOT_FOUND, ErrorSerializer, JSONParser
 from console.lakequery import selectors, services
 from console.lakequery.models import LakeQuery
-from console.lakequery.permissions import may_see
+from console.lakequery.views import query_or_404
 from console.permissions import VIEW_QUERIES, has_perms
 from workers.engine.states import STATES
 
@@ -79,21 +78,6 @@ class ResultRowSerializer(serializers.Serializer):
 QUERY_ID = OpenApiParameter(
     "query_id", OpenApiTypes.INT, OpenApiParameter.PATH, description="The query's number."
 )
-
-
-def _query(request, query_id):
-    """The query, or 404 for an id that is unknown, not a number, or too big for one; 403 if it
-    searched bodies and the caller may not read them."""
-    try:
-        number = int(query_id)
-    except (TypeError, ValueError):
-        number = 0
-    query = selectors.lake_query_get(query_id=number)
-    if query is None:
-        raise Http404("no such lake query")
-    if not may_see(request.user, query):
-        raise PermissionDenied("this query searched bodies, which you may not read")
-    return query
 
 
 def _bad_input(detail, errors):
@@ -203,7 +187,7 @@ class LakeQueryDetailApi(APIView):
         responses={200: LakeQuerySerializer, **ERRORS, 404: NOT_FOUND},
     )
     def get(self, request, query_id):
-        return Response(LakeQuerySerializer(_query(request, query_id)).data)
+        return Response(LakeQuerySerializer(query_or_404(request.user, query_id)).data)
 
 
 class LakeQueryResultsApi(APIView):
@@ -254,7 +238,7 @@ class LakeQueryResultsApi(APIView):
         },
     )
     def get(self, request, query_id):
-        query = _query(request, query_id)
+        query = query_or_404(request.user, query_id)
         params = self.InputSerializer(data=request.query_params)
         if not params.is_valid():
             return _bad_input("the paging parameters are not valid", params.errors)
@@ -285,7 +269,7 @@ class LakeQueryCancelApi(APIView):
         responses={200: LakeQuerySerializer, **ERRORS, 404: NOT_FOUND, 409: FINISHED},
     )
     def post(self, request, query_id):
-        query = _query(request, query_id)
+        query = query_or_404(request.user, query_id)
         try:
             query = services.lake_query_cancel(actor=request.user, query=query)
         except ValidationError as exc:

@@ -26,8 +26,14 @@ from console.permissions import (
 AFTER_MAX = 1000
 
 
-def _query_or_404(user, query_id):
-    query = selectors.lake_query_get(query_id=query_id)
+def query_or_404(user, query_id):
+    """The query, or 404 for an id that is unknown, not a number, or too big for one; 403 if it
+    searched bodies and `user` may not read them. The screens' and the API's."""
+    try:
+        number = int(query_id)
+    except (TypeError, ValueError):
+        number = 0
+    query = selectors.lake_query_get(query_id=number)
     if query is None:
         raise Http404("no such lake query")
     if not may_see(user, query):
@@ -67,7 +73,7 @@ def lake_query_list(request):
 @login_required
 @perms_required(VIEW_QUERIES)
 def lake_query_detail(request, query_id):
-    query = _query_or_404(request.user, query_id)
+    query = query_or_404(request.user, query_id)
     after = request.GET.get("after", "")[:AFTER_MAX] or None
     page = selectors.lake_query_results(query=query, after=after)
     ctx = {
@@ -86,7 +92,7 @@ def lake_query_detail(request, query_id):
 @login_required
 @perms_required(VIEW_QUERIES)
 def lake_query_cancel(request, query_id):
-    query = _query_or_404(request.user, query_id)
+    query = query_or_404(request.user, query_id)
     try:
         services.lake_query_cancel(actor=request.user, query=query)
     except ValidationError as exc:
