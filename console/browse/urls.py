@@ -24,7 +24,7 @@ api_urlpatterns = [
     path("queues", apis.QueueListApi.as_view(), name="api-queue-list"),
     path("queues/<path:name>/enable", apis.QueueEnableApi.as_view(), name="api-queue-enable"),
     path("stats", apis.StatsApi.as_view(), name="api-stats"),
-    # The body first: an id ending in "/body" would otherwise swallow it.
+    # The body first: the detail route would take ".../body" for a message id.
     path("messages/<path:message_id>/body", apis.MessageBodyApi.as_view(), name="api-message-body"),
     path("messages/<path:message_id>", apis.MessageDetailApi.as_view(), name="api-message-detail"),
 ]
