@@ -22,10 +22,8 @@ urlpatterns = [
         login_required(TemplateView.as_view(template_name="api/docs.html")),
         name="api-docs",
     ),
-    # browse first: its "messages/<id>/body" would otherwise be read as a message id.
     path("api/v1/", include(browse_api)),
     path("api/v1/", include("console.ingest.urls")),
-    path("api/v1/", include("console.delivery.urls")),
     path("api/v1/", include(audit_api)),
     path("api/v1/", include(lakequery_api)),
     path("api/v1/", include(decisions_api)),

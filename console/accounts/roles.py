@@ -8,6 +8,23 @@ them: "<app_label>.<codename>".
 from django.contrib.auth.models import Group, Permission
 from django.db import transaction
 
+from console.permissions import (
+    APPROVE_REQUESTS,
+    CANCEL_ANY_QUERY,
+    EXPORT_AUDIT,
+    INGEST_MESSAGES,
+    MAKE_REQUESTS,
+    RUN_QUERIES,
+    VIEW_AUDIT,
+    VIEW_BODY,
+    VIEW_GROUPS,
+    VIEW_MESSAGES,
+    VIEW_QUERIES,
+    VIEW_QUEUES,
+    VIEW_REQUESTS,
+    VIEW_STATS,
+)
+
 VIEWER = "viewer"
 OPERATOR = "operator"
 APPROVER = "approver"
@@ -16,27 +33,26 @@ AUDITOR = "auditor"
 
 ROLES = (VIEWER, OPERATOR, APPROVER, ADMIN, AUDITOR)
 
-# Read metadata: the read models, queues and the delivery bookkeeping. Not bodies.
+# Read metadata: the read models, queues and the delivery bookkeeping. Not bodies. (The names the
+# code checks are console.permissions'; the others are for the Django admin.)
 _VIEW = (
-    "queues.view_queue",
+    VIEW_QUEUES,
     "delivery.view_deliveryrun",
     "delivery.view_poisonentry",
     "ingest.view_messagekey",
-    "readmodels.view_messageindex",
-    "readmodels.view_failuregroup",
-    "readmodels.view_queuestat",
+    VIEW_MESSAGES,
+    VIEW_GROUPS,
+    VIEW_STATS,
     "readmodels.view_quarantineinflow",
-    "decisions.view_actionrequest",
-    "lakequery.view_lakequery",
+    VIEW_REQUESTS,
+    VIEW_QUERIES,
 )
 # Bodies can hold personal data: reading them is its own permission, given to those who decide
 # what to do with a message (operators and approvers), not to everyone who can see metadata.
-BODY = "readmodels.view_body"
-# Running a lake query: by metadata; searching bodies needs BODY as well (console.lakequery).
-RUN_QUERIES = "lakequery.add_lakequery"
-_OPERATE = (*_VIEW, "ingest.add_messagekey", BODY, "decisions.add_actionrequest", RUN_QUERIES)
+# Running a lake query is by metadata; searching bodies needs VIEW_BODY as well.
+_OPERATE = (*_VIEW, INGEST_MESSAGES, VIEW_BODY, MAKE_REQUESTS, RUN_QUERIES)
 # Approving is for someone other than the requester (four eyes); the services check that too.
-_APPROVE = (*_OPERATE, "decisions.approve_actionrequest")
+_APPROVE = (*_OPERATE, APPROVE_REQUESTS)
 
 
 def _everything_on(app_label, model):
@@ -56,11 +72,11 @@ ROLE_PERMISSIONS = {
         *_everything_on("queues", "queue"),
         *_everything_on("auth", "user"),
         RUN_QUERIES,
-        "lakequery.change_lakequery",
+        CANCEL_ANY_QUERY,
     ),
     # The audit trail, and the requests it speaks of (what was decided, on which frozen set, by
     # whom); no message screens.
-    AUDITOR: ("audit.view_auditentry", "audit.export_auditentry", "decisions.view_actionrequest"),
+    AUDITOR: (VIEW_AUDIT, EXPORT_AUDIT, VIEW_REQUESTS),
 }
 
 

@@ -1,8 +1,7 @@
 from django.contrib.auth import views as auth_views
 from django.shortcuts import resolve_url
 
-from console.audit.views import VIEW_AUDIT
-from console.browse.permissions import VIEW_STATS
+from console.permissions import VIEW_AUDIT, VIEW_STATS
 
 
 def landing_url(user):

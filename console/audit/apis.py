@@ -2,16 +2,15 @@
 
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiResponse, extend_schema
-from rest_framework import serializers, status
+from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from console.api import BAD_FILTERS, ERRORS, bad_filters
 from console.audit import selectors
 from console.audit.exports import audit_csv_response
 from console.audit.forms import API_PAGE_SIZE_MAX, filters_error
-from console.audit.views import EXPORT_AUDIT, VIEW_AUDIT
-from console.browse.apis import BAD_FILTERS, ERRORS
-from console.browse.permissions import has_perms
+from console.permissions import EXPORT_AUDIT, VIEW_AUDIT, has_perms
 
 
 class _FilterSerializer(serializers.Serializer):
@@ -96,7 +95,7 @@ class AuditListApi(APIView):
     def get(self, request):
         params = self.InputSerializer(data=request.query_params)
         if not params.is_valid():
-            return Response({"errors": params.errors}, status=status.HTTP_400_BAD_REQUEST)
+            return bad_filters(params.errors)
         data = params.validated_data
         page = selectors.audit_page(
             filters=selectors.filters_from(data),
@@ -132,6 +131,6 @@ class AuditExportApi(APIView):
     def get(self, request):
         params = _FilterSerializer(data=request.query_params)
         if not params.is_valid():
-            return Response({"errors": params.errors}, status=status.HTTP_400_BAD_REQUEST)
+            return bad_filters(params.errors)
         filters = selectors.filters_from(params.validated_data)
         return audit_csv_response(actor=request.user, filters=filters, via="api")

@@ -3,6 +3,7 @@
 from django import forms
 
 from console.audit.selectors import filters_from
+from console.forms import NoAutocompleteForm
 
 API_PAGE_SIZE_MAX = 500
 
@@ -17,7 +18,7 @@ def filters_error(data):
     return None
 
 
-class AuditFilterForm(forms.Form):
+class AuditFilterForm(NoAutocompleteForm):
     actor = forms.CharField(required=False, max_length=150, label="actor is")
     actor_contains = forms.CharField(required=False, max_length=150, label="actor contains")
     action = forms.CharField(
@@ -31,11 +32,6 @@ class AuditFilterForm(forms.Form):
     until = forms.DateTimeField(required=False, label="to (excluded)")
     after = forms.IntegerField(required=False, min_value=0, widget=forms.HiddenInput)
     before = forms.IntegerField(required=False, min_value=0, widget=forms.HiddenInput)
-
-    def __init__(self, *args, **kwargs):
-        super().__init__(*args, **kwargs)
-        for field in self.fields.values():
-            field.widget.attrs.setdefault("autocomplete", "off")
 
     def clean(self):
         data = super().clean()

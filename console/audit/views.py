@@ -6,29 +6,23 @@ strings and is escaped there; nothing here marks anything safe."""
 import json
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required, permission_required
+from django.contrib.auth.decorators import login_required
 from django.http import HttpResponseBadRequest, QueryDict
-from django.shortcuts import redirect, render
-from django.utils.http import url_has_allowed_host_and_scheme
+from django.shortcuts import render
 from django.views.decorators.http import require_GET, require_POST
 
 from console.audit import selectors
 from console.audit.exports import audit_csv_response
 from console.audit.forms import AuditFilterForm
+from console.permissions import EXPORT_AUDIT, VIEW_AUDIT, perms_required
+from console.views import redirect_back
 
-VIEW_AUDIT = "audit.view_auditentry"
-EXPORT_AUDIT = "audit.export_auditentry"
 PROBLEMS_SHOWN = 10
-
-
-def _perm(*perms):
-    # Signed in first (anonymous -> the login page), then 403 for a user without the permission.
-    return permission_required(perms, raise_exception=True)
 
 
 @require_GET
 @login_required
-@_perm(VIEW_AUDIT)
+@perms_required(VIEW_AUDIT)
 def audit_list(request):
     form = AuditFilterForm(request.GET)
     ctx = {"form": form, "page": None, "status": selectors.audit_chain_status()}
@@ -57,7 +51,7 @@ def _details_text(details):
 
 @require_POST
 @login_required
-@_perm(VIEW_AUDIT)
+@perms_required(VIEW_AUDIT)
 def audit_verify_now(request):
     """The whole chain walked now. Slow on a long trail, which is fine for an explicit button."""
     result = selectors.audit_verify()
@@ -71,21 +65,12 @@ def audit_verify_now(request):
         )
         for problem in result.problems[:PROBLEMS_SHOWN]:
             messages.error(request, problem)
-    return redirect(_next_url(request))
-
-
-def _next_url(request):
-    target = request.POST.get("next", "")
-    if target and url_has_allowed_host_and_scheme(
-        target, allowed_hosts={request.get_host()}, require_https=request.is_secure()
-    ):
-        return target
-    return "audit-list"
+    return redirect_back(request, default="audit-list")
 
 
 @require_GET
 @login_required
-@_perm(VIEW_AUDIT, EXPORT_AUDIT)
+@perms_required(VIEW_AUDIT, EXPORT_AUDIT)
 def audit_export(request):
     form = AuditFilterForm(request.GET)
     if not form.is_valid():

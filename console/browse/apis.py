@@ -1,26 +1,28 @@
-"""/api/v1/: the console's read models and a message's body, with the screens' permissions.
-Reading changes nothing (R12)."""
+"""/api/v1/: the console's read models, and one message (its state and history, its body), with
+the screens' permissions. Reading changes nothing (R12); reading a body is audited."""
+
+import json
 
 from django import forms
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
-    OpenApiExample,
     OpenApiParameter,
     OpenApiResponse,
     extend_schema,
     extend_schema_field,
     inline_serializer,
 )
-from rest_framework import serializers, status
+from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from console.audit.services import audit_record
+from console.api import BAD_FILTERS, ERRORS, NOT_FOUND, bad_filters, path_key, path_parameter
 from console.browse import selectors
 from console.browse.body import raw_body_response
 from console.browse.forms import API_PAGE_SIZE_MAX, PAGE_SIZE, MessageFilterForm
-from console.browse.permissions import (
+from console.browse.services import message_body_read
+from console.permissions import (
     CHANGE_QUEUE,
     VIEW_BODY,
     VIEW_GROUPS,
@@ -32,54 +34,8 @@ from console.browse.permissions import (
 from console.queues.models import Queue
 from console.queues.services import queue_reenable
 
-
-class ErrorSerializer(serializers.Serializer):
-    """Why the request was refused, in one sentence."""
-
-    # DRF's own shape for its refusals (401, 403, 404, 405, 415...), and ours.
-    detail = serializers.CharField()
-
-
-# The refusals every endpoint may answer, in the schema.
-ERRORS = {
-    401: OpenApiResponse(ErrorSerializer, description="No credentials, or bad ones."),
-    403: OpenApiResponse(ErrorSerializer, description="The caller lacks a permission it needs."),
-}
-NOT_FOUND = OpenApiResponse(ErrorSerializer, description="No such object.")
-BAD_FILTERS = OpenApiResponse(
-    inline_serializer(
-        "FilterErrors",
-        {
-            "errors": serializers.DictField(
-                child=serializers.ListField(child=serializers.CharField())
-            )
-        },
-    ),
-    description="Query parameters that are not valid: the messages, by parameter.",
-)
-
-
 # Ids are any printable text, "/" included; the routes take them whole ("<path:...>").
 MESSAGE_ID_TEXT = "The message's id: any printable text, '/' included (percent-encoded)."
-
-
-def path_parameter(name, description, example):
-    return OpenApiParameter(
-        name,
-        OpenApiTypes.STR,
-        OpenApiParameter.PATH,
-        description=description,
-        examples=[OpenApiExample(name, value=example)],
-    )
-
-
-def path_key(value, *, not_found):
-    """A path parameter to look up, or 404 if it holds a NUL character: nothing stored has one
-    (ingest refuses such ids; queue names and fingerprints are plain), and PostgreSQL refuses
-    the very query."""
-    if "\x00" in value:
-        raise Http404(not_found)
-    return value
 
 
 # What a parameter's label does not say.
@@ -182,7 +138,7 @@ class MessageIndexApi(APIView):
     def get(self, request):
         form = MessageFilterForm(request.query_params, page_size_max=API_PAGE_SIZE_MAX)
         if not form.is_valid():
-            return Response({"errors": form.errors}, status=status.HTTP_400_BAD_REQUEST)
+            return bad_filters(form.errors)
         data = form.cleaned_data
         filters = form.filters()
         try:
@@ -194,7 +150,7 @@ class MessageIndexApi(APIView):
                 size=data.get("page_size") or PAGE_SIZE,
             )
         except selectors.BadCursor as exc:
-            return Response({"errors": {"cursor": [str(exc)]}}, status=status.HTTP_400_BAD_REQUEST)
+            return bad_filters({"cursor": [str(exc)]})
         count = selectors.message_match_count(filters=filters)
         return Response(
             {
@@ -241,7 +197,7 @@ class GroupListApi(APIView):
     def get(self, request):
         filters = self.FilterSerializer(data=request.query_params)
         if not filters.is_valid():
-            return Response({"errors": filters.errors}, status=status.HTTP_400_BAD_REQUEST)
+            return bad_filters(filters.errors)
         groups = selectors.group_list(queue=filters.validated_data.get("queue") or None)
         return Response({"results": _GroupSerializer(groups, many=True).data})
 
@@ -435,14 +391,86 @@ class MessageBodyApi(APIView):
         },
     )
     def get(self, request, message_id):
-        found = selectors.message_body(message_id=path_key(message_id, not_found="no such message"))
+        found = message_body_read(
+            actor=request.user,
+            message_id=path_key(message_id, not_found="no such message"),
+            via="api",
+        )
         if found is None:
             raise Http404("no such message")
-        audit_record(
-            actor=request.user,
-            action="message.body_viewed",
-            target_type="message",
-            target_id=message_id,
-            details={"via": "api"},
-        )
         return raw_body_response(found[0], message_id=message_id)
+
+
+class _EventSerializer(serializers.Serializer):
+    at = serializers.DateTimeField()
+    from_state = serializers.CharField(allow_null=True)
+    to_state = serializers.CharField()
+    queue = serializers.CharField()
+    attempt = serializers.IntegerField()
+    delivery_count = serializers.IntegerField()
+    candidate = serializers.BooleanField()
+    next_attempt_at = serializers.DateTimeField(allow_null=True)
+    actor = serializers.CharField(allow_null=True)
+    run_id = serializers.CharField(allow_null=True)
+    reason = serializers.CharField(allow_null=True)
+    exception_type = serializers.CharField(allow_null=True)
+    stack = serializers.CharField(allow_null=True)
+
+    class Meta:
+        ref_name = "MessageEvent"
+
+
+class MessageDetailApi(APIView):
+    """A message's state, delivery count, candidate flag, next attempt time, reason and history.
+    Reading changes nothing (R12)."""
+
+    permission_classes = [has_perms(VIEW_MESSAGES)]
+
+    class OutputSerializer(serializers.Serializer):
+        id = serializers.CharField()
+        queue = serializers.CharField()
+        original_queue = serializers.CharField()
+        state = serializers.CharField(allow_null=True)
+        delivery_count = serializers.IntegerField()
+        blacklist_candidate = serializers.BooleanField()
+        batch_limit = serializers.IntegerField(allow_null=True)
+        next_attempt_at = serializers.DateTimeField(allow_null=True)
+        reason = serializers.CharField(allow_null=True)
+        exception_type = serializers.CharField(allow_null=True)
+        on_poison_list = serializers.BooleanField()
+        # Null once the body is purged (R15) or compacted away before the next refresh.
+        body_sha256 = serializers.CharField(allow_null=True)
+        body_size = serializers.IntegerField(allow_null=True)
+        content_type = serializers.CharField(allow_null=True)
+        headers = serializers.SerializerMethodField()
+        conversation_id = serializers.CharField(allow_null=True)
+        sender = serializers.CharField(allow_null=True)
+        enqueued_at = serializers.DateTimeField(allow_null=True)
+        history = _EventSerializer(many=True)
+
+        class Meta:
+            ref_name = "MessageDetail"
+
+        @extend_schema_field({"type": "object", "additionalProperties": {"type": "string"}})
+        def get_headers(self, obj):
+            return json.loads(obj["headers"]) if obj.get("headers") else {}
+
+    @extend_schema(
+        operation_id="messages_retrieve",
+        parameters=[
+            path_parameter(
+                "message_id",
+                f"{MESSAGE_ID_TEXT} (An id that ends in '/body' reads as the body of the "
+                "message before it.)",
+                "order-1",
+            )
+        ],
+        responses={200: OutputSerializer, 404: NOT_FOUND, **ERRORS},
+    )
+    def get(self, request, message_id):
+        detail = selectors.message_detail(
+            message_id=path_key(message_id, not_found="no such message")
+        )
+        if detail is None:
+            raise Http404("no such message")
+        return Response(self.OutputSerializer(detail).data)

@@ -2,6 +2,7 @@
 
 from django import forms
 
+from console.forms import NoAutocompleteForm
 from workers.engine.states import STATES
 
 # Sort keys people choose; a leading "-" is descending. The default shows the newest failures.
@@ -30,7 +31,7 @@ FILTER_FIELDS = (
 )
 
 
-class MessageFilterForm(forms.Form):
+class MessageFilterForm(NoAutocompleteForm):
     queue = forms.CharField(required=False, max_length=100)
     state = forms.ChoiceField(required=False, choices=[("", "any")] + [(s, s) for s in STATES])
     group = forms.CharField(required=False, max_length=64, label="failure group")
@@ -48,13 +49,12 @@ class MessageFilterForm(forms.Form):
     before = forms.CharField(required=False, max_length=1000, widget=forms.HiddenInput)
 
     def __init__(self, data=None, *, page_size_max=None, **kwargs):
+        """page_size_max: the API's form, whose pages the caller sizes."""
         super().__init__(data, **kwargs)
         if page_size_max is not None:
             self.fields["page_size"] = forms.IntegerField(
                 required=False, min_value=1, max_value=page_size_max
             )
-        for field in self.fields.values():
-            field.widget.attrs.setdefault("autocomplete", "off")
 
     def clean(self):
         data = super().clean()

@@ -16,8 +16,7 @@ urlpatterns = [
     path("queues/<msgid:name>/enable", views.queue_enable, name="queue-enable"),
 ]
 
-# Under /api/v1/ (console/urls.py). Before console.delivery's "messages/<path:message_id>", so
-# that ".../body" reaches the body endpoint.
+# Under /api/v1/ (console/urls.py).
 api_urlpatterns = [
     path("index/messages", apis.MessageIndexApi.as_view(), name="api-index-messages"),
     path("groups", apis.GroupListApi.as_view(), name="api-group-list"),
@@ -25,5 +24,7 @@ api_urlpatterns = [
     path("queues", apis.QueueListApi.as_view(), name="api-queue-list"),
     path("queues/<path:name>/enable", apis.QueueEnableApi.as_view(), name="api-queue-enable"),
     path("stats", apis.StatsApi.as_view(), name="api-stats"),
+    # The body first: the detail route would take ".../body" for a message id.
     path("messages/<path:message_id>/body", apis.MessageBodyApi.as_view(), name="api-message-body"),
+    path("messages/<path:message_id>", apis.MessageDetailApi.as_view(), name="api-message-detail"),
 ]

@@ -22,15 +22,12 @@ from drf_spectacular.utils import (
     inline_serializer,
 )
 from rest_framework import exceptions, serializers, status
-from rest_framework.parsers import JSONParser
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from console.audit.services import audit_record
-from console.browse.apis import ERRORS, NOT_FOUND
-from console.browse.permissions import VIEW_BODY, VIEW_MESSAGES, has_perms
-from console.decisions import selectors
+from console.api import ERRORS, NOT_FOUND, JSONParser
+from console.decisions import selectors, services
 from console.decisions.forms import (
     COMMENT_MAX,
     ERROR_CODE_MAX,
@@ -47,18 +44,15 @@ from console.decisions.forms import (
 )
 from console.decisions.models import ActionRequest as R
 from console.decisions.scope import MAX_SELECTION, ScopeError
-from console.decisions.services import (
-    APPROVE_PERMISSION,
-    MAX_CANARY,
-    REQUEST_PERMISSION,
-    Action,
-    action_request_approve,
-    action_request_cancel,
-    action_request_create,
-    action_request_reject,
-    action_request_withdraw,
+from console.decisions.views import frozen_ids_response, request_or_404, why
+from console.permissions import (
+    APPROVE_REQUESTS,
+    MAKE_REQUESTS,
+    VIEW_BODY,
+    VIEW_MESSAGES,
+    VIEW_REQUESTS,
+    has_perms,
 )
-from console.decisions.views import VIEW_REQUESTS, frozen_ids_response, request_or_404, why
 
 
 class _BadRequestSerializer(serializers.Serializer):
@@ -96,23 +90,12 @@ def _flatten(detail, prefix=""):
     return f"{label}: {detail}" if label else str(detail)
 
 
-class _JSONParser(JSONParser):
-    """DRF's, but JSON nested too deeply for Python's parser is a 400 like any malformed JSON,
-    not a RecursionError and a 500."""
-
-    def parse(self, stream, media_type=None, parser_context=None):
-        try:
-            return super().parse(stream, media_type, parser_context)
-        except RecursionError:
-            raise exceptions.ParseError("JSON parse error - nested too deeply") from None
-
-
 class _DecisionsApi(APIView):
     """The services' refusals as answers: PermissionDenied 403, ValidationError and ScopeError
     400, each with the service's own sentence."""
 
     # JSON only: a scope is nested, which a form cannot say.
-    parser_classes = [_JSONParser]
+    parser_classes = [JSONParser]
 
     def handle_exception(self, exc):
         if isinstance(exc, DjangoPermissionDenied):
@@ -332,13 +315,7 @@ def _request_data(r, request, *, body=False):
     r.audit_entries = selectors.request_audit(request_id=r.id)
     with_body = body and r.edited_body is not None and request.user.has_perm(VIEW_BODY)
     if with_body:
-        audit_record(
-            actor=request.user,
-            action="message.body_viewed",
-            target_type="message",
-            target_id=r.sample[0]["message_id"] if r.sample else "",
-            details={"via": "api", "request": r.id, "edited": True},
-        )
+        services.action_request_edited_body_read(actor=request.user, request=r, via="api")
     return RequestSerializer(r, context={"with_body": with_body}).data
 
 
@@ -402,7 +379,7 @@ class RequestListApi(_DecisionsApi):
             required=False,
             default=0,
             min_value=0,
-            max_value=MAX_CANARY,
+            max_value=services.MAX_CANARY,
             help_text="Reprocess only: reprocess this many first; the rest goes only if they "
             "are delivered.",
         )
@@ -431,7 +408,7 @@ class RequestListApi(_DecisionsApi):
     def get_permissions(self):
         if self.request.method in SAFE_METHODS:
             return [has_perms(VIEW_REQUESTS)()]
-        return [has_perms(VIEW_REQUESTS, VIEW_MESSAGES, REQUEST_PERMISSION)()]
+        return [has_perms(VIEW_REQUESTS, VIEW_MESSAGES, MAKE_REQUESTS)()]
 
     @extend_schema(
         operation_id="requests_list",
@@ -473,10 +450,10 @@ class RequestListApi(_DecisionsApi):
     )
     def post(self, request):
         data = _validated(self.InputSerializer, request.data)
-        created = action_request_create(
+        created = services.action_request_create(
             actor=request.user,
             scope=data["scope"],
-            action=Action(
+            action=services.Action(
                 kind=data["action"],
                 target_queue=data.get("target_queue", ""),
                 edited_body=data.get("edited_body"),
@@ -552,8 +529,8 @@ class _DecisionApi(_DecisionsApi):
 
 
 class RequestApproveApi(_DecisionApi):
-    permission_classes = [has_perms(VIEW_REQUESTS, APPROVE_PERMISSION)]
-    service = action_request_approve
+    permission_classes = [has_perms(VIEW_REQUESTS, APPROVE_REQUESTS)]
+    service = services.action_request_approve
 
     @_decision_schema(
         "requests_approve",
@@ -564,8 +541,8 @@ class RequestApproveApi(_DecisionApi):
 
 
 class RequestRejectApi(_DecisionApi):
-    permission_classes = [has_perms(VIEW_REQUESTS, APPROVE_PERMISSION)]
-    service = action_request_reject
+    permission_classes = [has_perms(VIEW_REQUESTS, APPROVE_REQUESTS)]
+    service = services.action_request_reject
 
     @_decision_schema("requests_reject", "Reject a pending request; the comment (why) is required.")
     def post(self, request, request_id):
@@ -574,7 +551,7 @@ class RequestRejectApi(_DecisionApi):
 
 class RequestWithdrawApi(_DecisionApi):
     permission_classes = [has_perms(VIEW_REQUESTS)]
-    service = action_request_withdraw
+    service = services.action_request_withdraw
 
     @_decision_schema(
         "requests_withdraw", "The requester takes back a request that has not started."
@@ -585,7 +562,7 @@ class RequestWithdrawApi(_DecisionApi):
 
 class RequestCancelApi(_DecisionApi):
     permission_classes = [has_perms(VIEW_REQUESTS)]
-    service = action_request_cancel
+    service = services.action_request_cancel
 
     @_decision_schema(
         "requests_cancel",

@@ -11,6 +11,7 @@ from console.browse.forms import FILTER_FIELDS, MessageFilterForm
 from console.decisions.models import ActionRequest
 from console.decisions.scope import MAX_SELECTION, ScopeError
 from console.decisions.services import MAX_CANARY
+from console.forms import NoAutocompleteForm
 from console.queues.models import Queue
 
 # The column types' limits: a bigger number is refused as input, never sent to the database.
@@ -111,7 +112,7 @@ def normalize_edited_body(text, original):
     return text.encode("utf-8")
 
 
-class ActionRequestForm(forms.Form):
+class ActionRequestForm(NoAutocompleteForm):
     action = forms.ChoiceField(choices=ActionRequest.ACTIONS, widget=forms.RadioSelect)
     target_queue = forms.ChoiceField(
         required=False, label="reprocess in queue", help_text="Reprocess only."
@@ -160,8 +161,6 @@ class ActionRequestForm(forms.Form):
         self.fields["target_queue"].choices = [("", "its own queue")] + [(q, q) for q in queues]
         if not with_body:
             del self.fields["edited_body"]
-        for field in self.fields.values():
-            field.widget.attrs.setdefault("autocomplete", "off")
 
 
 class RequestFilterForm(forms.Form):
@@ -176,28 +175,12 @@ class RequestFilterForm(forms.Form):
         required=False, min_value=1, max_value=MAX_ID, widget=forms.HiddenInput
     )
 
-    def __init__(self, data=None, *, page_size_max=None, **kwargs):
-        super().__init__(data, **kwargs)
-        if page_size_max is not None:
-            self.fields["page_size"] = forms.IntegerField(
-                required=False, min_value=1, max_value=page_size_max
-            )
 
-
-class NotificationFilterForm(forms.Form):
+class NotificationFilterForm(NoAutocompleteForm):
     sender = forms.CharField(required=False, max_length=300)
     conversation = forms.CharField(required=False, max_length=200)
     message_id = forms.CharField(required=False, max_length=TEXT_MAX, label="message id")
     before = forms.CharField(required=False, max_length=TEXT_MAX, widget=forms.HiddenInput)
-
-    def __init__(self, data=None, *, page_size_max=None, **kwargs):
-        super().__init__(data, **kwargs)
-        if page_size_max is not None:
-            self.fields["page_size"] = forms.IntegerField(
-                required=False, min_value=1, max_value=page_size_max
-            )
-        for field in self.fields.values():
-            field.widget.attrs.setdefault("autocomplete", "off")
 
     def filters(self):
         data = self.cleaned_data

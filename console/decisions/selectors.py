@@ -12,9 +12,9 @@ from console.audit.models import AuditEntry
 from console.browse.selectors import COUNT_CAP, MatchCount
 from console.decisions.models import ActionRequest
 from console.decisions.scope import scope_queryset
-from console.decisions.services import APPROVE_PERMISSION
 from console.lake.selectors import lake_paths
 from console.lake.services import lake
+from console.permissions import APPROVE_REQUESTS
 from workers.lake.schema import TS
 
 ACTIVE = (ActionRequest.APPROVED, ActionRequest.RUNNING, ActionRequest.CANARY)
@@ -43,7 +43,7 @@ def request_list(*, user, status="", show="", before=None, limit=50):
     if show == "mine":
         qs = qs.filter(requester=user)
     elif show == "waiting":
-        if not user.has_perm(APPROVE_PERMISSION):
+        if not user.has_perm(APPROVE_REQUESTS):
             return RequestPage(rows=[], next_before=None)
         qs = qs.filter(status=ActionRequest.PENDING).exclude(requester=user)
     if before:
@@ -56,7 +56,7 @@ def request_list(*, user, status="", show="", before=None, limit=50):
 
 def request_waiting_count(*, user):
     """How many requests wait for `user`'s approval (0 for someone who may not approve)."""
-    if not user.has_perm(APPROVE_PERMISSION):
+    if not user.has_perm(APPROVE_REQUESTS):
         return 0
     return (
         ActionRequest.objects.filter(status=ActionRequest.PENDING).exclude(requester=user).count()

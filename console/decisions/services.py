@@ -13,14 +13,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from console.audit.services import audit_record
+from console.browse.services import message_body_read_record
 from console.decisions.models import ActionRequest as R
 from console.decisions.scope import scope_freeze
 from console.decisions.tasks import execute_enqueue
+from console.permissions import APPROVE_REQUESTS, MAKE_REQUESTS
 from console.queues.models import Queue
 
 MAX_CANARY = 10_000
-APPROVE_PERMISSION = "decisions.approve_actionrequest"
-REQUEST_PERMISSION = "decisions.add_actionrequest"
 
 
 @dataclass(frozen=True)
@@ -71,7 +71,7 @@ def action_request_create(*, actor, scope, action, comment, rate_limit=None, can
     """Freeze the scope into an exact id set and record the request; it is APPROVED at once
     when it needs no second person, PENDING otherwise. An approved request starts executing
     once the transaction commits."""
-    if not actor.has_perm(REQUEST_PERMISSION):
+    if not actor.has_perm(MAKE_REQUESTS):
         raise PermissionDenied("you may not request actions")
     if not comment or not comment.strip():
         raise ValidationError("a request says why: the comment is required")
@@ -130,7 +130,7 @@ def _summary(request):
 
 
 def _decide(*, actor, request, comment, to_status, audit_action):
-    if not actor.has_perm(APPROVE_PERMISSION):
+    if not actor.has_perm(APPROVE_REQUESTS):
         raise PermissionDenied("you may not approve or reject requests")
     if actor.pk == request.requester_id:
         raise PermissionDenied("four eyes: a request is approved or rejected by someone else")
@@ -211,7 +211,7 @@ def action_request_cancel(*, actor, request, comment=""):
     """Stop a request that was approved: at once if it is not executing (approved and not yet
     started, or waiting for its canary); otherwise the execution stops before its next chunk
     (chunks already committed stay decided). The requester or an approver may cancel."""
-    if actor.pk != request.requester_id and not actor.has_perm(APPROVE_PERMISSION):
+    if actor.pk != request.requester_id and not actor.has_perm(APPROVE_REQUESTS):
         raise PermissionDenied("only the requester or an approver cancels a request")
     now = timezone.now()
     with transaction.atomic():
@@ -234,3 +234,12 @@ def action_request_cancel(*, actor, request, comment=""):
         )
     request.refresh_from_db()
     return request
+
+
+def action_request_edited_body_read(*, actor, request, via):
+    """The edited body `request` carries, for `actor` to read, the read recorded like any other
+    body read, against the message it edits: an edited body is for a request on exactly one
+    message, the one in its sample."""
+    message_id = request.sample[0]["message_id"] if request.sample else ""
+    message_body_read_record(actor=actor, message_id=message_id, via=via, request=request)
+    return bytes(request.edited_body)

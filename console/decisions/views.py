@@ -10,16 +10,15 @@ import os
 
 from django import forms
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required, permission_required
+from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import Http404, QueryDict, StreamingHttpResponse
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from console.audit.services import audit_record
 from console.browse import selectors as browse_selectors
 from console.browse.body import body_render
-from console.browse.permissions import VIEW_BODY, VIEW_MESSAGES
+from console.browse.services import message_body_read_record
 from console.decisions import selectors
 from console.decisions.forms import (
     COMMENT_MAX,
@@ -35,28 +34,29 @@ from console.decisions.forms import (
 from console.decisions.models import ActionRequest as R
 from console.decisions.scope import ScopeError, frozen_ids
 from console.decisions.services import (
-    APPROVE_PERMISSION,
-    REQUEST_PERMISSION,
     Action,
     action_request_approve,
     action_request_cancel,
     action_request_create,
+    action_request_edited_body_read,
     action_request_reject,
     action_request_withdraw,
 )
 from console.lake.services import lake
+from console.permissions import (
+    APPROVE_REQUESTS,
+    MAKE_REQUESTS,
+    VIEW_BODY,
+    VIEW_MESSAGES,
+    VIEW_REQUESTS,
+    perms_required,
+)
 from console.readmodels.models import MessageIndex
 
-VIEW_REQUESTS = "decisions.view_actionrequest"
 # A body larger than this is not put in a textarea; edit it through the API.
 BODY_EDIT_MAX = 1024 * 1024
 BREAKDOWN_SHOWN = 200
 SELECTION_SHOWN = 100
-
-
-def _perm(*perms):
-    # Signed in first (anonymous -> the login page), then 403 for a user without the permission.
-    return permission_required(perms, raise_exception=True)
 
 
 def why(exc):
@@ -96,21 +96,6 @@ def frozen_ids_response(request):
 # --- Asking -------------------------------------------------------------------------------------
 
 
-def _body_viewed(user, message_id, *, via, request=None):
-    # Bodies can hold personal data: who read which one is for the auditors (as the message
-    # page records it).
-    details = {"via": via}
-    if request is not None:
-        details.update(request=request.id, edited=True)
-    audit_record(
-        actor=user,
-        action="message.body_viewed",
-        target_type="message",
-        target_id=message_id,
-        details=details,
-    )
-
-
 def _editable_body(user, message_id):
     """(the body as text to prefill, or None; why there is none)."""
     if not user.has_perm(VIEW_BODY):
@@ -132,7 +117,7 @@ def _editable_body(user, message_id):
 
 @require_http_methods(["GET", "POST"])
 @login_required
-@_perm(REQUEST_PERMISSION, VIEW_MESSAGES)
+@perms_required(MAKE_REQUESTS, VIEW_MESSAGES)
 def request_new(request):
     """GET: what the scope matches now and the form; POST: freeze it into a request."""
     template = "decisions/request_new.html"
@@ -147,8 +132,9 @@ def request_new(request):
     if with_body:
         ctx["message"] = MessageIndex.objects.filter(message_id=scope["id"]).first()
         original, ctx["body_note"] = _editable_body(request.user, scope["id"])
+        # A POST reads it only to compare with what came back; showing it is what is recorded.
         if original is not None and request.method == "GET":
-            _body_viewed(request.user, scope["id"], via="request form")
+            message_body_read_record(actor=request.user, message_id=scope["id"], via="request form")
     if scope["kind"] == "selection":
         ctx["selection"] = scope["ids"][:SELECTION_SHOWN]
         ctx["more_selected"] = max(0, len(scope["ids"]) - SELECTION_SHOWN)
@@ -190,7 +176,7 @@ def request_new(request):
 
 @require_GET
 @login_required
-@_perm(VIEW_REQUESTS)
+@perms_required(VIEW_REQUESTS)
 def request_list(request):
     form = RequestFilterForm(request.GET)
     if not form.is_valid():
@@ -220,18 +206,17 @@ def _by_count(counts):
 
 @require_GET
 @login_required
-@_perm(VIEW_REQUESTS)
+@perms_required(VIEW_REQUESTS)
 def request_detail(request, request_id):
     r = request_or_404(request_id)
     user = request.user
     is_requester = user.pk == r.requester_id
-    may_approve = user.has_perm(APPROVE_PERMISSION)
+    may_approve = user.has_perm(APPROVE_REQUESTS)
     queues, more_queues = _by_count(r.breakdown.get("queues"))
     groups, more_groups = _by_count(r.breakdown.get("groups"))
     edited = None
     if r.edited_body is not None and user.has_perm(VIEW_BODY):
-        edited = body_render(bytes(r.edited_body))
-        _body_viewed(user, r.sample[0]["message_id"] if r.sample else "", via="request", request=r)
+        edited = body_render(action_request_edited_body_read(actor=user, request=r, via="request"))
     ids = r.scope.get("ids") if isinstance(r.scope.get("ids"), list) else []
     ctx = {
         "r": r,
@@ -257,7 +242,7 @@ def request_detail(request, request_id):
 
 @require_GET
 @login_required
-@_perm(VIEW_REQUESTS)
+@perms_required(VIEW_REQUESTS)
 def request_ids(request, request_id):
     return frozen_ids_response(request_or_404(request_id))
 
@@ -297,28 +282,28 @@ def _cancelled(r):
 
 @require_POST
 @login_required
-@_perm(VIEW_REQUESTS, APPROVE_PERMISSION)
+@perms_required(VIEW_REQUESTS, APPROVE_REQUESTS)
 def request_approve(request, request_id):
     return _act(request, request_id, action_request_approve, _said("is approved"))
 
 
 @require_POST
 @login_required
-@_perm(VIEW_REQUESTS, APPROVE_PERMISSION)
+@perms_required(VIEW_REQUESTS, APPROVE_REQUESTS)
 def request_reject(request, request_id):
     return _act(request, request_id, action_request_reject, _said("is rejected"))
 
 
 @require_POST
 @login_required
-@_perm(VIEW_REQUESTS)
+@perms_required(VIEW_REQUESTS)
 def request_withdraw(request, request_id):
     return _act(request, request_id, action_request_withdraw, _said("is withdrawn"))
 
 
 @require_POST
 @login_required
-@_perm(VIEW_REQUESTS)
+@perms_required(VIEW_REQUESTS)
 def request_cancel(request, request_id):
     return _act(request, request_id, action_request_cancel, _cancelled)
 
@@ -328,7 +313,7 @@ def request_cancel(request, request_id):
 
 @require_GET
 @login_required
-@_perm(VIEW_MESSAGES)
+@perms_required(VIEW_MESSAGES)
 def notification_list(request):
     form = NotificationFilterForm(request.GET)
     ctx = {"form": form, "page": None}

@@ -27,23 +27,13 @@ from drf_spectacular.utils import (
 )
 from rest_framework import serializers, status
 from rest_framework.exceptions import UnsupportedMediaType
-from rest_framework.permissions import BasePermission, IsAuthenticated
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from console.browse.apis import ERRORS, ErrorSerializer
+from console.api import ERRORS, ErrorSerializer
 from console.ingest.files import record_max_bytes
 from console.ingest.services import ID_MAX_LENGTH, messages_ingest
-
-# Adding a message key is what accepting a message does; console.accounts.roles grants it.
-PERMISSION = "ingest.add_messagekey"
-
-
-class CanIngestMessages(BasePermission):
-    message = f"sending messages in needs the {PERMISSION} permission"
-
-    def has_permission(self, request, view):
-        return bool(request.user and request.user.has_perm(PERMISSION))
+from console.permissions import INGEST_MESSAGES, has_perms
 
 
 class _BadRequest(Exception):
@@ -95,7 +85,7 @@ class _RefusalSerializer(serializers.Serializer):
 
 
 class MessagesIngestApi(APIView):
-    permission_classes = [IsAuthenticated, CanIngestMessages]
+    permission_classes = [has_perms(INGEST_MESSAGES)]
 
     class OutputSerializer(serializers.Serializer):
         accepted = serializers.IntegerField()
@@ -221,6 +211,9 @@ def _payload(request):
         raise _BadRequest("malformed JSON: the body is not valid UTF-8") from None
     except json.JSONDecodeError as exc:
         raise _BadRequest(f"malformed JSON: {exc}") from None
+    except RecursionError:
+        # Deeper than Python's parser goes: malformed for us too, not a server error.
+        raise _BadRequest("malformed JSON: nested too deeply") from None
 
 
 _EXPECTED = 'send a message object, a list of them, or {"messages": [...]}'

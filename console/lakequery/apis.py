@@ -2,8 +2,7 @@
 The same permissions as the screens; a query that searched bodies is seen only by those who may
 read bodies."""
 
-from django.core.exceptions import PermissionDenied, ValidationError
-from django.http import Http404
+from django.core.exceptions import ValidationError
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -11,16 +10,15 @@ from drf_spectacular.utils import (
     extend_schema,
     extend_schema_serializer,
 )
-from rest_framework import exceptions, serializers, status
-from rest_framework.parsers import JSONParser
+from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from console.browse.apis import ERRORS, NOT_FOUND, ErrorSerializer
-from console.browse.permissions import has_perms
+from console.api import ERRORS, NOT_FOUND, ErrorSerializer, JSONParser
 from console.lakequery import selectors, services
 from console.lakequery.models import LakeQuery
-from console.lakequery.permissions import VIEW_QUERIES, may_see
+from console.lakequery.views import query_or_404
+from console.permissions import VIEW_QUERIES, has_perms
 from workers.engine.states import STATES
 
 TAGS = ["lake queries"]
@@ -77,35 +75,9 @@ class ResultRowSerializer(serializers.Serializer):
     updated = serializers.DateTimeField(help_text="time of its latest event")
 
 
-class _JSONParser(JSONParser):
-    """DRF's, but JSON nested too deeply for Python's parser is a 400 like any malformed JSON,
-    not a RecursionError and a 500."""
-
-    def parse(self, stream, media_type=None, parser_context=None):
-        try:
-            return super().parse(stream, media_type, parser_context)
-        except RecursionError:
-            raise exceptions.ParseError("JSON parse error - nested too deeply") from None
-
-
 QUERY_ID = OpenApiParameter(
     "query_id", OpenApiTypes.INT, OpenApiParameter.PATH, description="The query's number."
 )
-
-
-def _query(request, query_id):
-    """The query, or 404 for an id that is unknown, not a number, or too big for one; 403 if it
-    searched bodies and the caller may not read them."""
-    try:
-        number = int(query_id)
-    except (TypeError, ValueError):
-        number = 0
-    query = selectors.lake_query_get(query_id=number)
-    if query is None:
-        raise Http404("no such lake query")
-    if not may_see(request.user, query):
-        raise PermissionDenied("this query searched bodies, which you may not read")
-    return query
 
 
 def _bad_input(detail, errors):
@@ -118,7 +90,7 @@ class LakeQueryListApi(APIView):
 
     permission_classes = [has_perms(VIEW_QUERIES)]
     # JSON only: the criteria hold lists, which a form says poorly.
-    parser_classes = [_JSONParser]
+    parser_classes = [JSONParser]
 
     @extend_schema_serializer(component_name="LakeQueryCriteria")
     class InputSerializer(serializers.Serializer):
@@ -215,7 +187,7 @@ class LakeQueryDetailApi(APIView):
         responses={200: LakeQuerySerializer, **ERRORS, 404: NOT_FOUND},
     )
     def get(self, request, query_id):
-        return Response(LakeQuerySerializer(_query(request, query_id)).data)
+        return Response(LakeQuerySerializer(query_or_404(request.user, query_id)).data)
 
 
 class LakeQueryResultsApi(APIView):
@@ -266,7 +238,7 @@ class LakeQueryResultsApi(APIView):
         },
     )
     def get(self, request, query_id):
-        query = _query(request, query_id)
+        query = query_or_404(request.user, query_id)
         params = self.InputSerializer(data=request.query_params)
         if not params.is_valid():
             return _bad_input("the paging parameters are not valid", params.errors)
@@ -297,7 +269,7 @@ class LakeQueryCancelApi(APIView):
         responses={200: LakeQuerySerializer, **ERRORS, 404: NOT_FOUND, 409: FINISHED},
     )
     def post(self, request, query_id):
-        query = _query(request, query_id)
+        query = query_or_404(request.user, query_id)
         try:
             query = services.lake_query_cancel(actor=request.user, query=query)
         except ValidationError as exc:

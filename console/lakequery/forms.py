@@ -5,12 +5,13 @@ import re
 
 from django import forms
 
+from console.forms import NoAutocompleteForm
 from workers.engine.states import STATES
 
 BODY_FIELDS = ("body_contains", "body_regex", "json_path", "json_equals")
 
 
-class LakeQueryForm(forms.Form):
+class LakeQueryForm(NoAutocompleteForm):
     queues = forms.CharField(
         required=False, max_length=2000, help_text="names, separated by commas or spaces"
     )
@@ -44,8 +45,6 @@ class LakeQueryForm(forms.Form):
         if not body:
             for name in BODY_FIELDS:
                 del self.fields[name]
-        for field in self.fields.values():
-            field.widget.attrs.setdefault("autocomplete", "off")
 
     @property
     def body_fields(self):

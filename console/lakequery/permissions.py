@@ -1,15 +1,10 @@
-"""The permissions of lake queries, by name (console.accounts.roles says which role holds which).
+"""Who may see and stop a lake query (console.permissions names the permissions;
+console.accounts.roles says which role holds which).
 
-Seeing a query and its result, and running one, are permissions of their own. A query that
-searches bodies (contains, regular expression, JSON path) reveals what bodies hold, so running it
-or seeing it needs the permission to read bodies as well."""
+A query that searches bodies (contains, regular expression, JSON path) reveals what bodies hold,
+so seeing it needs the permission to read bodies as well."""
 
-from console.browse.permissions import VIEW_BODY
-
-VIEW_QUERIES = "lakequery.view_lakequery"
-RUN_QUERIES = "lakequery.add_lakequery"
-# Stop anyone's query (the requester may always stop their own).
-CANCEL_ANY = "lakequery.change_lakequery"
+from console.permissions import CANCEL_ANY_QUERY, VIEW_BODY, VIEW_QUERIES
 
 
 def may_see(user, query):
@@ -20,4 +15,7 @@ def may_see(user, query):
 
 
 def may_cancel(user, query):
-    return may_see(user, query) and (user.pk == query.requester_id or user.has_perm(CANCEL_ANY))
+    """The requester may always stop their own query; CANCEL_ANY_QUERY stops anyone's."""
+    return may_see(user, query) and (
+        user.pk == query.requester_id or user.has_perm(CANCEL_ANY_QUERY)
+    )

@@ -12,10 +12,9 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
-from console.browse.permissions import VIEW_BODY
 from console.lake.services import lake
 from console.lakequery.models import LakeQuery
-from console.lakequery.permissions import VIEW_QUERIES
+from console.permissions import VIEW_BODY, VIEW_QUERIES
 
 PAGE_SIZE = 50
 PAGE_SIZE_MAX = 500

@@ -6,11 +6,11 @@ from django.db import transaction
 from django.utils import timezone
 
 from console.audit.services import audit_record
-from console.browse.permissions import VIEW_BODY
 from console.lakequery.criteria import criteria_read_bodies, lake_query_criteria_clean
 from console.lakequery.models import LakeQuery
-from console.lakequery.permissions import RUN_QUERIES, may_cancel
+from console.lakequery.permissions import may_cancel
 from console.lakequery.tasks import lake_query_enqueue
+from console.permissions import RUN_QUERIES, VIEW_BODY
 
 
 def lake_query_create(*, actor, criteria):

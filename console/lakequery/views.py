@@ -5,29 +5,35 @@ Everything a result row holds comes from messages (ids, queues, senders, reasons
 attacker-controlled: the templates escape it, nothing here marks anything safe."""
 
 from django.contrib import messages
-from django.contrib.auth.decorators import login_required, permission_required
+from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from console.browse.permissions import VIEW_BODY
 from console.lakequery import selectors, services
 from console.lakequery.forms import LakeQueryForm
 from console.lakequery.models import LakeQuery
-from console.lakequery.permissions import RUN_QUERIES, VIEW_QUERIES, may_cancel, may_see
+from console.lakequery.permissions import may_cancel, may_see
+from console.permissions import (
+    MAKE_REQUESTS,
+    RUN_QUERIES,
+    VIEW_BODY,
+    VIEW_QUERIES,
+    perms_required,
+)
 
-REQUEST_PERMISSION = "decisions.add_actionrequest"
 AFTER_MAX = 1000
 
 
-def _perm(*perms):
-    # Signed in first (anonymous -> the login page), then 403 for a user without the permission.
-    return permission_required(perms, raise_exception=True)
-
-
-def _query_or_404(user, query_id):
-    query = selectors.lake_query_get(query_id=query_id)
+def query_or_404(user, query_id):
+    """The query, or 404 for an id that is unknown, not a number, or too big for one; 403 if it
+    searched bodies and `user` may not read them. The screens' and the API's."""
+    try:
+        number = int(query_id)
+    except (TypeError, ValueError):
+        number = 0
+    query = selectors.lake_query_get(query_id=number)
     if query is None:
         raise Http404("no such lake query")
     if not may_see(user, query):
@@ -37,7 +43,7 @@ def _query_or_404(user, query_id):
 
 @require_http_methods(["GET", "POST"])
 @login_required
-@_perm(VIEW_QUERIES)
+@perms_required(VIEW_QUERIES)
 def lake_query_list(request):
     """GET: recent queries and, for those who may run one, the form. POST: run a new one."""
     can_run = request.user.has_perm(RUN_QUERIES)
@@ -65,9 +71,9 @@ def lake_query_list(request):
 
 @require_GET
 @login_required
-@_perm(VIEW_QUERIES)
+@perms_required(VIEW_QUERIES)
 def lake_query_detail(request, query_id):
-    query = _query_or_404(request.user, query_id)
+    query = query_or_404(request.user, query_id)
     after = request.GET.get("after", "")[:AFTER_MAX] or None
     page = selectors.lake_query_results(query=query, after=after)
     ctx = {
@@ -77,16 +83,16 @@ def lake_query_detail(request, query_id):
         "can_cancel": not query.final and may_cancel(request.user, query),
         "can_request": query.status == LakeQuery.DONE
         and query.matched > 0
-        and request.user.has_perm(REQUEST_PERMISSION),
+        and request.user.has_perm(MAKE_REQUESTS),
     }
     return render(request, "lakequery/lake_query_detail.html", ctx)
 
 
 @require_POST
 @login_required
-@_perm(VIEW_QUERIES)
+@perms_required(VIEW_QUERIES)
 def lake_query_cancel(request, query_id):
-    query = _query_or_404(request.user, query_id)
+    query = query_or_404(request.user, query_id)
     try:
         services.lake_query_cancel(actor=request.user, query=query)
     except ValidationError as exc:

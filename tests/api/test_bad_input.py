@@ -2,7 +2,12 @@
 PostgreSQL alike, which refuses a query holding a NUL character."""
 
 import pytest
-from rest_framework.test import APIClient
+from rest_framework.response import Response
+from rest_framework.test import APIClient, APIRequestFactory, force_authenticate
+from rest_framework.views import APIView
+
+# Deeper than Python's JSON parser goes.
+DEEP = "[" * 100_000 + "]" * 100_000
 
 
 @pytest.fixture
@@ -40,3 +45,32 @@ def test_an_unknown_queue_is_not_found(client):
 
     assert response.status_code == 404
     assert response.json() == {"detail": "no such queue"}
+
+
+@pytest.mark.parametrize("url", ["/api/v1/messages", "/api/v1/requests", "/api/v1/lake-queries"])
+def test_json_nested_too_deeply_is_a_400_not_a_server_error(client, url):
+    response = client.post(url, DEEP, content_type="application/json")
+
+    assert response.status_code == 400
+    assert "nested too deeply" in response.json()["detail"]
+
+
+class _Echo(APIView):
+    """An endpoint with DRF's defaults: the parser it gets is every endpoint's."""
+
+    def post(self, request):
+        return Response(request.data)
+
+
+def test_an_endpoint_that_names_no_parser_answers_json_nested_too_deeply_with_a_400(everyone):
+    request = APIRequestFactory().post("/", DEEP, content_type="application/json")
+    force_authenticate(request, user=everyone)
+
+    response = _Echo.as_view()(request)
+
+    assert response.status_code == 400
+    assert response.data == {"detail": "JSON parse error - nested too deeply"}
+    # Forms still parse as DRF's defaults do.
+    form = APIRequestFactory().post("/", {"a": "1"})
+    force_authenticate(form, user=everyone)
+    assert _Echo.as_view()(form).data.dict() == {"a": "1"}

@@ -1,0 +1,56 @@
+"""The permissions the console's screens, API and services check, by name ("<app_label>.<codename>",
+as `has_perm` takes them), and how a screen or an endpoint asks for them.
+console.accounts.roles says which role holds which."""
+
+from django.contrib.auth.decorators import permission_required
+from rest_framework.permissions import BasePermission
+
+# The read models and the queues.
+VIEW_MESSAGES = "readmodels.view_messageindex"
+# Bodies can hold personal data: reading them is a permission of its own.
+VIEW_BODY = "readmodels.view_body"
+VIEW_GROUPS = "readmodels.view_failuregroup"
+VIEW_STATS = "readmodels.view_queuestat"
+VIEW_QUEUES = "queues.view_queue"
+CHANGE_QUEUE = "queues.change_queue"
+
+# Adding a message key is what accepting a message does.
+INGEST_MESSAGES = "ingest.add_messagekey"
+
+# Action requests: asking for one, and approving someone else's (the services check it again).
+VIEW_REQUESTS = "decisions.view_actionrequest"
+MAKE_REQUESTS = "decisions.add_actionrequest"
+APPROVE_REQUESTS = "decisions.approve_actionrequest"
+
+# Lake queries: seeing one and its result, running one, and stopping anyone's (the requester may
+# always stop their own). One that searches bodies needs VIEW_BODY as well (console.lakequery).
+VIEW_QUERIES = "lakequery.view_lakequery"
+RUN_QUERIES = "lakequery.add_lakequery"
+CANCEL_ANY_QUERY = "lakequery.change_lakequery"
+
+VIEW_AUDIT = "audit.view_auditentry"
+EXPORT_AUDIT = "audit.export_auditentry"
+
+
+def perms_required(*perms):
+    """A screen's decorator, under @login_required: a signed-in user without every one of
+    `perms` gets a 403 (an anonymous one was sent to the login page already)."""
+    return permission_required(perms, raise_exception=True)
+
+
+def has_perms(*perms):
+    """A DRF permission class granting a signed-in user who holds every one of `perms`.
+
+    An anonymous caller is refused too, and DRF answers 401 for it (the token authenticator's
+    challenge), 403 for a signed-in user without the permissions.
+    """
+
+    class HasPerms(BasePermission):
+        message = f"this needs the permission(s) {', '.join(perms)}"
+
+        def has_permission(self, request, view):
+            user = request.user
+            return bool(user and user.is_authenticated and user.has_perms(perms))
+
+    HasPerms.__name__ = f"HasPerms({', '.join(perms)})"
+    return HasPerms
