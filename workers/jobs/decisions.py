@@ -24,15 +24,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from workers.engine import states as S
+from workers.engine.actions import END, REPROCESS, TO_STATE
 from workers.jobs.conversations import CONVERSATION_STEP_BASE
 from workers.jobs.state import EVENT_COLUMNS, extract_events, extract_messages, fold_state
 from workers.lake.schema import EVENT_SCHEMA, NOTIFICATION_SCHEMA
 
-REPROCESS, FAIL, END = "reprocess", "fail", "end_with_error"
-TO_STATE = {REPROCESS: S.TBDL, FAIL: S.FAIL, END: S.ENDED}
-# What an end with error ends besides the messages decided (R13): the conversation's others that
-# are not final. DLNG is left to its delivery run; it is not "waiting" for anything.
-OPEN_STATES = (S.TBDL, S.WAIT, S.NDLV)
 CHUNK_IDS_SCHEMA = pa.schema([("message_id", pa.string()), ("chunk", pa.int32())])
 STATE_COLUMNS = [c for c in EVENT_COLUMNS if c != "message_id"]
 META_COLUMNS = ["conversation_id", "sender"]
@@ -134,7 +130,7 @@ def plan_siblings(members: DataFrame, state: DataFrame, meta: DataFrame) -> Data
         )
     )
     return (
-        state.where(F.col("to_state").isin(list(OPEN_STATES)))
+        state.where(F.col("to_state").isin(list(S.OPEN_STATES)))
         .join(meta.select("message_id", "conversation_id"), on="message_id")
         .join(F.broadcast(conversations), on="conversation_id")
         .join(decided.select("message_id"), on="message_id", how="left_anti")
@@ -308,7 +304,7 @@ def decide_chunk(
         outcome.notifications = _notifications(acted, decision, at=at)
         if siblings is not None and siblings.num_rows:
             # Only conversations whose first decided member was decided in this chunk.
-            open_now = pc.is_in(siblings.column("to_state"), value_set=pa.array(OPEN_STATES))
+            open_now = pc.is_in(siblings.column("to_state"), value_set=pa.array(S.OPEN_STATES))
             started = pc.is_in(siblings.column("ended_by"), value_set=acted.column("message_id"))
             ending = siblings.filter(pc.and_(open_now, started)).sort_by("message_id")
             if ending.num_rows:
