@@ -10,16 +10,8 @@ import math
 from datetime import datetime, timedelta
 
 from workers.engine import states as S
+from workers.lake.schema import STATE_FIELDS
 
-# Columns every event carries, in ledger order (see workers.lake.schema).
-STATE_FIELDS = (
-    "queue",
-    "delivery_count",
-    "candidate",
-    "batch_limit",
-    "next_attempt_at",
-    "body_version",
-)
 _STATE_FIELD_SET = frozenset(STATE_FIELDS)
 
 
