@@ -22,6 +22,7 @@ from console.lake.services import lake
 from console.queues.models import POLICY_FIELDS, Queue
 from console.readmodels.models import FailureGroup, MessageIndex, QuarantineInflow, QueueStat
 from workers.engine.states import DLNG, DLVD, NDLV, STATES, is_failure
+from workers.lake.schema import MESSAGE_COLUMNS_WITHOUT_BODY
 
 log = logging.getLogger(__name__)
 
@@ -221,18 +222,7 @@ def message_match_count(*, filters, cap=None):
 
 # --- One message ---------------------------------------------------------------------------------
 
-_STORED_COLUMNS = [
-    "message_id",
-    "version",
-    "queue",
-    "body_sha256",
-    "body_size",
-    "content_type",
-    "headers",
-    "conversation_id",
-    "sender",
-    "enqueued_at",
-]
+_STORED_COLUMNS = MESSAGE_COLUMNS_WITHOUT_BODY
 
 
 @dataclass

@@ -45,9 +45,7 @@ from console.lake.selectors import lake_paths, lake_state_inputs
 from console.lake.services import epoch_allocate, lake, lake_commit_lock, lake_commit_record
 from console.queues.models import Queue
 from console.readmodels.deltas import decided_staged, read_models_apply
-from workers.engine import states as S
 from workers.jobs import decisions as D
-from workers.lake.schema import EVENT_SCHEMA, MESSAGE_SCHEMA
 
 log = logging.getLogger(__name__)
 
@@ -55,7 +53,6 @@ MAX_CHUNK = 10_000
 # A set this small is planned with pyarrow on the worker: a Spark job costs seconds of overhead,
 # and one message sent back to its queue should be back in seconds.
 SMALL_PLAN = 10_000
-VERBS = {R.REPROCESS: "reprocessed", R.FAIL: "failed", R.END: "ended with an error"}
 
 
 class LeaseLost(Exception):
@@ -217,23 +214,12 @@ def _chunk_ids_path(plan_path):
 
 
 def _plan_small(params, state_paths):
-    """The plan of a small set with pyarrow: the frozen ids' events (snapshot and commits, read
-    with a filter on the ids) folded to their latest."""
+    """The plan of a small set with pyarrow: only the frozen ids' events are read (snapshot and
+    commits, with a filter on the ids)."""
     ids = pq.read_table(params.chunk_ids_path)
     wanted = pc.field("message_id").isin(ids.column("message_id"))
     events = lake().read_arrow("events", state_paths, filter=wanted)
-    state = D.latest_by_id(events)
-    members = ids.join(state, keys="message_id", join_type="inner")
-    for name in D.META_COLUMNS:
-        members = members.append_column(name, pa.nulls(members.num_rows, pa.string()))
-    os.makedirs(params.members_path)
-    pq.write_table(
-        members.select(["message_id", "chunk", *EVENT_SCHEMA.names[1:], *D.META_COLUMNS]).sort_by(
-            [("chunk", "ascending"), ("message_id", "ascending")]
-        ),
-        f"{params.members_path}/part-00000.parquet",
-        row_group_size=MAX_CHUNK,
-    )
+    D.write_plan_arrow(D.plan_members_arrow(ids, events), params, row_group_rows=MAX_CHUNK)
 
 
 # --- Chunks ---------------------------------------------------------------------------------------
@@ -241,13 +227,17 @@ def _plan_small(params, state_paths):
 
 def _decision(request):
     approver = request.decided_by.get_username() if request.decided_by_id else None
-    who = f"request {request.id}" + (f", approved by {approver}" if approver else "")
     return D.Decision(
         action=request.action,
         request_id=request.id,
         epoch=request.epoch,
         actor=request.requester.get_username(),
-        reason=f"{VERBS[request.action]} ({who}): {request.comment}"[:2000],
+        reason=D.decision_reason(
+            action=request.action,
+            request_id=request.id,
+            approver=approver,
+            comment=request.comment,
+        ),
         target_queue=request.target_queue,
         error_code=request.error_code,
         error_description=request.error_description,
@@ -446,11 +436,7 @@ def _newer_events(request, members, siblings):
     paths = list(others.order_by("id").values_list("path", flat=True))
     if not paths:
         return None
-    ids = members.column("message_id")
-    if siblings is not None and siblings.num_rows:
-        ids = pa.concat_arrays(
-            [ids.combine_chunks(), siblings.column("message_id").combine_chunks()]
-        )
+    ids = D.chunk_message_ids(members, siblings)
     return lake().read_arrow("events", paths, filter=pc.field("message_id").isin(ids))
 
 
@@ -462,19 +448,12 @@ def _edited_body_commit(request, members, decision, index):
         "messages",
         lake_paths(dataset="messages"),
         filter=(pc.field("message_id") == message_id) & (pc.field("version") == 1),
-    ).to_pylist()
-    if not original:
+    )
+    if not original.num_rows:
         raise ValueError(f"message {message_id!r} has no stored body to edit")
-    row = dict(original[0])
     body = bytes(request.edited_body)
-    row |= {
-        "version": decision.body_version,
-        "body": body,
-        "body_sha256": hashlib.sha256(body).hexdigest(),
-        "body_size": len(body),
-    }
     directory = store.new_dir("messages", f"request{request.id}-chunk{index}-edit")
-    store.write_arrow(pa.Table.from_pylist([row], schema=MESSAGE_SCHEMA), directory)
+    store.write_arrow(D.edited_message(original, body, version=decision.body_version), directory)
     lake_commit_record(
         dataset="messages",
         path=directory,
@@ -546,35 +525,3 @@ def _canary_begin(request, worker, chunk):
             details={"canary": chunk.done},
         )
         transaction.on_commit(delivery_run_enqueue, robust=True)
-
-
-def canary_outcome(request):
-    """("passed" | "failed" | "pending", detail) of a request waiting for its canary: failed
-    if any canary message failed an attempt since it was reprocessed, passed when each has
-    reached a final state (delivered, or ended), pending otherwise."""
-    store = lake()
-    canary_dir = LakeCommit.objects.get(id=request.canary_commit).path
-    reprocessed = store.read_arrow(
-        "events",
-        [canary_dir],
-        columns=["message_id"],
-        filter=pc.field("from_state") == S.NDLV,
-    ).column("message_id")
-    later = LakeCommit.objects.filter(dataset="events", id__gt=request.canary_commit)
-    paths = list(later.order_by("id").values_list("path", flat=True))
-    events = store.read_arrow("events", paths, filter=pc.field("message_id").isin(reprocessed))
-    failures = events.filter(
-        pc.and_(
-            pc.equal(events.column("from_state"), S.DLNG),
-            pc.is_in(events.column("to_state"), value_set=pa.array(sorted(S.FAILED_TO))),
-        )
-    )
-    if failures.num_rows:
-        first = failures.slice(0, 1).to_pylist()[0]
-        return "failed", f"message {first['message_id']} failed again: {first['reason']}"
-    latest = D.latest_by_id(events)
-    settled = pc.is_in(latest.column("to_state"), value_set=pa.array(sorted(S.FINAL_STATES)))
-    done = pc.sum(settled.cast(pa.int64())).as_py() or 0
-    if done == len(reprocessed):
-        return "passed", f"all {done} canary message(s) delivered"
-    return "pending", f"{done} of {len(reprocessed)} canary message(s) have an outcome"

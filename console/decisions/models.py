@@ -4,10 +4,12 @@ and their approval."""
 from django.conf import settings
 from django.db import models
 
+from workers.engine import actions as A
+
 
 class ActionRequest(models.Model):
-    REPROCESS, FAIL, END = "reprocess", "fail", "end_with_error"
-    ACTIONS = [(REPROCESS, "reprocess"), (FAIL, "fail"), (END, "end with error")]
+    REPROCESS, FAIL, END = A.REPROCESS, A.FAIL, A.END
+    ACTIONS = [(action, A.LABELS[action]) for action in A.ACTIONS]
 
     PENDING = "pending"  # waits for a second person's approval
     APPROVED = "approved"  # may run (approved, or needing no approval)

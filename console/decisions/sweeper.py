@@ -4,6 +4,7 @@ whatever it hands to the spark worker goes through the `enqueue` it is given."""
 
 from datetime import timedelta
 
+import pyarrow.compute as pc
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
@@ -11,9 +12,30 @@ from django.db.models import Q
 from django.utils import timezone
 
 from console.audit.services import audit_record
-from console.decisions.execution import action_request_claim_for_execution, canary_outcome
+from console.decisions.execution import action_request_claim_for_execution
 from console.decisions.models import ActionChunk
 from console.decisions.models import ActionRequest as R
+from console.lake.models import LakeCommit
+from console.lake.services import lake
+from workers.engine import states as S
+from workers.jobs import decisions as D
+
+
+def canary_outcome(request):
+    """(verdict, detail) of a request waiting for its canary (workers.jobs.decisions.
+    canary_verdict), from the events committed since the canary's."""
+    store = lake()
+    canary_dir = LakeCommit.objects.get(id=request.canary_commit).path
+    reprocessed = store.read_arrow(
+        "events",
+        [canary_dir],
+        columns=["message_id"],
+        filter=pc.field("from_state") == S.NDLV,
+    ).column("message_id")
+    later = LakeCommit.objects.filter(dataset="events", id__gt=request.canary_commit)
+    paths = list(later.order_by("id").values_list("path", flat=True))
+    events = store.read_arrow("events", paths, filter=pc.field("message_id").isin(reprocessed))
+    return D.canary_verdict(reprocessed, events)
 
 
 def canary_check(request, *, enqueue, now=None):
@@ -23,16 +45,16 @@ def canary_check(request, *, enqueue, now=None):
     now = now or timezone.now()
     verdict, detail = canary_outcome(request)
     waiting_since = ActionChunk.objects.get(request=request, index=0).committed_at
-    timed_out = verdict == "pending" and (
+    timed_out = verdict == D.CANARY_PENDING and (
         (now - waiting_since).total_seconds() > settings.CANARY_TIMEOUT_SECONDS
     )
-    if verdict == "pending" and not timed_out:
+    if verdict == D.CANARY_PENDING and not timed_out:
         return verdict
     if timed_out:
-        verdict = "failed"
+        verdict = D.CANARY_FAILED
         detail = f"no delivery outcome for the canary within {settings.CANARY_TIMEOUT_SECONDS} s"
     with transaction.atomic():
-        if verdict == "passed":
+        if verdict == D.CANARY_PASSED:
             # Back to RUNNING with no worker: the next execute task takes it over.
             won = R.objects.filter(id=request.id, status=R.CANARY).update(
                 status=R.RUNNING, canary_result=detail, heartbeat_at=None
@@ -53,7 +75,7 @@ def canary_check(request, *, enqueue, now=None):
             target_id=request.id,
             details={"result": detail},
         )
-        if verdict == "passed":
+        if verdict == D.CANARY_PASSED:
             transaction.on_commit(lambda: enqueue(request.id), robust=True)
     return verdict
 

@@ -15,23 +15,12 @@ import pyarrow.dataset as pads
 from console.lake.services import lake
 from console.lakequery.models import LakeQuery
 from console.permissions import VIEW_BODY, VIEW_QUERIES
+from workers.lake.schema import QUERY_RESULT_COLUMNS
 
 PAGE_SIZE = 50
 PAGE_SIZE_MAX = 500
 LIST_SIZE = 50
 MAX_ID = 2**63 - 1  # a BigAutoField's largest
-RESULT_COLUMNS = [
-    "message_id",
-    "queue",
-    "state",
-    "delivery_count",
-    "sender",
-    "conversation_id",
-    "enqueued_at",
-    "body_size",
-    "reason",
-    "updated",
-]
 
 
 def lake_query_visible(*, user):
@@ -58,7 +47,7 @@ def lake_query_get(*, query_id):
 
 @dataclass
 class ResultPage:
-    rows: list  # dicts of RESULT_COLUMNS
+    rows: list  # dicts of QUERY_RESULT_COLUMNS
     next_after: str | None  # the message id to pass as `after` for the next page; None at the end
 
 
@@ -91,9 +80,9 @@ def lake_query_results(*, query, after=None, limit=PAGE_SIZE):
     for path in _files(query):
         dataset = pads.dataset(path, format="parquet")
         # One file at a time, one thread: the rows come in their stored order.
-        table = dataset.scanner(columns=RESULT_COLUMNS, filter=filter, use_threads=False).head(
-            wanted
-        )
+        table = dataset.scanner(
+            columns=QUERY_RESULT_COLUMNS, filter=filter, use_threads=False
+        ).head(wanted)
         if table.num_rows:
             tables.append(table)
             wanted -= table.num_rows

@@ -10,12 +10,12 @@ from pyspark.testing import assertDataFrameEqual
 
 from tests.lakequery.conftest import H1, MIN, T0
 from workers.jobs.lake_query import (
-    RESULT_COLUMNS,
     Criteria,
     LakeQueryParams,
     QueryRefused,
     run_lake_query,
 )
+from workers.lake.schema import QUERY_RESULT_COLUMNS
 from workers.lake.store import Lake
 
 pytestmark = pytest.mark.spark
@@ -132,7 +132,7 @@ def test_a_result_row_holds_the_current_state_and_the_message_as_received(
         ),
     ]
     result = spark.read.parquet(str(out))
-    assert result.columns == RESULT_COLUMNS
+    assert result.columns == QUERY_RESULT_COLUMNS
     assertDataFrameEqual(result, expected, checkRowOrder=False)
 
 

@@ -10,16 +10,8 @@ import math
 from datetime import datetime, timedelta
 
 from workers.engine import states as S
+from workers.lake.schema import STATE_FIELDS
 
-# Columns every event carries, in ledger order (see workers.lake.schema).
-STATE_FIELDS = (
-    "queue",
-    "delivery_count",
-    "candidate",
-    "batch_limit",
-    "next_attempt_at",
-    "body_version",
-)
 _STATE_FIELD_SET = frozenset(STATE_FIELDS)
 
 
@@ -131,7 +123,33 @@ def delivered(current, *, at, actor, run_id, queue_streak=None):
     ]
 
 
-def _exception_destination(current, policy, *, at, actor, run_id, attempt, count, detail, common):
+def _failed_attempt(
+    current, *, at, actor, run_id, exception_type=None, stack=None, queue_streak=None
+):
+    """R2: the number of the attempt that just failed (one more than the count so far), and
+    what records its outcome: every event of a failed attempt carries the same time, worker,
+    attempt number and failure details; `changes` are the state it leaves the message in."""
+    attempt = current["delivery_count"] + 1
+
+    def record(to_state, *, reason, **changes):
+        return event(
+            current,
+            to_state,
+            at=at,
+            actor=actor,
+            run_id=run_id,
+            attempt=attempt,
+            reason=reason,
+            exception_type=exception_type,
+            stack=stack,
+            queue_streak=queue_streak,
+            **changes,
+        )
+
+    return attempt, record
+
+
+def _exception_destination(record, policy, *, at, attempt, detail):
     """R3 + R4: the failure made delivery_count reach max_failed_deliveries."""
     reason = f"{S.REASON_MAX_FAILED} ({policy.max_failed_deliveries}): {detail}"
     target = policy.exception_queue
@@ -139,51 +157,26 @@ def _exception_destination(current, policy, *, at, actor, run_id, attempt, count
         # A new TBDL in the exception queue, keeping id and history; its count starts afresh
         # there so the exception queue's own policy applies from its first attempt.
         return [
-            event(
-                current,
+            record(
                 S.TBDL,
-                at=at,
-                actor=actor,
-                run_id=run_id,
-                attempt=attempt,
                 reason=f"{reason}; moved to queue {target}",
                 queue=target,
                 delivery_count=0,
                 candidate=False,
                 batch_limit=0,
                 next_attempt_at=None,
-                **common,
             )
         ]
     if policy.exception_destination == "none":
         return [
-            event(
-                current,
+            record(
                 S.WAIT,
-                at=at,
-                actor=actor,
-                run_id=run_id,
-                attempt=attempt,
                 reason=f"{reason}; blocked, retried after {policy.blocked_retry_timeout} s",
-                delivery_count=count,
+                delivery_count=attempt,
                 next_attempt_at=at + timedelta(seconds=policy.blocked_retry_timeout),
-                **common,
             )
         ]
-    return [
-        event(
-            current,
-            S.NDLV,
-            at=at,
-            actor=actor,
-            run_id=run_id,
-            attempt=attempt,
-            reason=reason,
-            delivery_count=count,
-            next_attempt_at=None,
-            **common,
-        )
-    ]
+    return [record(S.NDLV, reason=reason, delivery_count=attempt, next_attempt_at=None)]
 
 
 def failed_transiently(
@@ -199,33 +192,23 @@ def failed_transiently(
     queue_streak=None,
 ):
     """R2, R3, R4, R5: a transient failure."""
-    attempt = current["delivery_count"] + 1
-    count = attempt
-    common = {"exception_type": exception_type, "stack": stack, "queue_streak": queue_streak}
-    if policy.max_failed_deliveries and count >= policy.max_failed_deliveries:
-        return _exception_destination(
-            current,
-            policy,
-            at=at,
-            actor=actor,
-            run_id=run_id,
-            attempt=attempt,
-            count=count,
-            detail=reason,
-            common=common,
-        )
+    attempt, record = _failed_attempt(
+        current,
+        at=at,
+        actor=actor,
+        run_id=run_id,
+        exception_type=exception_type,
+        stack=stack,
+        queue_streak=queue_streak,
+    )
+    if policy.max_failed_deliveries and attempt >= policy.max_failed_deliveries:
+        return _exception_destination(record, policy, at=at, attempt=attempt, detail=reason)
     return [
-        event(
-            current,
+        record(
             S.WAIT,
-            at=at,
-            actor=actor,
-            run_id=run_id,
-            attempt=attempt,
             reason=reason,
-            delivery_count=count,
-            next_attempt_at=backoff_until(policy, count, at),
-            **common,
+            delivery_count=attempt,
+            next_attempt_at=backoff_until(policy, attempt, at),
         )
     ]
 
@@ -244,22 +227,24 @@ def failed_permanently(
 ):
     """R6: no retry. Quarantine, or return to sender: quarantined and ended in the same instant,
     the queue's standing decision, so every recorded transition is one SEMANTICS.md allows."""
-    attempt = current["delivery_count"] + 1
-    common = {"exception_type": exception_type, "stack": stack, "queue_streak": queue_streak}
-    quarantined = event(
+    attempt, record = _failed_attempt(
         current,
-        S.NDLV,
         at=at,
         actor=actor,
         run_id=run_id,
-        attempt=attempt,
+        exception_type=exception_type,
+        stack=stack,
+        queue_streak=queue_streak,
+    )
+    quarantined = record(
+        S.NDLV,
         reason=f"{S.REASON_PERMANENT}: {reason}",
         delivery_count=attempt,
         next_attempt_at=None,
-        **common,
     )
     if policy.on_permanent != "return_to_sender":
         return [quarantined]
+    # The queue's decision, not another failure: no failure details on it.
     ended = event(
         advance(current, quarantined),
         S.ENDED,
@@ -278,42 +263,33 @@ def crashed(current, *, at, actor, run_id, batch_size, in_flight, detail=None, q
     Alone in the crashed batch and already a candidate: the second strike, NDLV. Otherwise back
     to TBDL, flagged, and from now on delivered in batches of at most half the crashed one, so
     the crashing message ends up alone in about log2(batch size) runs."""
-    attempt = current["delivery_count"] + 1
+    # A crash is a failed attempt too (R2), with no exception to tell of.
+    attempt, record = _failed_attempt(
+        current, at=at, actor=actor, run_id=run_id, queue_streak=queue_streak
+    )
     reason = S.REASON_CRASH
     if in_flight:
         reason = f"{S.REASON_FATAL} ({detail}); {S.REASON_CRASH}" if detail else S.REASON_FATAL
-    common = {
-        "attempt": attempt,
-        "queue_streak": queue_streak,
-        "delivery_count": attempt,
-        "next_attempt_at": None,
-    }
     if batch_size <= 1 and current["candidate"]:
         return [
-            event(
-                current,
+            record(
                 S.NDLV,
-                at=at,
-                actor=actor,
-                run_id=run_id,
                 reason=f"{S.REASON_BLACKLISTED} (last: {reason})",
-                **common,
+                delivery_count=attempt,
+                next_attempt_at=None,
             )
         ]
     limit = max(1, batch_size // 2)
     if current["batch_limit"]:
         limit = min(limit, current["batch_limit"])
     return [
-        event(
-            current,
+        record(
             S.TBDL,
-            at=at,
-            actor=actor,
-            run_id=run_id,
             reason=reason,
             candidate=True,
             batch_limit=limit,
-            **common,
+            delivery_count=attempt,
+            next_attempt_at=None,
         )
     ]
 

@@ -14,7 +14,7 @@ from workers.engine import isolation as iso
 from workers.engine import rules
 from workers.engine import states as S
 from workers.engine.handlers import HandlerImportError, Message, load_handler
-from workers.lake.schema import EVENT_SCHEMA
+from workers.lake.schema import EVENT_SCHEMA, MESSAGE_CONTENT_COLUMNS, STATE_FIELDS
 
 
 @dataclass
@@ -77,22 +77,13 @@ def _handler_for(path):
     return _handlers[path]
 
 
+# A due message's state and content. Not its body's hash: the poison list's check by hash is
+# done before the handlers run (workers.jobs.delivery.mark_poisoned).
 ROW_FIELDS = (
     "message_id",
     "state",
-    "queue",
-    "delivery_count",
-    "candidate",
-    "batch_limit",
-    "next_attempt_at",
-    "body_version",
-    "body",
-    "body_size",
-    "content_type",
-    "headers",
-    "conversation_id",
-    "sender",
-    "enqueued_at",
+    *STATE_FIELDS,
+    *(name for name in MESSAGE_CONTENT_COLUMNS if name != "body_sha256"),
     "poison_reason",
 )
 # Columns a fast event copies from its message's row as they are.

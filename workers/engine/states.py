@@ -10,6 +10,10 @@ ENDED = "ENDED"
 
 STATES = (TBDL, WAIT, DLNG, DLVD, NDLV, FAIL, ENDED)
 FINAL_STATES = frozenset({DLVD, FAIL, ENDED})
+# What ending a conversation with an error ends besides the messages ended (R13, and R6's return
+# to sender): its others that are not final. DLNG is left to its delivery run; it is not
+# "waiting" for anything.
+OPEN_STATES = (TBDL, WAIT, NDLV)
 
 # None is "not yet known to the product": ingest creates a message as TBDL (R1).
 ALLOWED_TRANSITIONS = frozenset(

@@ -35,9 +35,8 @@ def end_conversations(
         .groupBy("conversation_id")
         .agg(F.min("message_id").alias("ended_by"))
     )
-    open_states = [S.TBDL, S.WAIT, S.NDLV]
     siblings = (
-        state.where(F.col("to_state").isin(open_states))
+        state.where(F.col("to_state").isin(list(S.OPEN_STATES)))
         .join(meta.select("message_id", "conversation_id"), on="message_id")
         .join(conversations, on="conversation_id")
         .join(ended.select("message_id"), on="message_id", how="left_anti")

@@ -1,17 +1,23 @@
 """Carrying out an administrator's decision (R13) on a frozen set of messages.
 
-Two parts, both free of Django:
+Free of Django, in parts:
 - the plan, a Spark job over the whole lake: every frozen id with its current state (the latest
   event of the ledger), its chunk, and for an end with error its conversation and sender, plus the
   conversations' other unfinished messages (`plan_members`, `plan_siblings`). Written partitioned
-  by chunk, so each chunk is one small directory.
+  by chunk, so each chunk is one small directory. A small set's members are planned the same
+  way with pyarrow (`plan_members_arrow`): a Spark job costs seconds of overhead.
 - the chunks, pure pyarrow over one plan directory at a time (`decide_chunk`): the decision
   events of the members still NDLV, the siblings' ENDED events and the senders' notifications.
   A chunk is a few thousand rows; a Spark job per chunk would cost more than the work.
+- an edited body's new version (`edited_message`), and a canary's verdict from the events that
+  followed it (`canary_verdict`).
 
-The task (console.decisions.execution) commits each chunk in one DB transaction.
+The console (console.decisions.execution) reads the lake, commits each chunk in one DB
+transaction, and watches the canary (console.decisions.sweeper).
 """
 
+import hashlib
+import os
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -24,15 +30,11 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from workers.engine import states as S
+from workers.engine.actions import END, REPROCESS, TO_STATE, VERBS
 from workers.jobs.conversations import CONVERSATION_STEP_BASE
 from workers.jobs.state import EVENT_COLUMNS, extract_events, extract_messages, fold_state
-from workers.lake.schema import EVENT_SCHEMA, NOTIFICATION_SCHEMA
+from workers.lake.schema import EVENT_SCHEMA, MESSAGE_SCHEMA, NOTIFICATION_SCHEMA, STATE_FIELDS
 
-REPROCESS, FAIL, END = "reprocess", "fail", "end_with_error"
-TO_STATE = {REPROCESS: S.TBDL, FAIL: S.FAIL, END: S.ENDED}
-# What an end with error ends besides the messages decided (R13): the conversation's others that
-# are not final. DLNG is left to its delivery run; it is not "waiting" for anything.
-OPEN_STATES = (S.TBDL, S.WAIT, S.NDLV)
 CHUNK_IDS_SCHEMA = pa.schema([("message_id", pa.string()), ("chunk", pa.int32())])
 STATE_COLUMNS = [c for c in EVENT_COLUMNS if c != "message_id"]
 META_COLUMNS = ["conversation_id", "sender"]
@@ -134,7 +136,7 @@ def plan_siblings(members: DataFrame, state: DataFrame, meta: DataFrame) -> Data
         )
     )
     return (
-        state.where(F.col("to_state").isin(list(OPEN_STATES)))
+        state.where(F.col("to_state").isin(list(S.OPEN_STATES)))
         .join(meta.select("message_id", "conversation_id"), on="message_id")
         .join(F.broadcast(conversations), on="conversation_id")
         .join(decided.select("message_id"), on="message_id", how="left_anti")
@@ -176,6 +178,32 @@ def run_plan(spark, params: PlanParams):
 
 def _count(path):
     return pads.dataset(path, format="parquet").count_rows()
+
+
+# --- The plan of a small set (pyarrow) -----------------------------------------------------------
+
+
+def plan_members_arrow(chunk_ids: pa.Table, events: pa.Table) -> pa.Table:
+    """plan_members without Spark, for a set small enough to plan on the worker: `events` holds
+    (at least) the frozen ids' rows of the ledger. No conversation and sender: an end with error
+    is planned with Spark, its siblings need the whole lake's state. Sorted by chunk and id, as
+    each of the Spark plan's files is."""
+    members = chunk_ids.select(["message_id", "chunk"]).join(
+        latest_by_id(events), keys="message_id", join_type="inner"
+    )
+    for name in META_COLUMNS:
+        members = members.append_column(name, pa.nulls(members.num_rows, pa.string()))
+    return members.select(["message_id", "chunk", *STATE_COLUMNS, *META_COLUMNS]).sort_by(
+        [("chunk", "ascending"), ("message_id", "ascending")]
+    )
+
+
+def write_plan_arrow(members: pa.Table, params: PlanParams, *, row_group_rows):
+    """plan_members_arrow's rows as the members of the plan, in one file."""
+    os.makedirs(params.members_path)
+    pq.write_table(
+        members, f"{params.members_path}/part-00000.parquet", row_group_size=row_group_rows
+    )
 
 
 MEMBER_SCHEMA = pa.schema(
@@ -233,6 +261,24 @@ class Decision:
     body_version: int | None = None  # an edited body's new version
     error_code: str = ""
     error_description: str = ""
+
+
+def decision_reason(*, action, request_id, approver, comment):
+    """What the ledger says of a decided message: what was done, by which request, who approved
+    it (None: nobody needed to), and the requester's comment; cut to what the ledger keeps."""
+    who = f"request {request_id}" + (f", approved by {approver}" if approver else "")
+    return f"{VERBS[action]} ({who}): {comment}"[:2000]
+
+
+def chunk_message_ids(members: pa.Table, siblings: pa.Table | None):
+    """Every message a chunk may decide (its members and, for an end with error, its
+    siblings): whose events committed since the plan the chunk must see."""
+    ids = members.column("message_id")
+    if siblings is not None and siblings.num_rows:
+        ids = pa.concat_arrays(
+            [ids.combine_chunks(), siblings.column("message_id").combine_chunks()]
+        )
+    return ids
 
 
 @dataclass
@@ -308,7 +354,7 @@ def decide_chunk(
         outcome.notifications = _notifications(acted, decision, at=at)
         if siblings is not None and siblings.num_rows:
             # Only conversations whose first decided member was decided in this chunk.
-            open_now = pc.is_in(siblings.column("to_state"), value_set=pa.array(OPEN_STATES))
+            open_now = pc.is_in(siblings.column("to_state"), value_set=pa.array(S.OPEN_STATES))
             started = pc.is_in(siblings.column("ended_by"), value_set=acted.column("message_id"))
             ending = siblings.filter(pc.and_(open_now, started)).sort_by("message_id")
             if ending.num_rows:
@@ -335,62 +381,64 @@ def _event_table(columns, n):
 
 def _member_events(acted, decision, *, chunk, at):
     n = acted.num_rows
-    schema = {f.name: f.type for f in EVENT_SCHEMA}
-    to_state = TO_STATE[decision.action]
-    columns = {
-        "message_id": acted.column("message_id"),
-        "epoch": _column(decision.epoch, n, pa.int64()),
-        "step": pa.array([(chunk << 32) + i for i in range(n)], type=pa.int64()),
-        "at": _column(at, n, schema["at"]),
-        "from_state": _column(S.NDLV, n, pa.string()),
-        "to_state": _column(to_state, n, pa.string()),
-        "queue": acted.column("queue"),
-        "attempt": _column(0, n, pa.int32()),
-        "delivery_count": acted.column("delivery_count"),
-        "candidate": acted.column("candidate"),
-        "batch_limit": acted.column("batch_limit"),
-        "body_version": acted.column("body_version"),
-        "actor": _column(decision.actor, n, pa.string()),
-        "run_id": _column(f"request:{decision.request_id}", n, pa.string()),
-        "reason": _column(decision.reason, n, pa.string()),
-    }
+    changes = {}
     if decision.action == REPROCESS:
         # R13: back to TBDL, in its queue or the one asked for, count reset, flag cleared, and
         # no batch limit left over from R8.
         if decision.target_queue:
-            columns["queue"] = _column(decision.target_queue, n, pa.string())
-        columns["delivery_count"] = _column(0, n, pa.int32())
-        columns["candidate"] = _column(False, n, pa.bool_())
-        columns["batch_limit"] = _column(0, n, pa.int32())
+            changes["queue"] = _column(decision.target_queue, n, pa.string())
+        changes["delivery_count"] = _column(0, n, pa.int32())
+        changes["candidate"] = _column(False, n, pa.bool_())
+        changes["batch_limit"] = _column(0, n, pa.int32())
         if decision.body_version is not None:
-            columns["body_version"] = _column(decision.body_version, n, pa.int32())
-    return _event_table(columns, n)
+            changes["body_version"] = _column(decision.body_version, n, pa.int32())
+    return _decision_events(
+        acted,
+        decision,
+        to_state=TO_STATE[decision.action],
+        first_step=chunk << 32,
+        at=at,
+        reason=_column(decision.reason, n, pa.string()),
+        changes=changes,
+    )
 
 
 def _sibling_events(ending, decision, *, chunk, at):
-    n = ending.num_rows
-    schema = {f.name: f.type for f in EVENT_SCHEMA}
-    reason = pc.binary_join_element_wise(
-        f"{S.REASON_CONVERSATION_ENDED} (message ", ending.column("ended_by"), ")", ""
-    )
-    columns = {
-        "message_id": ending.column("message_id"),
-        "epoch": _column(decision.epoch, n, pa.int64()),
-        "step": pa.array(
-            [CONVERSATION_STEP_BASE + (chunk << 32) + i for i in range(n)], type=pa.int64()
+    return _decision_events(
+        ending,
+        decision,
+        to_state=S.ENDED,
+        # After every member's step: a conversation's others end after the member that ends it.
+        first_step=CONVERSATION_STEP_BASE + (chunk << 32),
+        at=at,
+        reason=pc.binary_join_element_wise(
+            f"{S.REASON_CONVERSATION_ENDED} (message ", ending.column("ended_by"), ")", ""
         ),
-        "at": _column(at, n, schema["at"]),
-        "from_state": ending.column("to_state"),
-        "to_state": _column(S.ENDED, n, pa.string()),
-        "queue": ending.column("queue"),
+    )
+
+
+# What a decision event keeps of the message's state (workers.lake.schema.STATE_FIELDS but
+# next_attempt_at: a decided message is not scheduled any more).
+_KEPT = [name for name in STATE_FIELDS if name != "next_attempt_at"]
+
+
+def _decision_events(rows, decision, *, to_state, first_step, at, reason, changes=None):
+    """The events of a request taking `rows` from their current state to `to_state`, numbered
+    from `first_step` in their order; `changes`: columns that replace the state they keep."""
+    n = rows.num_rows
+    columns = {
+        "message_id": rows.column("message_id"),
+        "epoch": _column(decision.epoch, n, pa.int64()),
+        "step": pa.array(np.arange(first_step, first_step + n, dtype=np.int64)),
+        "at": _column(at, n, EVENT_SCHEMA.field("at").type),
+        "from_state": rows.column("to_state"),
+        "to_state": _column(to_state, n, pa.string()),
         "attempt": _column(0, n, pa.int32()),
-        "delivery_count": ending.column("delivery_count"),
-        "candidate": ending.column("candidate"),
-        "batch_limit": ending.column("batch_limit"),
-        "body_version": ending.column("body_version"),
+        **{name: rows.column(name) for name in _KEPT},
         "actor": _column(decision.actor, n, pa.string()),
         "run_id": _column(f"request:{decision.request_id}", n, pa.string()),
         "reason": reason,
+        **(changes or {}),
     }
     return _event_table(columns, n)
 
@@ -435,3 +483,46 @@ def _decided(before, events):
         },
         schema=_decided_schema(),
     )
+
+
+# --- An edited body ------------------------------------------------------------------------------
+
+
+def edited_message(original: pa.Table, body: bytes, *, version) -> pa.Table:
+    """R13: an edited body as a new version of the message, the original (a message's row, of
+    the messages dataset) kept: the same message with the new body, its hash and size."""
+    row = original.slice(0, 1).to_pylist()[0] | {
+        "version": version,
+        "body": body,
+        "body_sha256": hashlib.sha256(body).hexdigest(),
+        "body_size": len(body),
+    }
+    return pa.Table.from_pylist([row], schema=MESSAGE_SCHEMA)
+
+
+# --- The canary ----------------------------------------------------------------------------------
+
+CANARY_PASSED, CANARY_FAILED, CANARY_PENDING = "passed", "failed", "pending"
+
+
+def canary_verdict(reprocessed, later: pa.Table):
+    """(verdict, detail) of a canary from the events committed after it: failed if any of the
+    `reprocessed` ids failed an attempt since (the first such event says which and why),
+    passed when each has reached a final state (delivered, or ended), pending otherwise.
+    Events of other messages in `later` do not count."""
+    events = later.filter(pc.is_in(later.column("message_id"), value_set=reprocessed))
+    failures = events.filter(
+        pc.and_(
+            pc.equal(events.column("from_state"), S.DLNG),
+            pc.is_in(events.column("to_state"), value_set=pa.array(sorted(S.FAILED_TO))),
+        )
+    )
+    if failures.num_rows:
+        first = failures.slice(0, 1).to_pylist()[0]
+        return CANARY_FAILED, f"message {first['message_id']} failed again: {first['reason']}"
+    latest = latest_by_id(events)
+    settled = pc.is_in(latest.column("to_state"), value_set=pa.array(sorted(S.FINAL_STATES)))
+    done = pc.sum(settled.cast(pa.int64())).as_py() or 0
+    if done == len(reprocessed):
+        return CANARY_PASSED, f"all {done} canary message(s) delivered"
+    return CANARY_PENDING, f"{done} of {len(reprocessed)} canary message(s) have an outcome"

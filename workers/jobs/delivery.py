@@ -26,19 +26,9 @@ from workers.engine.policy import policy_from_mapping
 from workers.engine.runner import RunContext, deliver_batches
 from workers.jobs.conversations import end_conversations
 from workers.jobs.state import EVENT_COLUMNS, extract_events, extract_messages, fold_state
-from workers.lake.schema import CLAIM_SCHEMA, EVENT_SCHEMA, ddl
+from workers.lake.schema import CLAIM_SCHEMA, EVENT_SCHEMA, MESSAGE_CONTENT_COLUMNS, ddl
 
 CLAIM_COLUMNS = [f.name for f in CLAIM_SCHEMA]
-MESSAGE_COLUMNS = [
-    "body",
-    "body_size",
-    "body_sha256",
-    "content_type",
-    "headers",
-    "conversation_id",
-    "sender",
-    "enqueued_at",
-]
 
 
 @dataclass
@@ -89,7 +79,9 @@ def due_state(state: DataFrame, *, queues, now) -> DataFrame:
 
 def with_bodies(claims: DataFrame, messages: DataFrame) -> DataFrame:
     """Claims joined to the message version each one delivers."""
-    bodies = messages.select("message_id", F.col("version").alias("body_version"), *MESSAGE_COLUMNS)
+    bodies = messages.select(
+        "message_id", F.col("version").alias("body_version"), *MESSAGE_CONTENT_COLUMNS
+    )
     return claims.join(bodies, on=["message_id", "body_version"], how="inner").withColumnRenamed(
         "to_state", "state"
     )

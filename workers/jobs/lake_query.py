@@ -29,19 +29,6 @@ from pyspark.sql.types import MapType, StringType
 
 from workers.jobs.state import extract_messages, extract_state
 
-RESULT_COLUMNS = [
-    "message_id",
-    "queue",
-    "state",
-    "delivery_count",
-    "sender",
-    "conversation_id",
-    "enqueued_at",
-    "body_size",
-    "reason",
-    "updated",
-]
-
 
 class QueryRefused(ValueError):
     """Spark refuses a criterion (a regular expression Java does not accept, say); the message
@@ -203,7 +190,8 @@ def body_filter(candidates: DataFrame, bodies: DataFrame, criteria: Criteria) ->
 
 
 def result_rows(rows: DataFrame) -> DataFrame:
-    """The result's columns, sorted by message_id."""
+    """The result's columns (workers.lake.schema.QUERY_RESULT_COLUMNS: the console reads them
+    by name), sorted by message_id."""
     return rows.select(
         "message_id",
         "queue",

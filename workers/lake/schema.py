@@ -6,6 +6,7 @@
   state after it, so the current state is the latest event per message by (epoch, step).
 - state: compacted current state: exactly the latest event per message.
 - notifications: error notifications sent to senders (R6, R13).
+- lake query results: the rows a lake query found, one per message (QUERY_RESULT_COLUMNS).
 """
 
 import pyarrow as pa
@@ -54,6 +55,25 @@ EVENT_SCHEMA = pa.schema(
     ]
 )
 
+# A message's state that every event carries after its transition, besides `to_state` itself:
+# what the next rule starts from (workers.engine.rules).
+STATE_FIELDS = (
+    "queue",
+    "delivery_count",
+    "candidate",
+    "batch_limit",
+    "next_attempt_at",
+    "body_version",
+)
+
+# What a message carries besides its key (message_id, version) and the queue it arrived on (the
+# queue it is in is its state's): what a delivery hands its handler.
+MESSAGE_CONTENT_COLUMNS = [
+    name for name in MESSAGE_SCHEMA.names if name not in ("message_id", "version", "queue")
+]
+# A message's row but its body: what is read of it when the body is not wanted.
+MESSAGE_COLUMNS_WITHOUT_BODY = [name for name in MESSAGE_SCHEMA.names if name != "body"]
+
 STATE_SCHEMA = EVENT_SCHEMA
 
 NOTIFICATION_SCHEMA = pa.schema(
@@ -71,6 +91,21 @@ NOTIFICATION_SCHEMA = pa.schema(
 # Claims: what a delivery run holds in DLNG, written before any handler runs so that a sweeper
 # can apply R7 to them if the run dies (read with pyarrow, no Spark needed).
 CLAIM_SCHEMA = pa.schema([f for f in EVENT_SCHEMA if f.name not in ("stack", "queue_streak")])
+
+# A lake query's result, sorted by message_id: each message found, its current state and the
+# metadata the console lists (workers.jobs.lake_query.result_rows writes it).
+QUERY_RESULT_COLUMNS = [
+    "message_id",
+    "queue",
+    "state",
+    "delivery_count",
+    "sender",
+    "conversation_id",
+    "enqueued_at",
+    "body_size",
+    "reason",
+    "updated",
+]
 
 SCHEMAS = {
     "messages": MESSAGE_SCHEMA,
