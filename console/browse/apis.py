@@ -168,7 +168,9 @@ class _GroupSerializer(serializers.Serializer):
     queue = serializers.CharField()
     exception_type = serializers.CharField()
     pattern = serializers.CharField()
-    count = serializers.IntegerField()
+    ndlv = serializers.IntegerField(help_text="Members quarantined: someone must decide.")
+    wait = serializers.IntegerField(help_text="Members waiting for a retry.")
+    count = serializers.IntegerField(help_text="All its members, resolved ones too.")
     first_seen = serializers.DateTimeField(allow_null=True)
     last_seen = serializers.DateTimeField(allow_null=True)
     states = serializers.DictField(child=serializers.IntegerField())
@@ -178,12 +180,18 @@ class _GroupSerializer(serializers.Serializer):
 
 
 class GroupListApi(APIView):
-    """The largest failure groups, largest first."""
+    """Failure groups by what needs attention now: most quarantined members first, then most
+    waiting ones. Groups whose members need nobody any more only with `resolved`."""
 
     permission_classes = [has_perms(VIEW_GROUPS)]
 
     class FilterSerializer(serializers.Serializer):
         queue = serializers.CharField(required=False, allow_blank=True, max_length=100)
+        resolved = serializers.BooleanField(
+            required=False,
+            default=False,
+            help_text="Also groups none of whose members is NDLV or WAIT.",
+        )
 
     @extend_schema(
         operation_id="groups_list",
@@ -198,7 +206,10 @@ class GroupListApi(APIView):
         filters = self.FilterSerializer(data=request.query_params)
         if not filters.is_valid():
             return bad_filters(filters.errors)
-        groups = selectors.group_list(queue=filters.validated_data.get("queue") or None)
+        groups = selectors.group_list(
+            queue=filters.validated_data.get("queue") or None,
+            resolved=filters.validated_data["resolved"],
+        )
         return Response({"results": _GroupSerializer(groups, many=True).data})
 
 
@@ -431,6 +442,15 @@ class MessageDetailApi(APIView):
         queue = serializers.CharField()
         original_queue = serializers.CharField()
         state = serializers.CharField(allow_null=True)
+        in_flight = inline_serializer(
+            "InFlight",
+            {
+                "run": serializers.CharField(help_text="The delivery run that holds it."),
+                "since": serializers.DateTimeField(help_text="When that run took it (R1)."),
+            },
+            allow_null=True,
+            help_text="While the message is DLNG: which run is delivering it, since when.",
+        )
         delivery_count = serializers.IntegerField()
         blacklist_candidate = serializers.BooleanField()
         batch_limit = serializers.IntegerField(allow_null=True)

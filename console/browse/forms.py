@@ -31,9 +31,16 @@ FILTER_FIELDS = (
 )
 
 
+# The state filter's value for "needs attention": quarantined or waiting for a retry.
+OPEN = "open"
+
+
 class MessageFilterForm(NoAutocompleteForm):
     queue = forms.CharField(required=False, max_length=100)
-    state = forms.ChoiceField(required=False, choices=[("", "any")] + [(s, s) for s in STATES])
+    state = forms.ChoiceField(
+        required=False,
+        choices=[("", "any"), (OPEN, "needs attention (NDLV, WAIT)")] + [(s, s) for s in STATES],
+    )
     group = forms.CharField(required=False, max_length=64, label="failure group")
     exception_type = forms.CharField(required=False, max_length=200)
     since = forms.DateTimeField(required=False, label="failed since")

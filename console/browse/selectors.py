@@ -14,14 +14,14 @@ import pyarrow.compute as pc
 from django.core import signing
 from django.db.models import Q, Sum
 
-from console.browse.forms import DEFAULT_SORT, PAGE_SIZE
+from console.browse.forms import DEFAULT_SORT, OPEN, PAGE_SIZE
 from console.delivery.models import PoisonEntry
 from console.delivery.selectors import HISTORY_FIELDS, message_history
 from console.ingest.models import MessageKey
 from console.lake.services import lake
 from console.queues.models import POLICY_FIELDS, Queue
 from console.readmodels.models import FailureGroup, MessageIndex, QuarantineInflow, QueueStat
-from workers.engine.states import DLNG, DLVD, NDLV, STATES, is_failure
+from workers.engine.states import ATTENTION_STATES, DLNG, DLVD, NDLV, STATES, is_failure
 from workers.lake.schema import MESSAGE_COLUMNS_WITHOUT_BODY
 
 log = logging.getLogger(__name__)
@@ -54,9 +54,12 @@ class BadCursor(ValueError):
 def message_queryset(*, filters):
     """MessageIndex rows matching the browser's filters (see forms.FILTER_FIELDS)."""
     qs = MessageIndex.objects.all()
+    if filters.get("state") == OPEN:
+        qs = qs.filter(state__in=ATTENTION_STATES)
+    elif filters.get("state"):
+        qs = qs.filter(state=filters["state"])
     exact = {
         "queue": "queue",
-        "state": "state",
         "group": "group_id",
         "exception_type": "exception_type",
         "sender": "sender",
@@ -203,19 +206,20 @@ def message_match_count(*, filters, cap=None):
     cap = COUNT_CAP if cap is None else cap
     active = set(filters)
     state = filters.get("state")
+    wanted = ATTENTION_STATES if state == OPEN else (state,)
     if active in ({"group"}, {"group", "state"}):
         group = FailureGroup.objects.filter(fingerprint=filters["group"]).first()
         if group is None:
             return MatchCount(0, False, "stats")
         states = group.states or {}
         if state:
-            return MatchCount(int(states.get(state, 0)), False, "stats")
+            return MatchCount(sum(int(states.get(s, 0)) for s in wanted), False, "stats")
         return MatchCount(int(sum(states.values())) if states else group.count, False, "stats")
     if active == {"queue", "state"} and state != DLVD:
         # Every message not DLVD is indexed, so the queue's count in that state is the match.
         stat = QueueStat.objects.filter(queue=filters["queue"]).first()
-        count = int((stat.counts or {}).get(state, 0)) if stat else 0
-        return MatchCount(count, False, "stats")
+        counts = (stat.counts or {}) if stat else {}
+        return MatchCount(sum(int(counts.get(s, 0)) for s in wanted), False, "stats")
     counted = message_queryset(filters=filters).values("pk")[: cap + 1].count()
     return MatchCount(min(counted, cap), counted > cap, "index")
 
@@ -257,6 +261,13 @@ class MessageView:
         if self.stored.get("queue"):
             return self.stored["queue"]
         return self.indexed.original_queue if self.indexed else ""
+
+    @property
+    def in_flight(self):
+        """R1: while a run holds the message (DLNG), which run and since when; else None."""
+        if self.latest.get("to_state") != DLNG:
+            return None
+        return {"run": self.latest.get("run_id") or "", "since": self.latest.get("at")}
 
     @property
     def delivery_count(self):
@@ -309,7 +320,7 @@ def _stored_row(*, path, message_id, version, with_body):
 
 
 def _is_failure(event):
-    return is_failure(event.get("from_state"), event.get("to_state"))
+    return is_failure(event.get("from_state"), event.get("to_state"), event.get("attempt"))
 
 
 def message_view(*, message_id, with_body=False):
@@ -352,6 +363,7 @@ def message_detail(*, message_id):
         "queue": view.queue,
         "original_queue": view.original_queue,
         "state": latest.get("to_state"),
+        "in_flight": view.in_flight,
         "delivery_count": view.delivery_count,
         "blacklist_candidate": view.candidate,
         "batch_limit": latest.get("batch_limit") or None,
@@ -398,8 +410,12 @@ def message_conversation(*, conversation_id, exclude=None, limit=CONVERSATION_SH
 # --- Failure groups, queues, dashboard -----------------------------------------------------------
 
 
-def group_list(*, queue=None, limit=GROUPS_SHOWN):
-    qs = FailureGroup.objects.order_by("-count", "fingerprint")
+def group_list(*, queue=None, resolved=False, limit=GROUPS_SHOWN):
+    """Failure groups by what needs attention now: quarantined members, then waiting ones. Groups
+    none of whose members needs anyone (all delivered, failed or ended) only with `resolved`."""
+    qs = FailureGroup.objects.order_by("-ndlv", "-wait", "-count", "fingerprint")
+    if not resolved:
+        qs = qs.filter(Q(ndlv__gt=0) | Q(wait__gt=0))
     if queue:
         qs = qs.filter(queue=queue)
     return list(qs[:limit])

@@ -12,7 +12,7 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from console.browse import selectors
 from console.browse.body import body_render, raw_body_response
-from console.browse.forms import FILTER_FIELDS, MessageFilterForm
+from console.browse.forms import FILTER_FIELDS, OPEN, MessageFilterForm
 from console.browse.services import message_body_read, message_body_read_record
 from console.permissions import (
     CHANGE_QUEUE,
@@ -137,7 +137,12 @@ def message_raw(request, message_id):
 @perms_required(VIEW_GROUPS)
 def group_list(request):
     queue = request.GET.get("queue", "")[:100]
-    ctx = {"groups": selectors.group_list(queue=queue or None), "queue": queue}
+    resolved = request.GET.get("resolved") == "1"
+    ctx = {
+        "groups": selectors.group_list(queue=queue or None, resolved=resolved),
+        "queue": queue,
+        "resolved": resolved,
+    }
     return render(request, "browse/group_list.html", ctx)
 
 
@@ -148,11 +153,14 @@ def group_detail(request, fingerprint):
     group = selectors.group_get(fingerprint=fingerprint)
     if group is None:
         raise Http404("no such failure group")
-    page = selectors.message_page(filters={"group": fingerprint})
+    # What needs attention first; the resolved members stay one click away.
+    everyone = request.GET.get("members") == "all"
+    filters = {"group": fingerprint} if everyone else {"group": fingerprint, "state": OPEN}
     ctx = {
         "group": group,
         "states": selectors.state_counts(group.states),
-        "page": page,
+        "page": selectors.message_page(filters=filters),
+        "everyone": everyone,
     }
     return render(request, "browse/group_detail.html", ctx)
 

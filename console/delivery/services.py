@@ -31,6 +31,10 @@ from workers.lake.schema import CLAIM_SCHEMA, EVENT_SCHEMA
 log = logging.getLogger(__name__)
 
 
+class LeaseLost(Exception):
+    """The sweeper declared the run dead before it took its claims: it must not deliver."""
+
+
 def _run_start(queues):
     now = timezone.now()
     epoch = epoch_allocate(purpose="delivery run")
@@ -87,6 +91,7 @@ def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, s
     label = f"run{run.id}"
     paths = {
         "claims": store.new_dir("claims", label),
+        "claimed": store.new_dir("events", f"{label}-claimed"),
         "events": store.new_dir("events", label),
         "conversation": store.new_dir("events", f"{label}-conversations"),
         "notifications": store.new_dir("notifications", label),
@@ -101,6 +106,7 @@ def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, s
         snapshot_paths=store.paths(inputs.snapshot_paths),
         event_paths=store.paths(inputs.event_paths),
         claims_path=store.path(paths["claims"]),
+        claim_events_path=store.path(paths["claimed"]),
         events_path=store.path(paths["events"]),
         conversation_events_path=store.path(paths["conversation"]),
         notifications_path=store.path(paths["notifications"]),
@@ -113,10 +119,23 @@ def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, s
         partitions=partitions,
     )
 
-    def on_claimed(_path, count):
-        DeliveryRun.objects.filter(id=run.id, status=DeliveryRun.RUNNING).update(
-            claims_path=paths["claims"], claimed=count
-        )
+    def on_claimed(claimed):
+        # R1: from here until the outcome is committed, every reader sees these messages DLNG,
+        # taken by this run. The lease record (claims_path) and the DLNG events become visible
+        # together: a run that dies before this has called no handler and holds nothing.
+        with transaction.atomic():
+            won = DeliveryRun.objects.filter(id=run.id, status=DeliveryRun.RUNNING).update(
+                claims_path=paths["claims"], claimed=claimed.claimed
+            )
+            if won != 1:
+                raise LeaseLost(f"delivery run {run.id} lost its lease before delivering")
+            lake_commit_record(
+                dataset="events",
+                path=paths["claimed"],
+                row_count=claimed.claim_events,
+                idempotency_key=f"delivery:{run.id}:claimed",
+                epoch=run.epoch,
+            )
 
     heartbeat = Heartbeat(DeliveryRun, run.id, settings.HEARTBEAT_SECONDS)
     heartbeat.start()
@@ -246,9 +265,12 @@ def delivery_run_recover(*, run, why):
         for batch in claims.to_batches():
             events = []
             for claim in batch.to_pylist():
-                current = dict(claim, state=claim["to_state"])
-                started, current = rules.start_attempt(
-                    current, at=run.started_at, actor=run.worker or actor, run_id=str(run.id)
+                # In DLNG since the run's claim events were committed with its lease record.
+                _, current = rules.start_attempt(
+                    dict(claim, state=claim["to_state"]),
+                    at=run.started_at,
+                    actor=run.worker or actor,
+                    run_id=str(run.id),
                 )
                 outcome = rules.crashed(
                     current,
@@ -259,7 +281,7 @@ def delivery_run_recover(*, run, why):
                     in_flight=False,
                     detail=why,
                 )
-                for ev in [*started, *outcome]:
+                for ev in outcome:
                     ev["epoch"] = epoch
                     ev["step"] = next(step)
                     events.append(ev)

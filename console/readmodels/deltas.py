@@ -124,8 +124,8 @@ def _by_key(deltas):
 def _groups_move(deltas):
     by_group = _by_key(deltas)
     for group in FailureGroup.objects.select_for_update().filter(fingerprint__in=list(by_group)):
-        group.states = _moved(group.states, by_group[group.fingerprint])
-        group.save(update_fields=["states"])
+        group.states_set(_moved(group.states, by_group[group.fingerprint]))
+        group.save(update_fields=["states", "ndlv", "wait"])
 
 
 def _queues_move(deltas):

@@ -6,6 +6,8 @@ the lake, except for one message's body and history on its detail page."""
 from django.db import models
 from django.db.models import Q
 
+from workers.engine.states import NDLV, WAIT
+
 
 class MessageIndex(models.Model):
     """Every message that is not DLVD, and every DLVD one that ever failed."""
@@ -14,6 +16,8 @@ class MessageIndex(models.Model):
     queue = models.CharField(max_length=100)
     original_queue = models.CharField(max_length=100)
     state = models.CharField(max_length=8)
+    # R1: while DLNG, the delivery run that holds it ("" in every other state).
+    run_id = models.CharField(max_length=64, blank=True, db_default="")
     delivery_count = models.IntegerField(default=0)
     candidate = models.BooleanField(default=False)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
@@ -70,12 +74,25 @@ class FailureGroup(models.Model):
     first_seen = models.DateTimeField(null=True, blank=True)
     last_seen = models.DateTimeField(null=True, blank=True)
     states = models.JSONField(default=dict)  # state -> messages of the group in it
+    # What still needs attention, from `states`: quarantined (someone must decide), then
+    # waiting for a retry. Groups are ranked by these, not by their total.
+    ndlv = models.BigIntegerField(db_default=0)
+    wait = models.BigIntegerField(db_default=0)
 
     class Meta:
-        indexes = [models.Index(fields=["count"], name="ix_group_count")]
+        indexes = [
+            models.Index(fields=["count"], name="ix_group_count"),
+            models.Index(fields=["-ndlv", "-wait", "-count"], name="ix_group_attention"),
+        ]
 
     def __str__(self):
         return f"{self.queue}: {self.pattern[:60]}"
+
+    def states_set(self, states):
+        """Its members by state, and what of them needs attention."""
+        self.states = states
+        self.ndlv = states.get(NDLV, 0)
+        self.wait = states.get(WAIT, 0)
 
 
 class QueueStat(models.Model):

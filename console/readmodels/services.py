@@ -38,6 +38,7 @@ from console.readmodels.models import (
     QueueStat,
     RefreshRun,
 )
+from workers.engine.states import NDLV, WAIT
 
 log = logging.getLogger(__name__)
 
@@ -188,7 +189,7 @@ def _table(model):
 INDEX_COLUMNS = [f.column for f in MessageIndex._meta.concrete_fields]
 # What a failure group is made of; the rest (count, first and last seen, states) is recomputed
 # from the index after every load.
-GROUP_AGGREGATES = ("count", "first_seen", "last_seen", "states")
+GROUP_AGGREGATES = ("count", "first_seen", "last_seen", "states", "ndlv", "wait")
 GROUP_FIELDS = [
     f.column for f in FailureGroup._meta.concrete_fields if f.name not in GROUP_AGGREGATES
 ]
@@ -369,13 +370,16 @@ def _groups_apply(cursor, path, *, full):
     states_field = FailureGroup._meta.get_field("states")
     cursor.executemany(
         f"UPDATE {groups} SET {_q('count')} = %s, {_q('first_seen')} = %s, "  # noqa: S608
-        f"{_q('last_seen')} = %s, {_q('states')} = %s WHERE {_q('fingerprint')} = %s",
+        f"{_q('last_seen')} = %s, {_q('states')} = %s, {_q('ndlv')} = %s, {_q('wait')} = %s "
+        f"WHERE {_q('fingerprint')} = %s",
         [
             (
                 t["count"],
                 min(t["first"], default=None),
                 max(t["last"], default=None),
                 states_field.get_db_prep_value(t["states"], connection),
+                t["states"].get(NDLV, 0),
+                t["states"].get(WAIT, 0),
                 fingerprint,
             )
             for fingerprint, t in totals.items()

@@ -107,8 +107,15 @@ def start_attempt(current, *, at, actor, run_id):
     return events, advance(current, ev)
 
 
+def released(current, *, at, actor, run_id, reason=S.REASON_NOT_ATTEMPTED):
+    """A run hands back a message it claimed and did not attempt (R11 disabled its queue during
+    the run): due again as it was, neither charged nor flagged. Attempt 0: not an attempt."""
+    return [event(current, S.TBDL, at=at, actor=actor, run_id=run_id, reason=reason)]
+
+
 def delivered(current, *, at, actor, run_id, queue_streak=None):
-    """R1: success."""
+    """R1: success. The message is no longer suspected of anything: a crash flag (R7) and the
+    batch limit it carried (R8) are cleared."""
     return [
         event(
             current,
@@ -118,6 +125,8 @@ def delivered(current, *, at, actor, run_id, queue_streak=None):
             run_id=run_id,
             attempt=current["delivery_count"] + 1,
             queue_streak=queue_streak,
+            candidate=False,
+            batch_limit=0,
             next_attempt_at=None,
         )
     ]
@@ -257,16 +266,32 @@ def failed_permanently(
     return [quarantined, ended]
 
 
-def crashed(current, *, at, actor, run_id, batch_size, in_flight, detail=None, queue_streak=None):
+def crashed(
+    current,
+    *,
+    at,
+    actor,
+    run_id,
+    batch_size,
+    in_flight,
+    charged=True,
+    detail=None,
+    queue_streak=None,
+):
     """R7, R8, R10: the message was in DLNG when its batch's process died.
 
     Alone in the crashed batch and already a candidate: the second strike, NDLV. Otherwise back
     to TBDL, flagged, and from now on delivered in batches of at most half the crashed one, so
-    the crashing message ends up alone in about log2(batch size) runs."""
-    # A crash is a failed attempt too (R2), with no exception to tell of.
+    the crashing message ends up alone in about log2(batch size) runs.
+
+    R2: the crash counts as a failed attempt of the message whose handler was running
+    (`charged`). A batch-mate whose handler had not started is flagged but not charged; only
+    when nobody knows which message was in flight (a whole worker vanished) is every message
+    it held charged, which is the default."""
     attempt, record = _failed_attempt(
         current, at=at, actor=actor, run_id=run_id, queue_streak=queue_streak
     )
+    count = attempt if charged else current["delivery_count"]
     reason = S.REASON_CRASH
     if in_flight:
         reason = f"{S.REASON_FATAL} ({detail}); {S.REASON_CRASH}" if detail else S.REASON_FATAL
@@ -275,7 +300,7 @@ def crashed(current, *, at, actor, run_id, batch_size, in_flight, detail=None, q
             record(
                 S.NDLV,
                 reason=f"{S.REASON_BLACKLISTED} (last: {reason})",
-                delivery_count=attempt,
+                delivery_count=count,
                 next_attempt_at=None,
             )
         ]
@@ -288,7 +313,7 @@ def crashed(current, *, at, actor, run_id, batch_size, in_flight, detail=None, q
             reason=reason,
             candidate=True,
             batch_limit=limit,
-            delivery_count=attempt,
+            delivery_count=count,
             next_attempt_at=None,
         )
     ]

@@ -87,7 +87,7 @@ ROW_FIELDS = (
     "poison_reason",
 )
 # Columns a fast event copies from its message's row as they are.
-_COPIED = ("message_id", "queue", "delivery_count", "candidate", "batch_limit", "body_version")
+_COPIED = ("message_id", "queue", "delivery_count", "body_version")
 
 
 class _Columns:
@@ -173,6 +173,14 @@ class Sequence:
         return first
 
 
+def _taken(view, i, ctx):
+    """The message as its run's claim left it: in DLNG (R1). The claim's own events (TBDL ->
+    DLNG, after WAIT -> TBDL for a due retry) were committed before any handler ran
+    (workers.jobs.delivery.claim_events); the outcome events follow from this state."""
+    _, current = rules.start_attempt(view.row(i), at=ctx.now, actor="", run_id=ctx.run_id)
+    return current
+
+
 def _deliver_group(view, group, ctx, streaks, sequence):
     """Deliver one isolation batch. Returns its events as one Arrow table: each message's
     events together, in order; messages numbered in the order they were processed."""
@@ -184,27 +192,35 @@ def _deliver_group(view, group, ctx, streaks, sequence):
     for i in group:
         queue = view.cols["queue"][i]
         if streaks.disabled(queue):
-            continue  # R11: the queue was disabled earlier in this run; the message stays due
+            # R11: the queue was disabled earlier in this run; the message is due again.
+            slow[i] = rules.released(
+                _taken(view, i, ctx), at=start, actor=run_actor, run_id=ctx.run_id
+            )
+            continue
         poison = view.cols["poison_reason"][i]
         if poison is not None:
-            started, current = rules.start_attempt(
-                view.row(i), at=start, actor=run_actor, run_id=ctx.run_id
-            )
-            slow[i] = started + rules.poisoned(
-                current, at=start, actor=run_actor, run_id=ctx.run_id, entry_reason=poison
+            slow[i] = rules.poisoned(
+                _taken(view, i, ctx),
+                at=start,
+                actor=run_actor,
+                run_id=ctx.run_id,
+                entry_reason=poison,
             )
             continue
         handler = _handler_for(ctx.policies[queue].handler)
         if isinstance(handler, HandlerImportError):
             # Not called, so not a crash; transient so that R3 quarantines it in the end and
             # a fixed deployment can still deliver it meanwhile.
-            started, current = rules.start_attempt(
-                view.row(i), at=start, actor=run_actor, run_id=ctx.run_id
-            )
             failure = (f"handler cannot be imported: {handler}", "HandlerImportError", None)
             streak = streaks.record(queue, iso.TRANSIENT)
-            slow[i] = started + _outcome_events(
-                current, iso.TRANSIENT, failure, ctx.policies[queue], ctx, run_actor, streak
+            slow[i] = _outcome_events(
+                _taken(view, i, ctx),
+                iso.TRANSIENT,
+                failure,
+                ctx.policies[queue],
+                ctx,
+                run_actor,
+                streak,
             )
             continue
         handlers[queue] = handler
@@ -212,15 +228,13 @@ def _deliver_group(view, group, ctx, streaks, sequence):
     fast, fast_streaks, worker = [], [], run_actor
     if attempts:
         fast, fast_streaks, worker = _attempt(view, attempts, handlers, ctx, streaks, start, slow)
-    return _events_table(
-        view, group, fast, fast_streaks, slow, ctx, start, run_actor, worker, sequence
-    )
+    return _events_table(view, group, fast, fast_streaks, slow, ctx, worker, sequence)
 
 
 def _attempt(view, attempts, handlers, ctx, streaks, start, slow):
-    """Call the handlers of one batch in isolation. The common outcome, a TBDL message
-    delivered, is returned as an index to be written column-wise; every other outcome goes
-    through the rules into `slow`."""
+    """Call the handlers of one batch in isolation. The common outcome, a message delivered,
+    is returned as an index to be written column-wise; every other outcome goes through the
+    rules into `slow`."""
     messages = [view.message(i) for i in attempts]
 
     def call(message):
@@ -232,46 +246,48 @@ def _attempt(view, attempts, handlers, ctx, streaks, start, slow):
     actor = f"{result.worker}/run {ctx.run_id}"
     run_actor = f"{ctx.host}/run {ctx.run_id}"
     fast, fast_streaks = [], []
-    states = view.cols["state"]
     queues = view.cols["queue"]
     for k, (i, code) in enumerate(zip(attempts, result.codes, strict=True)):
-        if code == iso.SKIPPED:
-            continue  # R11 stopped this queue inside the batch: never taken, still due
         queue = queues[i]
-        if code == iso.SUCCESS and states[i] == S.TBDL:
+        if code == iso.SUCCESS:
             fast.append(i)
             fast_streaks.append(streaks.record(queue, code))
             continue
-        started, current = rules.start_attempt(
-            view.row(i), at=start, actor=run_actor, run_id=ctx.run_id
-        )
+        current = _taken(view, i, ctx)
+        if code == iso.SKIPPED:
+            # R11 stopped this queue inside the batch: never called, due again.
+            slow[i] = rules.released(current, at=start, actor=run_actor, run_id=ctx.run_id)
+            continue
         if code == iso.PENDING:
             in_flight = k == result.in_flight
             streak = streaks.record(queue, iso.TRANSIENT) if in_flight else None
-            slow[i] = started + rules.crashed(
+            slow[i] = rules.crashed(
                 current,
                 at=ctx.clock(),
                 actor=actor,
                 run_id=ctx.run_id,
                 batch_size=len(attempts),
                 in_flight=in_flight,
+                # R2: the crash is charged to the message whose handler was running; the
+                # others had not started (those that had returned have their own outcome).
+                charged=in_flight,
                 detail=result.crash,
                 queue_streak=streak,
             )
             continue
         streak = streaks.record(queue, code)
-        slow[i] = started + _outcome_events(
+        slow[i] = _outcome_events(
             current, code, result.failures.get(k), ctx.policies[queue], ctx, actor, streak
         )
     return fast, fast_streaks, actor
 
 
-def _events_table(view, group, fast, fast_streaks, slow, ctx, start, run_actor, worker, sequence):
+def _events_table(view, group, fast, fast_streaks, slow, ctx, worker, sequence):
     fast_set = set(fast)
     fast_steps = []
     for i in group:  # number every message's events in the order the batch processed them
         if i in fast_set:
-            fast_steps.append(sequence.take(2))
+            fast_steps.append(sequence.take(1))
         elif i in slow:
             first = sequence.take(len(slow[i]))
             for offset, ev in enumerate(slow[i]):
@@ -279,9 +295,7 @@ def _events_table(view, group, fast, fast_streaks, slow, ctx, start, run_actor, 
                 ev["step"] = first + offset
     parts = []
     if fast:
-        parts.append(
-            _delivered_columns(view, fast, fast_steps, fast_streaks, ctx, start, run_actor, worker)
-        )
+        parts.append(_delivered_columns(view, fast, fast_steps, fast_streaks, ctx, worker))
     slow_events = [ev for i in group if i in slow for ev in slow[i]]
     if slow_events:
         parts.append(pa.Table.from_pylist(slow_events, schema=EVENT_SCHEMA))
@@ -290,45 +304,37 @@ def _events_table(view, group, fast, fast_streaks, slow, ctx, start, run_actor, 
     return pa.concat_tables(parts)
 
 
-def _delivered_columns(view, fast, steps, streaks, ctx, start, run_actor, worker):
-    """TBDL -> DLNG -> DLVD for many messages at once: columns taken from their rows and
-    constants, the two events of each message side by side."""
+def _delivered_columns(view, fast, steps, streaks, ctx, worker):
+    """DLNG -> DLVD for many messages at once: columns taken from their rows and constants.
+    A delivered message is no longer suspected of anything (rules.delivered): no crash flag,
+    no batch limit."""
     n = len(fast)
     taken = view.batch.take(pa.array(fast, pa.int32()))
     copied = {name: taken.column(name) for name in _COPIED}
-    attempt = pc.cast(pc.add(copied["delivery_count"], 1), pa.int32())
-    end = ctx.clock()
-
-    def events(from_state, to_state, at, actor, step_offset, queue_streak):
-        return pa.table(
-            {
-                "message_id": copied["message_id"],
-                "epoch": pa.array([ctx.epoch] * n, pa.int64()),
-                "step": pa.array([s + step_offset for s in steps], pa.int64()),
-                "at": pa.array([at] * n, EVENT_SCHEMA.field("at").type),
-                "from_state": pa.array([from_state] * n, pa.string()),
-                "to_state": pa.array([to_state] * n, pa.string()),
-                "queue": copied["queue"],
-                "attempt": attempt,
-                "delivery_count": copied["delivery_count"],
-                "candidate": copied["candidate"],
-                "batch_limit": copied["batch_limit"],
-                "next_attempt_at": pa.nulls(n, EVENT_SCHEMA.field("next_attempt_at").type),
-                "body_version": copied["body_version"],
-                "actor": pa.array([actor] * n, pa.string()),
-                "run_id": pa.array([ctx.run_id] * n, pa.string()),
-                "reason": pa.nulls(n, pa.string()),
-                "exception_type": pa.nulls(n, pa.string()),
-                "stack": pa.nulls(n, pa.string()),
-                "queue_streak": queue_streak,
-            },
-            schema=EVENT_SCHEMA,
-        )
-
-    taking = events(S.TBDL, S.DLNG, start, run_actor, 0, pa.nulls(n, pa.int32()))
-    done = events(S.DLNG, S.DLVD, end, worker, 1, pa.array(streaks, pa.int32()))
-    both = pa.concat_tables([taking, done])
-    return both.take(pa.array([x for k in range(n) for x in (k, k + n)], pa.int32()))
+    return pa.table(
+        {
+            "message_id": copied["message_id"],
+            "epoch": pa.repeat(pa.scalar(ctx.epoch, pa.int64()), n),
+            "step": pa.array(steps, pa.int64()),
+            "at": pa.repeat(pa.scalar(ctx.clock(), EVENT_SCHEMA.field("at").type), n),
+            "from_state": pa.repeat(pa.scalar(S.DLNG), n),
+            "to_state": pa.repeat(pa.scalar(S.DLVD), n),
+            "queue": copied["queue"],
+            "attempt": pc.cast(pc.add(copied["delivery_count"], 1), pa.int32()),
+            "delivery_count": copied["delivery_count"],
+            "candidate": pa.repeat(pa.scalar(False), n),
+            "batch_limit": pa.repeat(pa.scalar(0, pa.int32()), n),
+            "next_attempt_at": pa.nulls(n, EVENT_SCHEMA.field("next_attempt_at").type),
+            "body_version": copied["body_version"],
+            "actor": pa.repeat(pa.scalar(worker), n),
+            "run_id": pa.repeat(pa.scalar(ctx.run_id), n),
+            "reason": pa.nulls(n, pa.string()),
+            "exception_type": pa.nulls(n, pa.string()),
+            "stack": pa.nulls(n, pa.string()),
+            "queue_streak": pa.array(streaks, pa.int32()),
+        },
+        schema=EVENT_SCHEMA,
+    )
 
 
 def deliver_batches(batches, ctx, *, partition=0):

@@ -14,6 +14,9 @@ FINAL_STATES = frozenset({DLVD, FAIL, ENDED})
 # to sender): its others that are not final. DLNG is left to its delivery run; it is not
 # "waiting" for anything.
 OPEN_STATES = (TBDL, WAIT, NDLV)
+# What needs someone's attention, most urgent first: quarantined (a person must decide), then
+# waiting for a retry. The console ranks failure groups by these.
+ATTENTION_STATES = (NDLV, WAIT)
 
 # None is "not yet known to the product": ingest creates a message as TBDL (R1).
 ALLOWED_TRANSITIONS = frozenset(
@@ -40,12 +43,13 @@ def is_allowed(from_state, to_state):
 
 # A failure is an attempt that did not deliver: DLNG left for WAIT (a retry), NDLV (quarantine,
 # the poison list) or TBDL (a crash, or a move to the exception queue). Ingest and decisions are
-# not failures. The refresh job says the same in Spark (workers.jobs.refresh).
+# not failures, nor is a message a run claimed and handed back without attempting it (attempt 0,
+# R11). The refresh job says the same in Spark (workers.jobs.refresh).
 FAILED_TO = frozenset({WAIT, NDLV, TBDL})
 
 
-def is_failure(from_state, to_state):
-    return from_state == DLNG and to_state in FAILED_TO
+def is_failure(from_state, to_state, attempt):
+    return from_state == DLNG and to_state in FAILED_TO and bool(attempt)
 
 
 # Reasons people read in the console; tests match them exactly.
@@ -58,4 +62,5 @@ REASON_PERMANENT = "permanent failure"
 REASON_TIMEOUT = "handler timed out"
 REASON_CONVERSATION_ENDED = "conversation ended with an error"
 REASON_DUE = "retry is due"
+REASON_NOT_ATTEMPTED = "not attempted: its queue was disabled during the run"
 REASON_RETURNED = "returned to sender"

@@ -511,10 +511,14 @@ def canary_verdict(reprocessed, later: pa.Table):
     passed when each has reached a final state (delivered, or ended), pending otherwise.
     Events of other messages in `later` do not count."""
     events = later.filter(pc.is_in(later.column("message_id"), value_set=reprocessed))
+    # A failure as workers.engine.states.is_failure says it, column-wise.
     failures = events.filter(
         pc.and_(
-            pc.equal(events.column("from_state"), S.DLNG),
-            pc.is_in(events.column("to_state"), value_set=pa.array(sorted(S.FAILED_TO))),
+            pc.and_(
+                pc.equal(events.column("from_state"), S.DLNG),
+                pc.is_in(events.column("to_state"), value_set=pa.array(sorted(S.FAILED_TO))),
+            ),
+            pc.greater(events.column("attempt"), 0),
         )
     )
     if failures.num_rows:

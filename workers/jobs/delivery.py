@@ -5,19 +5,23 @@ transform: pick the due messages of enabled queues (`due_state`), mark those on 
   (`mark_poisoned`), join the claims to their bodies (`with_bodies`), and deliver each partition
   through workers.engine.runner in the executors (`deliver`), which calls handlers in isolated
   children.
-load: claims first (what the run holds in DLNG, so a sweeper can recover them if the run dies),
-  then the events, written exactly once: the handlers run during that single write.
+load: claims first (what the run holds in DLNG, so a sweeper can recover them if the run dies)
+  and the events that take them into DLNG (`claim_events`), which the task commits before any
+  handler runs (R1: a message whose handler runs is DLNG everywhere); then the outcome events,
+  written exactly once: the handlers run during that single write.
 
 No Django here: the task passes paths and parameters and records the commit (workers.tasks).
 """
 
 import math
+import os
 from dataclasses import dataclass, field
 from datetime import datetime
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
+import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
@@ -26,7 +30,13 @@ from workers.engine.policy import policy_from_mapping
 from workers.engine.runner import RunContext, deliver_batches
 from workers.jobs.conversations import end_conversations
 from workers.jobs.state import EVENT_COLUMNS, extract_events, extract_messages, fold_state
-from workers.lake.schema import CLAIM_SCHEMA, EVENT_SCHEMA, MESSAGE_CONTENT_COLUMNS, ddl
+from workers.lake.schema import (
+    CLAIM_SCHEMA,
+    EVENT_SCHEMA,
+    MESSAGE_CONTENT_COLUMNS,
+    STATE_FIELDS,
+    ddl,
+)
 
 CLAIM_COLUMNS = [f.name for f in CLAIM_SCHEMA]
 
@@ -42,6 +52,7 @@ class DeliveryParams:
     snapshot_paths: list
     event_paths: list
     claims_path: str
+    claim_events_path: str
     events_path: str
     conversation_events_path: str
     notifications_path: str
@@ -57,6 +68,7 @@ class DeliveryParams:
 @dataclass
 class DeliveryResult:
     claimed: int = 0
+    claim_events: int = 0
     events: int = 0
     conversation_events: int = 0
     notifications: int = 0
@@ -192,8 +204,17 @@ def run_delivery(spark, params: DeliveryParams, *, on_claimed=None) -> DeliveryR
     result.claimed = count_rows(params.claims_path)
     if result.claimed == 0:
         return result
+    result.claim_events = write_claim_events(
+        params.claims_path,
+        params.claim_events_path,
+        epoch=params.epoch,
+        at=params.now,
+        actor=f"{os.uname().nodename}/run {params.run_id}",
+        run_id=params.run_id,
+    )
+    # The task commits the claim events here, before any handler is called.
     if on_claimed is not None:
-        on_claimed(params.claims_path, result.claimed)
+        on_claimed(result)
     claims = spark.read.parquet(params.claims_path)
     # An isolation batch never spans two Arrow batches: let one Arrow batch hold a whole one.
     spark.conf.set(
@@ -207,6 +228,100 @@ def run_delivery(spark, params: DeliveryParams, *, on_claimed=None) -> DeliveryR
     if result.outcomes.get(S.ENDED):
         _end_conversations(spark, params, before, messages, result)
     return result
+
+
+# The claim's events come first among a run's events of a message: every step the executors
+# number is 1 or more (runner.Sequence).
+STEP_DUE, STEP_TAKEN = -2, -1
+
+
+def claim_events(claims: pa.Table, *, epoch, at, actor, run_id) -> pa.Table:
+    """R1: the events that take a run's claims into DLNG, as rules.start_attempt writes them
+    one by one: a due retry first goes WAIT -> TBDL, then every claim TBDL -> DLNG, its attempt
+    numbered one more than its delivery count."""
+    n = claims.num_rows
+    at_type = EVENT_SCHEMA.field("at").type
+    waiting = pc.equal(claims.column("to_state"), S.WAIT)
+    no_time = pa.nulls(n, EVENT_SCHEMA.field("next_attempt_at").type)
+
+    def events(rows, from_state, to_state, step, attempt, reason, next_attempt_at):
+        m = rows.num_rows
+        columns = {name: rows.column(name) for name in STATE_FIELDS if name != "next_attempt_at"}
+        return pa.table(
+            {
+                "message_id": rows.column("message_id"),
+                "epoch": pa.repeat(pa.scalar(epoch, pa.int64()), m),
+                "step": pa.repeat(pa.scalar(step, pa.int64()), m),
+                "at": pa.repeat(pa.scalar(at, at_type), m),
+                "from_state": from_state,
+                "to_state": pa.repeat(pa.scalar(to_state), m),
+                "attempt": attempt,
+                **columns,
+                "next_attempt_at": next_attempt_at,
+                "actor": pa.repeat(pa.scalar(actor), m),
+                "run_id": pa.repeat(pa.scalar(run_id), m),
+                "reason": pa.repeat(pa.scalar(reason, pa.string()), m),
+            },
+        )
+
+    due = claims.filter(waiting)
+    parts = [
+        events(
+            due,
+            due.column("to_state"),
+            S.TBDL,
+            STEP_DUE,
+            pa.repeat(pa.scalar(0, pa.int32()), due.num_rows),
+            S.REASON_DUE,
+            pa.nulls(due.num_rows, no_time.type),
+        ),
+        events(
+            claims,
+            pa.repeat(pa.scalar(S.TBDL), n),
+            S.DLNG,
+            STEP_TAKEN,
+            pc.cast(pc.add(claims.column("delivery_count"), 1), pa.int32()),
+            None,
+            # A due retry's time was cleared on its way to TBDL.
+            pc.if_else(waiting, no_time, claims.column("next_attempt_at").cast(no_time.type)),
+        ),
+    ]
+    return _as_events(pa.concat_tables(parts)).sort_by(
+        [("message_id", "ascending"), ("step", "ascending")]
+    )
+
+
+def _as_events(table):
+    """`table`'s columns in the ledger's layout; those it lacks (no failure here) as nulls."""
+    n = table.num_rows
+    return pa.table(
+        {
+            f.name: table.column(f.name).cast(f.type)
+            if f.name in table.column_names
+            else pa.nulls(n, f.type)
+            for f in EVENT_SCHEMA
+        },
+        schema=EVENT_SCHEMA,
+    )
+
+
+def write_claim_events(claims_path, out_path, *, epoch, at, actor, run_id):
+    """The claims' DLNG events, a claims file at a time, into one new directory. Returns how
+    many events were written."""
+    os.makedirs(out_path)
+    tmp = os.path.join(out_path, ".part-00000.parquet.tmp")
+    rows = 0
+    with pq.ParquetWriter(tmp, EVENT_SCHEMA, compression="zstd") as writer:
+        claims = pads.dataset(claims_path, format="parquet")
+        for batch in claims.to_batches(columns=[*CLAIM_COLUMNS]):
+            if batch.num_rows:
+                table = claim_events(
+                    pa.Table.from_batches([batch]), epoch=epoch, at=at, actor=actor, run_id=run_id
+                )
+                writer.write_table(table)
+                rows += table.num_rows
+    os.replace(tmp, os.path.join(out_path, "part-00000.parquet"))
+    return rows
 
 
 def count_rows(path):

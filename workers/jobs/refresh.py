@@ -30,13 +30,20 @@ FAILED_FROM = S.DLNG
 FAILED_TO = tuple(sorted(S.FAILED_TO))
 REASON_MAX = 500
 # CharField lengths of console.readmodels.models: PostgreSQL refuses a longer value.
-LENGTHS = {"exception_type": 200, "sender": 300, "conversation_id": 200, "content_type": 200}
+LENGTHS = {
+    "exception_type": 200,
+    "sender": 300,
+    "conversation_id": 200,
+    "content_type": 200,
+    "run_id": 64,
+}
 
 INDEX_COLUMNS = [
     "message_id",
     "queue",
     "original_queue",
     "state",
+    "run_id",
     "delivery_count",
     "candidate",
     "next_attempt_at",
@@ -92,7 +99,11 @@ def staging(out_dir, name):
 
 
 def is_failure():
-    return (F.col("from_state") == FAILED_FROM) & F.col("to_state").isin(list(FAILED_TO))
+    return (
+        (F.col("from_state") == FAILED_FROM)
+        & F.col("to_state").isin(list(FAILED_TO))
+        & (F.col("attempt") > 0)
+    )
 
 
 def _clean(column, length=None):
@@ -110,6 +121,7 @@ def summarize(events: DataFrame) -> DataFrame:
     state = F.struct(
         "queue",
         "to_state",
+        "run_id",
         "delivery_count",
         "candidate",
         "next_attempt_at",
@@ -128,6 +140,7 @@ def summarize(events: DataFrame) -> DataFrame:
             "message_id",
             F.col("s.queue").alias("queue"),
             F.col("s.to_state").alias("state"),
+            F.col("s.run_id").alias("run_id"),
             F.col("s.delivery_count").alias("delivery_count"),
             F.col("s.candidate").alias("candidate"),
             F.col("s.next_attempt_at").alias("next_attempt_at"),
@@ -191,6 +204,10 @@ def index_rows(summary: DataFrame, messages: DataFrame) -> DataFrame:
         "queue",
         F.coalesce("original_queue", "queue").alias("original_queue"),
         "state",
+        # R1: while DLNG, the run that holds it; the run's id on other states says nothing.
+        F.when(F.col("state") == S.DLNG, _clean(F.col("run_id"), LENGTHS["run_id"]))
+        .otherwise(F.lit(""))
+        .alias("run_id"),
         F.coalesce("delivery_count", F.lit(0)).alias("delivery_count"),
         F.coalesce("candidate", F.lit(False)).alias("candidate"),
         "next_attempt_at",
