@@ -251,7 +251,11 @@ SPECTACULAR_SETTINGS = {
 # --- The lake and Spark --------------------------------------------------------------------------
 
 LAKE_URI = str(envpath("LAKE_URI", VAR_DIR / "lake"))
-SPARK_MASTER = envchoice("SPARK_MASTER", "local[*]", prefixes=("local", "spark://"))
+# At least four task slots: a handler that hangs holds the slot of its queue's run until its
+# timeout, and runs of other queues go on in the others (R16). Handlers mostly wait on I/O.
+SPARK_MASTER = envchoice(
+    "SPARK_MASTER", f"local[{max(4, os.cpu_count() or 1)}]", prefixes=("local", "spark://")
+)
 SPARK_REMOTE = envchoice("SPARK_REMOTE", "", prefixes=("sc://",))
 SPARK_DRIVER_MEMORY = os.environ.get("SPARK_DRIVER_MEMORY", "2g")
 

@@ -42,8 +42,9 @@ def _schedule(sender, **kwargs):
     from django.conf import settings
 
     sender.conf.beat_schedule = {
+        # R16: a run of its own for every queue whose previous run has finished.
         "delivery-run": {
-            "task": "workers.tasks.delivery_run_task",
+            "task": "workers.tasks.delivery_dispatch_task",
             "schedule": float(settings.DELIVERY_INTERVAL_SECONDS),
         },
         "sweep-leases": {

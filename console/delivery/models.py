@@ -1,5 +1,4 @@
 from django.db import models
-from django.db.models import Q
 
 
 class DeliveryRun(models.Model):
@@ -15,8 +14,7 @@ class DeliveryRun(models.Model):
 
     epoch = models.BigIntegerField(unique=True)
     status = models.CharField(max_length=12, choices=STATUSES, default=RUNNING)
-    lock = models.CharField(max_length=20, default="delivery", editable=False)
-    queues = models.JSONField(default=list)
+    queues = models.JSONField(default=list)  # the queues it holds (DeliveryLock) while running
     worker = models.CharField(max_length=200, blank=True, default="")
     started_at = models.DateTimeField()
     heartbeat_at = models.DateTimeField()
@@ -29,15 +27,24 @@ class DeliveryRun(models.Model):
 
     class Meta:
         ordering = ["-id"]
-        constraints = [
-            # One delivery run at a time: two runs would claim the same due messages.
-            models.UniqueConstraint(
-                fields=["lock"], condition=Q(status="running"), name="one_running_delivery"
-            )
-        ]
+        indexes = [models.Index(fields=["status", "id"], name="ix_delivery_status")]
 
     def __str__(self):
         return f"run {self.id} ({self.status})"
+
+
+class DeliveryLock(models.Model):
+    """A queue held by a running delivery run. Runs of different queues run at the same time
+    (R16: a hanging handler on one queue never holds another back); two runs never hold one
+    queue, so their claims can never overlap (a run claims only its queues' messages). The rows
+    go in the transaction where their run leaves RUNNING."""
+
+    queue = models.CharField(max_length=100, primary_key=True)
+    run = models.ForeignKey(DeliveryRun, on_delete=models.CASCADE, related_name="locks")
+    since = models.DateTimeField()
+
+    def __str__(self):
+        return f"{self.queue} held by run {self.run_id}"
 
 
 class PoisonEntry(models.Model):

@@ -15,11 +15,12 @@ from datetime import UTC, datetime, timedelta
 import pyarrow as pa
 import pyarrow.dataset as pads
 from django.conf import settings
+from django.core.cache import cache
 from django.db import IntegrityError, close_old_connections, transaction
 from django.utils import timezone
 
 from console.audit.services import audit_record
-from console.delivery.models import DeliveryRun, PoisonEntry
+from console.delivery.models import DeliveryLock, DeliveryRun, PoisonEntry
 from console.heartbeat import Heartbeat
 from console.lake.selectors import lake_committed, lake_paths, lake_state_inputs
 from console.lake.services import epoch_allocate, lake, lake_commit_record
@@ -36,19 +37,42 @@ class LeaseLost(Exception):
 
 
 def _run_start(queues):
+    """A new run holding those of `queues` that no running run holds (R16: runs of different
+    queues go on at the same time, never two on one queue). None if every one is held."""
     now = timezone.now()
     epoch = epoch_allocate(purpose="delivery run")
     try:
         with transaction.atomic():
-            return DeliveryRun.objects.create(
+            held = set(
+                DeliveryLock.objects.filter(queue__in=queues).values_list("queue", flat=True)
+            )
+            free = [q for q in queues if q not in held]
+            if not free:
+                return None
+            run = DeliveryRun.objects.create(
                 epoch=epoch,
-                queues=queues,
+                queues=free,
                 worker=f"{socket.gethostname()}:{os.getpid()}",
                 started_at=now,
                 heartbeat_at=now,
             )
+            DeliveryLock.objects.bulk_create(
+                [DeliveryLock(queue=q, run=run, since=now) for q in free]
+            )
+            return run
     except IntegrityError:
-        return None  # another run holds the delivery lock
+        return None  # another run took one of them in between; the next tick tries again
+
+
+def _run_leave(run, *, status, **fields):
+    """Take the run out of RUNNING and release its queues, in the caller's transaction.
+    Returns False if it had left already (committed, or declared dead by the sweeper)."""
+    won = DeliveryRun.objects.filter(id=run.id, status=DeliveryRun.RUNNING).update(
+        status=status, finished_at=fields.pop("finished_at", None) or timezone.now(), **fields
+    )
+    if won == 1:
+        DeliveryLock.objects.filter(run_id=run.id).delete()
+    return won == 1
 
 
 def _policies():
@@ -62,6 +86,25 @@ def _poison_lists():
         if sha:
             hashes.append((sha, reason))
     return ids, hashes
+
+
+def delivery_dispatch(*, enqueue, now=False):
+    """Hand every enabled queue that no running run holds to `enqueue(queue)`, each for a run
+    of its own (R16). A queue handed over within the last DELIVERY_INTERVAL_SECONDS is not
+    handed over again unless `now`: its task may still be waiting for a worker. Returns the
+    queues handed over."""
+    held = set(DeliveryLock.objects.values_list("queue", flat=True))
+    free = Queue.objects.filter(enabled=True).exclude(name__in=held).order_by("name")
+    handed = []
+    for queue in free.values_list("name", flat=True):
+        key = f"delivery:dispatched:{queue}"
+        if now:
+            cache.set(key, 1, timeout=settings.DELIVERY_INTERVAL_SECONDS)
+        elif not cache.add(key, 1, timeout=settings.DELIVERY_INTERVAL_SECONDS):
+            continue
+        enqueue(queue)
+        handed.append(queue)
+    return handed
 
 
 def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, spark=None):
@@ -78,13 +121,15 @@ def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, s
         if unknown:
             raise ValueError(f"unknown queue(s): {', '.join(sorted(unknown))}")
         enabled = [q for q in enabled if q in queues]
+    if not enabled:
+        return None
     # The inputs are read before the run's epoch is allocated: every commit the run sees then has
     # an older epoch than the run's, so the run's events outrank them (a decision committed in
     # between would otherwise outrank the delivery of the message it put back in TBDL).
     inputs = lake_state_inputs()
     run = _run_start(enabled)
     if run is None:
-        log.info("a delivery run is already in progress; this one is skipped")
+        log.info("every queue of this run is held by another run; this one is skipped")
         return None
     store = lake()
     poison_ids, poison_hashes = _poison_lists()
@@ -101,7 +146,7 @@ def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, s
         epoch=run.epoch,
         now=now or datetime.now(UTC),
         policies=_policies(),
-        queues=enabled,
+        queues=run.queues,
         message_paths=store.paths(lake_paths(dataset="messages")),
         snapshot_paths=store.paths(inputs.snapshot_paths),
         event_paths=store.paths(inputs.event_paths),
@@ -162,10 +207,7 @@ def _run_commit(run, result, paths):
         "disabled": result.disabled,
     }
     with transaction.atomic():
-        won = DeliveryRun.objects.filter(id=run.id, status=DeliveryRun.RUNNING).update(
-            status=DeliveryRun.COMMITTED, finished_at=timezone.now(), outcomes=outcomes
-        )
-        if won != 1:
+        if not _run_leave(run, status=DeliveryRun.COMMITTED, outcomes=outcomes):
             # The sweeper declared this run dead and recovered its claims first; what it wrote
             # stays invisible, as if the run had died.
             log.warning("delivery run %s lost its lease before committing", run.id)
@@ -231,10 +273,11 @@ def poison_add(*, entries, source):
 
 
 def _run_fail(run, error):
-    won = DeliveryRun.objects.filter(id=run.id, status=DeliveryRun.RUNNING).update(
-        status=DeliveryRun.FAILED, finished_at=timezone.now(), error=error[:5000]
-    )
-    if won == 1:
+    # Its queues are free again at once: what it claimed is DLNG in the ledger, so no new run
+    # takes it before the recovery below hands it back.
+    with transaction.atomic():
+        won = _run_leave(run, status=DeliveryRun.FAILED, error=error[:5000])
+    if won:
         run.refresh_from_db()
         delivery_run_recover(run=run, why=f"delivery run {run.id} failed: {error[:500]}")
 
@@ -330,13 +373,14 @@ def leases_sweep(*, now=None):
     deadline = now - timedelta(seconds=settings.LEASE_SECONDS)
     recovered = 0
     for run in DeliveryRun.objects.filter(status=DeliveryRun.RUNNING, heartbeat_at__lt=deadline):
-        won = DeliveryRun.objects.filter(id=run.id, status=DeliveryRun.RUNNING).update(
-            status=DeliveryRun.CRASHED,
-            finished_at=now,
-            error=f"lease expired: no heartbeat since {run.heartbeat_at.isoformat()}",
-        )
-        if won != 1:
-            continue  # it committed (or another sweeper took it) meanwhile
+        with transaction.atomic():
+            # False: it committed (or another sweeper took it) meanwhile.
+            _run_leave(
+                run,
+                status=DeliveryRun.CRASHED,
+                finished_at=now,
+                error=f"lease expired: no heartbeat since {run.heartbeat_at.isoformat()}",
+            )
     pending = DeliveryRun.objects.filter(
         status__in=[DeliveryRun.CRASHED, DeliveryRun.FAILED], recovered=False
     )

@@ -7,7 +7,7 @@ is due; a sweep recovers a dead run once)."""
 
 from celery import shared_task
 
-from console.delivery.services import delivery_run, leases_sweep
+from console.delivery.services import delivery_dispatch, delivery_run, leases_sweep
 from console.lake.services import lake_state_compact_if_due
 
 
@@ -34,6 +34,23 @@ def sweep_leases_task():
     return leases_sweep()
 
 
+@shared_task(
+    name="workers.tasks.delivery_dispatch_task",
+    soft_time_limit=60,
+    time_limit=90,
+    ignore_result=True,
+)
+def delivery_dispatch_task():
+    """R16, on beat's tick: a delivery run of its own for every enabled queue that no run holds,
+    so a slow or hanging handler on one queue never holds another back. Returns the queues
+    handed to the spark worker."""
+    return delivery_dispatch(enqueue=_queue_run_enqueue)
+
+
+def _queue_run_enqueue(queue):
+    delivery_run_task.delay(queues=[queue])
+
+
 def delivery_run_enqueue():
-    """Ask the spark worker for a delivery run now rather than at beat's next tick."""
-    delivery_run_task.delay()
+    """Ask the spark worker for delivery now rather than at beat's next tick."""
+    delivery_dispatch(enqueue=_queue_run_enqueue, now=True)

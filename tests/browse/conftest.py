@@ -71,7 +71,10 @@ class Index:
             "states": {"NDLV": 3},
         }
         values.update(fields)
-        return FailureGroup.objects.create(fingerprint=fingerprint, **values)
+        group = FailureGroup(fingerprint=fingerprint, **values)
+        group.states_set(values["states"])
+        group.save()
+        return group
 
     def stats(self, queue="orders", **counts):
         return QueueStat.objects.update_or_create(

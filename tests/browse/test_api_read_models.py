@@ -12,6 +12,20 @@ def test_groups_are_listed_by_count(seeded, index, personas):
 
     assert [g["fingerprint"] for g in body["results"]] == ["g2", "g1"]
     assert body["results"][1]["states"] == {"NDLV": 3}
+    assert (body["results"][1]["ndlv"], body["results"][1]["wait"]) == (3, 0)
+
+
+def test_groups_are_ranked_by_what_needs_attention_not_by_their_size(seeded, index, personas):
+    index.group("mostly-delivered", count=381, states={"DLVD": 380, "NDLV": 1})
+    index.group("waiting", count=50, states={"WAIT": 50})
+    index.group("resolved", count=900, states={"DLVD": 900})
+
+    body = api(personas["viewer"]).get("/api/v1/groups").json()
+
+    # Quarantined first (g1 has 3), then waiting; a group that needs nobody is left out.
+    assert [g["fingerprint"] for g in body["results"]] == ["g1", "mostly-delivered", "waiting"]
+    everything = api(personas["viewer"]).get("/api/v1/groups", {"resolved": "true"}).json()
+    assert [g["fingerprint"] for g in everything["results"]][-1] == "resolved"
 
 
 def test_a_group_has_its_sample(seeded, personas):

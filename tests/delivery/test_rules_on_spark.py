@@ -168,6 +168,32 @@ def test_r8_one_crashing_message_in_a_thousand_is_isolated_by_halving(engine, se
     assert extra_runs <= math.log2(1000) + 2
 
 
+def test_r2_a_crash_is_charged_to_the_message_that_crashed_not_to_its_batch_mates(
+    engine, settings
+):
+    settings.DELIVERY_BATCH_SIZE = 200
+    engine.queue(max_failed_deliveries=5)
+    bodies = ["ok"] * 200
+    bodies[117] = "crash"
+    ids = engine.ingest("orders", bodies)
+    engine.deliver_until_idle(partitions=1)
+
+    crasher = engine.state(ids[117])
+    attempts = [t for t in engine.transitions(ids[117]) if t == (S.TBDL, S.DLNG)]
+    # Its handler ran, and crashed, once in every batch that held it: 200, 100, 50, 25, 12, 6,
+    # 3, then alone: the second strike.
+    assert len(attempts) == 8
+    assert (crasher["state"], crasher["delivery_count"]) == (S.NDLV, len(attempts))
+    assert crasher["reason"].startswith(S.REASON_BLACKLISTED)
+    others = [engine.state(mid) for i, mid in enumerate(ids) if i != 117]
+    # Their handlers never failed: no count, and delivered means no longer suspected.
+    assert {(s["state"], s["delivery_count"], s["blacklist_candidate"]) for s in others} == {
+        (S.DLVD, 0, False)
+    }
+    # Those queued behind the crasher in its batch were flagged on the way (R8), not charged.
+    assert any(e["candidate"] and e["delivery_count"] == 0 for e in engine.history(ids[118]))
+
+
 def test_r9_a_message_on_the_poison_list_is_quarantined_without_calling_its_handler(
     engine, tmp_path
 ):

@@ -32,7 +32,10 @@ class Command(BaseCommand):
             except ValueError as exc:
                 raise CommandError(str(exc)) from exc
             if run is None:
-                raise CommandError("another delivery run is in progress; try again later")
+                raise CommandError(
+                    "nothing to deliver now: every enabled queue is held by a running delivery "
+                    "run, or none is enabled"
+                )
             runs += 1
             states = run.outcomes.get("states", {})
             summary = ", ".join(f"{k} {v}" for k, v in sorted(states.items())) or "nothing due"
