@@ -168,9 +168,7 @@ def test_r8_one_crashing_message_in_a_thousand_is_isolated_by_halving(engine, se
     assert extra_runs <= math.log2(1000) + 2
 
 
-def test_r2_a_crash_is_charged_to_the_message_that_crashed_not_to_its_batch_mates(
-    engine, settings
-):
+def test_r2_a_crash_is_charged_to_the_message_that_crashed_not_to_its_batch_mates(engine, settings):
     settings.DELIVERY_BATCH_SIZE = 200
     engine.queue(max_failed_deliveries=5)
     bodies = ["ok"] * 200

@@ -36,7 +36,8 @@ def event(mid, epoch, step, frm, to, *, at, queue="orders", count=0, reason=None
         "from_state": frm,
         "to_state": to,
         "queue": queue,
-        "attempt": 0,
+        # As the engine writes them: an event that leaves DLNG ends an attempt (numbered from 1).
+        "attempt": max(count, 1) if frm == "DLNG" else 0,
         "delivery_count": count,
         "candidate": False,
         "batch_limit": 0,

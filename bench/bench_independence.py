@@ -1,0 +1,168 @@
+"""R16: a healthy queue's time from enqueue to DLVD while another queue's handler hangs, against
+the same with no hanging queue, side by side in one run of the real processes (a Celery spark
+worker in threads, a default worker and beat, as `make run` starts them).
+
+Goal (issue 10): the ratio of the two is at most 1.5."""
+
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from datetime import UTC, datetime
+from pathlib import Path
+
+from bench.support import ROOT, django_setup, fresh_state, messages_from_env
+
+INTERVAL = 2  # DELIVERY_INTERVAL_SECONDS of the processes: beat's tick
+SPACING = 1.0  # seconds between two healthy messages
+
+
+def _processes(env, folder):
+    celery = [sys.executable, "-m", "celery", "-A", "workers"]
+    quiet = ["--without-heartbeat", "--without-mingle", "--without-gossip", "-l", "WARNING"]
+    commands = {
+        "spark": [*celery, "worker", "-Q", "spark", "-P", "threads", "-c", "4", *quiet],
+        "default": [*celery, "worker", "-Q", "default", "-P", "threads", "-c", "2", *quiet],
+        "beat": [*celery, "beat", "-s", str(folder / "beat-schedule"), "-l", "WARNING"],
+    }
+    started = []
+    for name, command in commands.items():
+        log = open(folder / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
+        started.append(
+            (
+                subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT),
+                log,
+            )
+        )
+    return started
+
+
+def _stop(started):
+    for proc, _ in started:
+        proc.terminate()
+    for proc, log in started:
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def _delivered_at(message_id):
+    from console.browse.selectors import message_detail
+
+    detail = message_detail(message_id=message_id)
+    if detail is None or detail["state"] != "DLVD":
+        return None
+    return detail["history"][-1]["at"]
+
+
+def _latencies(prefix, count, *, timeout=600):
+    """Ingest `count` healthy messages one at a time; each one's seconds from its enqueue to
+    its DLVD event."""
+    from console.ingest.services import messages_ingest
+
+    sent = {}
+    for i in range(count):
+        message_id = f"{prefix}-{i:03d}"
+        result = messages_ingest(
+            records=[{"id": message_id, "queue": "healthy", "body": "{}"}], source="bench"
+        )
+        assert result.accepted == 1, result.errors
+        sent[message_id] = datetime.now(UTC)
+        time.sleep(SPACING)
+    deadline = time.monotonic() + timeout
+    done = {}
+    while len(done) < len(sent):
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"{len(sent) - len(done)} healthy message(s) not delivered")
+        for message_id in set(sent) - set(done):
+            at = _delivered_at(message_id)
+            if at is not None:
+                done[message_id] = (at - sent[message_id]).total_seconds()
+        time.sleep(0.5)
+    return list(done.values())
+
+
+def _row(scenario, latencies):
+    ordered = sorted(latencies)
+    return {
+        "scenario": scenario,
+        "messages": len(ordered),
+        "p50 s": round(statistics.median(ordered), 2),
+        "p95 s": round(ordered[max(0, round(0.95 * len(ordered)) - 1)], 2),
+        "max s": round(ordered[-1], 2),
+    }
+
+
+def run():
+    django_setup()
+    from django.conf import settings
+    from django.db import connection
+
+    from console.browse.selectors import message_detail
+    from console.ingest.services import messages_ingest
+    from console.queues.models import Queue
+
+    # Messages per scenario: one a second, so a large BENCH_MESSAGES is capped.
+    count = min(messages_from_env(20), 60)
+    lake = fresh_state("independence")
+    Queue.objects.create(name="slow", handler="tests.handlers_for_tests.held")
+    Queue.objects.create(name="healthy", handler="workers.demo.handlers.noop")
+    folder = Path(tempfile.mkdtemp(prefix="bench-independence-"))
+    db = connection.settings_dict
+    env = {
+        **os.environ,
+        "VAR_DIR": str(settings.VAR_DIR),
+        "LAKE_URI": str(lake),
+        "PYTHONPATH": str(ROOT),
+        "DJANGO_SETTINGS_MODULE": "console.settings",
+        "DELIVERY_INTERVAL_SECONDS": str(INTERVAL),
+        "REFRESH_ON_COMMIT": "false",
+        "REFRESH_INTERVAL_SECONDS": "3600",
+        "INBOX_POLL_SECONDS": "3600",
+    }
+    if db["ENGINE"].endswith("sqlite3"):
+        env["DATABASE_URL"] = f"sqlite:///{db['NAME']}"
+    started = _processes(env, folder)
+    flag = folder / "hold"
+    try:
+        # Warm up: the spark worker's JVM and first jobs.
+        _latencies("warm", 3)
+        quiet = _latencies("quiet", count)
+        flag.touch()
+        messages_ingest(
+            records=[
+                {
+                    "id": "hang-1",
+                    "queue": "slow",
+                    "body": "{}",
+                    "headers": {"hold-while": str(flag)},
+                }
+            ],
+            source="bench",
+        )
+        # The slow queue's run has the message in its handler before the measure starts.
+        deadline = time.monotonic() + 300
+        while message_detail(message_id="hang-1")["state"] != "DLNG":
+            if time.monotonic() > deadline:
+                raise RuntimeError("the slow queue's run never claimed its message")
+            time.sleep(0.5)
+        hanging = _latencies("hanging", count)
+        still = message_detail(message_id="hang-1")["state"]
+    finally:
+        flag.unlink(missing_ok=True)
+        _stop(started)
+    quiet_row, hanging_row = _row("no queue hangs", quiet), _row("another queue hangs", hanging)
+    ratio = round(hanging_row["p50 s"] / quiet_row["p50 s"], 2) if quiet_row["p50 s"] else None
+    yield {**quiet_row, "ratio p50": 1.0, "cores": os.cpu_count()}
+    yield {
+        **hanging_row,
+        "ratio p50": ratio,
+        "hung message": still,
+        "goal": "ratio <= 1.5",
+        "cores": os.cpu_count(),
+    }
