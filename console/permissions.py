@@ -28,6 +28,12 @@ VIEW_QUERIES = "lakequery.view_lakequery"
 RUN_QUERIES = "lakequery.add_lakequery"
 CANCEL_ANY_QUERY = "lakequery.change_lakequery"
 
+# The shared poison list (R9): reading it, reporting a failure to it (outside applications), and
+# taking an entry off it (administrators).
+VIEW_POISON_LIST = "delivery.view_poisonentry"
+REPORT_POISON = "delivery.add_poisonentry"
+REMOVE_POISON = "delivery.delete_poisonentry"
+
 VIEW_AUDIT = "audit.view_auditentry"
 EXPORT_AUDIT = "audit.export_auditentry"
 

@@ -9,6 +9,7 @@ from console.accounts.views import LoginView
 from console.audit.urls import api_urlpatterns as audit_api
 from console.browse.urls import api_urlpatterns as browse_api
 from console.decisions.urls import api_urlpatterns as decisions_api
+from console.delivery.urls import api_urlpatterns as poison_list_api
 from console.lakequery.urls import api_urlpatterns as lakequery_api
 
 urlpatterns = [
@@ -27,6 +28,7 @@ urlpatterns = [
     path("api/v1/", include(audit_api)),
     path("api/v1/", include(lakequery_api)),
     path("api/v1/", include(decisions_api)),
+    path("api/v1/", include(poison_list_api)),
     path("", include("console.audit.urls")),
     path("", include("console.lakequery.urls")),
     path("", include("console.decisions.urls")),

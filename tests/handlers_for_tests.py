@@ -62,3 +62,10 @@ def held(message):
     flag = message.headers["hold-while"]
     while os.path.exists(flag):
         time.sleep(0.05)
+
+
+def held_and_recorded(message):
+    """calls_recorded, after waiting as held does while its message has a 'hold-while' header."""
+    if "hold-while" in message.headers:
+        held(message)
+    calls_recorded(message)

@@ -1,4 +1,4 @@
-"""The five roles, as Django groups, and the permissions each one holds.
+"""The six roles, as Django groups, and the permissions each one holds.
 
 ROLE_PERMISSIONS is the one place that says who may do what: later issues add their permissions
 here and `manage.py seed_roles` applies the mapping. Permissions are named as `has_perm` names
@@ -14,11 +14,14 @@ from console.permissions import (
     EXPORT_AUDIT,
     INGEST_MESSAGES,
     MAKE_REQUESTS,
+    REMOVE_POISON,
+    REPORT_POISON,
     RUN_QUERIES,
     VIEW_AUDIT,
     VIEW_BODY,
     VIEW_GROUPS,
     VIEW_MESSAGES,
+    VIEW_POISON_LIST,
     VIEW_QUERIES,
     VIEW_QUEUES,
     VIEW_REQUESTS,
@@ -30,15 +33,16 @@ OPERATOR = "operator"
 APPROVER = "approver"
 ADMIN = "admin"
 AUDITOR = "auditor"
+APPLICATION = "application"
 
-ROLES = (VIEWER, OPERATOR, APPROVER, ADMIN, AUDITOR)
+ROLES = (VIEWER, OPERATOR, APPROVER, ADMIN, AUDITOR, APPLICATION)
 
 # Read metadata: the read models, queues and the delivery bookkeeping. Not bodies. (The names the
 # code checks are console.permissions'; the others are for the Django admin.)
 _VIEW = (
     VIEW_QUEUES,
     "delivery.view_deliveryrun",
-    "delivery.view_poisonentry",
+    VIEW_POISON_LIST,
     "ingest.view_messagekey",
     VIEW_MESSAGES,
     VIEW_GROUPS,
@@ -66,17 +70,23 @@ ROLE_PERMISSIONS = {
     # Admins run the product (queues, policies, users) and see the same metadata as a viewer, but
     # not bodies: managing a queue never needs its messages' personal data. An admin who must read
     # bodies gives themselves the operator role too, which the user admin records.
-    # Admins also run lake queries (by metadata) and may stop anyone's.
+    # Admins also run lake queries (by metadata) and may stop anyone's, and take an entry off the
+    # poison list.
     ADMIN: (
         *_VIEW,
         *_everything_on("queues", "queue"),
         *_everything_on("auth", "user"),
         RUN_QUERIES,
         CANCEL_ANY_QUERY,
+        REMOVE_POISON,
     ),
     # The audit trail, and the requests it speaks of (what was decided, on which frozen set, by
     # whom); no message screens.
     AUDITOR: (VIEW_AUDIT, EXPORT_AUDIT, VIEW_REQUESTS),
+    # An application outside the product that shares the poison list (R9, the AMPS pattern): it
+    # reads the list and reports what it failed on, and nothing else (no messages, bodies or
+    # requests). Its user signs in with a token (manage.py drf_create_token).
+    APPLICATION: (VIEW_POISON_LIST, REPORT_POISON),
 }
 
 

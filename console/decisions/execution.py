@@ -37,7 +37,7 @@ from console.audit.services import audit_record
 from console.decisions.models import ActionChunk
 from console.decisions.models import ActionRequest as R
 from console.decisions.scope import frozen_ids, ids_hash
-from console.delivery.models import PoisonEntry
+from console.delivery.poison import poison_reprocessed
 from console.delivery.tasks import delivery_run_enqueue
 from console.heartbeat import Heartbeat
 from console.lake.models import LakeCommit
@@ -409,12 +409,14 @@ def _chunk_commit(request, worker, prepared):
         decided = outcome.decided
         with decided_staged(decided) as staged:
             if request.action == R.REPROCESS:
-                # R13: reprocessing takes the message off the poison list.
-                with connection.cursor() as cursor:
-                    cursor.execute(
-                        f"DELETE FROM {PoisonEntry._meta.db_table} WHERE message_id IN "  # noqa: S608
-                        f"(SELECT message_id FROM {staged})"
-                    )
+                # R9, R13: reprocessing takes the message off the poison list, id and body.
+                poison_reprocessed(
+                    staged=staged,
+                    request_id=request.id,
+                    edited_body_sha256=(
+                        hashlib.sha256(bytes(request.edited_body)).hexdigest() if body else None
+                    ),
+                )
             read_models_apply(
                 decided=decided,
                 staged=staged,

@@ -1,5 +1,8 @@
 from django.db import models
 
+from workers.engine.poison_feed import ADDED, BODY_CLEARED, REMOVED
+from workers.engine.poison_feed import KINDS as CHANGE_KINDS
+
 
 class DeliveryRun(models.Model):
     """One pass of the delivery engine. Its heartbeat is its lease on the messages it claimed:
@@ -49,13 +52,16 @@ class DeliveryLock(models.Model):
 
 class PoisonEntry(models.Model):
     """The shared poison list (R9): every quarantined message's id, its reason and body hash.
-    Applications outside the product may read it and report to it (the AMPS pattern)."""
+    Applications outside the product may read it and report to it (the AMPS pattern), through
+    /api/v1/poison-list. Every change to it is written to PoisonChange in the same transaction
+    (console.delivery.poison); nothing else writes it."""
 
     message_id = models.CharField(max_length=200, unique=True)
     body_sha256 = models.CharField(max_length=64, blank=True, default="", db_index=True)
     queue = models.CharField(max_length=100, blank=True, default="")
     reason = models.TextField()
-    source = models.CharField(max_length=100, default="engine")
+    # "engine", or the user name of whoever reported it (an outside application).
+    source = models.CharField(max_length=150, default="engine")
     added_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -63,3 +69,31 @@ class PoisonEntry(models.Model):
 
     def __str__(self):
         return self.message_id
+
+
+class PoisonChange(models.Model):
+    """One change of the poison list. Its id is the cursor a consumer keeps: the changes after
+    it are what the consumer has not seen. Writers of the list are serialized
+    (console.delivery.poison), so the ids commit in order and a cursor never skips a change that
+    commits late."""
+
+    ADDED, REMOVED, BODY_CLEARED = ADDED, REMOVED, BODY_CLEARED
+    KINDS = [(k, k.replace("_", " ")) for k in CHANGE_KINDS]
+
+    kind = models.CharField(max_length=12, choices=KINDS)
+    message_id = models.CharField(max_length=200)
+    # added: the entry's hash; removed: the hash that went with it; body cleared: the hash that
+    # no longer poisons.
+    body_sha256 = models.CharField(max_length=64, blank=True, default="")
+    queue = models.CharField(max_length=100, blank=True, default="")
+    # added: the entry's reason; removed and body cleared: why.
+    reason = models.TextField(blank=True, default="")
+    # Who made the change: "engine", a user name, or "request <n>" (a reprocess).
+    source = models.CharField(max_length=150, blank=True, default="")
+    at = models.DateTimeField()
+
+    class Meta:
+        ordering = ["id"]
+
+    def __str__(self):
+        return f"{self.id} {self.kind} {self.message_id}"

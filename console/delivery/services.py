@@ -20,7 +20,8 @@ from django.db import IntegrityError, close_old_connections, transaction
 from django.utils import timezone
 
 from console.audit.services import audit_record
-from console.delivery.models import DeliveryLock, DeliveryRun, PoisonEntry
+from console.delivery.models import DeliveryLock, DeliveryRun
+from console.delivery.poison import poison_entries_put, poison_feed_dir, poison_snapshot
 from console.heartbeat import Heartbeat
 from console.lake.selectors import lake_committed, lake_paths, lake_state_inputs
 from console.lake.services import epoch_allocate, lake, lake_commit_record
@@ -80,12 +81,12 @@ def _policies():
 
 
 def _poison_lists():
-    ids, hashes = [], []
-    for mid, sha, reason in PoisonEntry.objects.values_list("message_id", "body_sha256", "reason"):
-        ids.append((mid, reason))
-        if sha:
-            hashes.append((sha, reason))
-    return ids, hashes
+    """The list as the run's Spark job takes it: [(message_id, reason)], one (body_sha256,
+    reason) per distinct hash (several entries may share a body: one row each would multiply the
+    due messages in the job's join on the hash), and the change-log cursor it was read at, from
+    which the executors follow the list's feed while the run goes on."""
+    snapshot = poison_snapshot()
+    return snapshot.ids, [(sha, reason) for sha, reason, _ in snapshot.hashes], snapshot.cursor
 
 
 def delivery_dispatch(*, enqueue, now=False):
@@ -132,7 +133,7 @@ def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, s
         log.info("every queue of this run is held by another run; this one is skipped")
         return None
     store = lake()
-    poison_ids, poison_hashes = _poison_lists()
+    poison_ids, poison_hashes, poison_cursor = _poison_lists()
     label = f"run{run.id}"
     paths = {
         "claims": store.new_dir("claims", label),
@@ -157,6 +158,8 @@ def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, s
         notifications_path=store.path(paths["notifications"]),
         poison_ids=poison_ids,
         poison_hashes=poison_hashes,
+        poison_cursor=poison_cursor,
+        poison_feed_dir=poison_feed_dir(),
         fixed_clock=fixed_clock,
         max_batch=settings.DELIVERY_BATCH_SIZE,
         max_batch_bytes=settings.DELIVERY_BATCH_BYTES,
@@ -252,24 +255,10 @@ def _queues_record(result):
 
 
 def poison_add(*, entries, source):
-    """R9: put quarantined messages on the shared poison list (their latest reason wins)."""
-    rows = [
-        PoisonEntry(
-            message_id=mid,
-            queue=queue or "",
-            reason=reason or "",
-            body_sha256=sha or "",
-            source=source,
-        )
-        for mid, queue, reason, sha in entries
-    ]
-    PoisonEntry.objects.bulk_create(
-        rows,
-        batch_size=500,
-        update_conflicts=True,
-        unique_fields=["message_id"],
-        update_fields=["reason", "body_sha256", "queue", "source"],
-    )
+    """R9: put quarantined messages on the shared poison list (their latest reason wins), with
+    their changes in the list's change log (console.delivery.poison). Call inside the
+    transaction that commits them."""
+    poison_entries_put(entries=entries, source=source)
 
 
 def _run_fail(run, error):

@@ -7,6 +7,7 @@ is due; a sweep recovers a dead run once)."""
 
 from celery import shared_task
 
+from console.delivery.poison import poison_feed_sweep
 from console.delivery.services import delivery_dispatch, delivery_run, leases_sweep
 from console.lake.services import lake_state_compact_if_due
 
@@ -30,8 +31,12 @@ def delivery_run_task(queues=None):
     name="workers.tasks.sweep_leases_task", soft_time_limit=240, time_limit=300, ignore_result=True
 )
 def sweep_leases_task():
-    """R7: recover what dead delivery runs held. Returns how many messages were recovered."""
-    return leases_sweep()
+    """R7: recover what dead delivery runs held. Then the poison list's feed: files older than a
+    day deleted, a file its process never wrote written again (R9). Returns how many messages
+    were recovered."""
+    recovered = leases_sweep()
+    poison_feed_sweep()
+    return recovered
 
 
 @shared_task(

@@ -9,7 +9,7 @@ from django.core.management import call_command
 
 pytestmark = pytest.mark.django_db
 
-ROLES = ("viewer", "operator", "approver", "admin", "auditor")
+ROLES = ("viewer", "operator", "approver", "admin", "auditor", "application")
 
 
 def _run():
@@ -39,7 +39,7 @@ def test_running_it_again_prints_fresh_passwords_and_keeps_one_user_per_role():
 
     second = _run()
 
-    assert User.objects.count() == 5
+    assert User.objects.count() == 6
     for role in ROLES:
         assert second[role] != first[role]
         assert authenticate(username=role, password=first[role]) is None

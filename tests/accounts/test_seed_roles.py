@@ -1,4 +1,4 @@
-"""The five roles and `manage.py seed_roles`."""
+"""The six roles and `manage.py seed_roles`."""
 
 from io import StringIO
 
@@ -36,7 +36,7 @@ def _permissions(role):
     return {f"{p.content_type.app_label}.{p.codename}" for p in group.permissions.all()}
 
 
-def test_it_creates_the_five_role_groups():
+def test_it_creates_the_six_role_groups():
     call_command("seed_roles", stdout=StringIO())
 
     assert set(Group.objects.values_list("name", flat=True)) == {
@@ -45,6 +45,7 @@ def test_it_creates_the_five_role_groups():
         "approver",
         "admin",
         "auditor",
+        "application",
     }
 
 
@@ -65,11 +66,17 @@ def test_each_role_gets_exactly_its_permissions():
         "auth.delete_user",
         "lakequery.add_lakequery",
         "lakequery.change_lakequery",
+        "delivery.delete_poisonentry",
     }
     assert _permissions("auditor") == {
         "audit.view_auditentry",
         "audit.export_auditentry",
         "decisions.view_actionrequest",
+    }
+    # An outside application reads the poison list and reports to it; nothing else.
+    assert _permissions("application") == {
+        "delivery.view_poisonentry",
+        "delivery.add_poisonentry",
     }
 
 
@@ -80,7 +87,7 @@ def test_running_it_twice_changes_nothing():
     result = roles_seed()
 
     assert {role: _permissions(role) for role in ROLES} == before
-    assert Group.objects.count() == 5
+    assert Group.objects.count() == 6
     assert not any(created for created, _ in result.values())
 
 
@@ -120,3 +127,4 @@ def test_the_command_reports_each_role():
 
     assert "viewer    created    10 permission(s)" in out.getvalue()
     assert "auditor   created    3 permission(s)" in out.getvalue()
+    assert "application created    2 permission(s)" in out.getvalue()

@@ -17,6 +17,7 @@ from schemathesis.specs.openapi.checks import (
     status_code_conformance,
 )
 
+from console.delivery.poison import poison_entries_put
 from console.queues.models import Queue
 from console.wsgi import application
 from tests.api.conftest import openapi_document
@@ -38,9 +39,9 @@ schema.app = application
 
 @pytest.fixture
 def world(transactional_db, lake_root, settings):
-    """One quarantined message ("order-1") in a failure group, its queue ("orders", disabled)
-    and its numbers: lists, details and the dashboard answer with data, so their schemas are
-    checked on data too."""
+    """One quarantined message ("order-1") in a failure group and on the poison list, its queue
+    ("orders", disabled) and its numbers: lists, details and the dashboard answer with data, so
+    their schemas are checked on data too."""
     # Ingesting commits lake events; no worker needs to be asked to refresh for them.
     settings.REFRESH_ON_COMMIT = False
     index = Index()
@@ -49,6 +50,7 @@ def world(transactional_db, lake_root, settings):
     index.stats("orders", NDLV=1, TBDL=4)
     index.inflow("orders")
     Queue.objects.filter(name="orders").update(enabled=False, disabled_reason="5 failures")
+    poison_entries_put(entries=[("order-1", "orders", "crashed", GROUP)], source="engine")
 
 
 # transaction=True: the WSGI handler closes the database connection after every request (Django's

@@ -11,7 +11,7 @@ from rest_framework.test import APIClient
 from console.audit.models import AuditEntry
 from tests.browse.conftest import api
 
-ROLES = ("viewer", "operator", "approver", "admin", "auditor", "outsider", None)
+ROLES = ("viewer", "operator", "approver", "admin", "auditor", "application", "outsider", None)
 APIS = [
     ("audit", "/api/v1/audit"),
     ("audit filtered", "/api/v1/audit?action=request.&page_size=10"),

@@ -11,7 +11,7 @@ from console.audit.models import AuditEntry
 from console.audit.services import audit_checkpoint
 from tests.browse.conftest import login
 
-ROLES = ("viewer", "operator", "approver", "admin", "auditor", "outsider", None)
+ROLES = ("viewer", "operator", "approver", "admin", "auditor", "application", "outsider", None)
 SCRIPT = "<script>alert(1)</script>"
 ATTR = '" onmouseover="alert(2)'
 

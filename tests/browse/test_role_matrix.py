@@ -1,8 +1,8 @@
 """Every screen and API endpoint, for every role and for an anonymous visitor.
 
 viewer: metadata; operator and approver: metadata and bodies; admin: metadata and queues, not
-bodies; auditor and outsider: none of it. Anonymous: pages send to the login page, the API
-answers 401."""
+bodies; auditor, application and outsider: none of it. Anonymous: pages send to the login page,
+the API answers 401."""
 
 import pytest
 from django.urls import reverse
@@ -10,7 +10,7 @@ from django.urls import reverse
 from console.queues.models import Queue
 from tests.browse.conftest import api, login
 
-ROLES = ("viewer", "operator", "approver", "admin", "auditor", "outsider", None)
+ROLES = ("viewer", "operator", "approver", "admin", "auditor", "application", "outsider", None)
 META = {"viewer": 200, "operator": 200, "approver": 200, "admin": 200}
 BODY = {"operator": 200, "approver": 200}
 ADMIN_POST_PAGE = {"admin": 302}

@@ -12,7 +12,7 @@ from tests.browse.conftest import api, login
 from tests.browse.test_views_untrusted_data import PAYLOAD, SCRIPT
 from tests.decisions.conftest import T0, notification, notifications_commit
 
-ROLES = ("viewer", "operator", "approver", "admin", "auditor", "outsider", None)
+ROLES = ("viewer", "operator", "approver", "admin", "auditor", "application", "outsider", None)
 VIEW = {"viewer": 200, "operator": 200, "approver": 200, "admin": 200}
 
 

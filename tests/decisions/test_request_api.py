@@ -12,7 +12,7 @@ from console.decisions.models import ActionRequest
 from console.decisions.scope import frozen_ids
 from tests.browse.conftest import api
 
-ROLES = ("viewer", "operator", "approver", "admin", "auditor", "outsider", None)
+ROLES = ("viewer", "operator", "approver", "admin", "auditor", "application", "outsider", None)
 VIEW = {"viewer": 200, "operator": 200, "approver": 200, "admin": 200, "auditor": 200}
 
 

@@ -14,7 +14,7 @@ from console.decisions.services import action_request_approve
 from tests.browse.conftest import login
 from tests.browse.test_views_untrusted_data import ATTR, LINK, PAYLOAD, SCRIPT, SVG, _Tags
 
-ROLES = ("viewer", "operator", "approver", "admin", "auditor", "outsider", None)
+ROLES = ("viewer", "operator", "approver", "admin", "auditor", "application", "outsider", None)
 VIEW = {"viewer": 200, "operator": 200, "approver": 200, "admin": 200, "auditor": 200}
 ASK = {"operator": 200, "approver": 200}
 

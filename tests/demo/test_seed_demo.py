@@ -32,9 +32,9 @@ def test_it_seeds_roles_users_queues_and_the_demo_messages():
     output = _seed()
 
     ids = demo_message_ids(orders=ORDERS)
-    assert Group.objects.count() == 5
+    assert Group.objects.count() == 6
     assert sorted(User.objects.values_list("username", flat=True)) == sorted(
-        ["viewer", "operator", "approver", "admin", "auditor"]
+        ["viewer", "operator", "approver", "admin", "auditor", "application"]
     )
     assert Queue.objects.count() == 5
     assert set(MessageKey.objects.values_list("message_id", flat=True)) == set(ids)
@@ -45,7 +45,7 @@ def test_it_seeds_roles_users_queues_and_the_demo_messages():
 def test_it_prints_a_password_for_every_demo_user():
     output = _seed()
 
-    for role in ("viewer", "operator", "approver", "admin", "auditor"):
+    for role in ("viewer", "operator", "approver", "admin", "auditor", "application"):
         assert any(line.split()[:2] == [role, role] for line in output.splitlines() if line)
 
 
@@ -58,7 +58,7 @@ def test_running_it_again_adds_nothing():
     assert "already ingested; nothing to do" in output
     assert "5 unchanged" in output
     assert (MessageKey.objects.count(), LakeCommit.objects.count()) == (keys, commits)
-    assert User.objects.count() == 5
+    assert User.objects.count() == 6
 
 
 def test_a_partly_ingested_set_is_completed_without_duplicates(settings, tmp_path):

@@ -3,8 +3,8 @@
 Seeing queries: viewer, operator, approver, admin. Running one: operator, approver, admin (a
 viewer only looks). A query that searched bodies: only those who read bodies (operator,
 approver) see it. Cancelling: the requester (here the operator), or an admin, who may stop any
-query. Auditor and outsider: none of it. Anonymous: pages send to the login page, the API
-answers 401."""
+query. Auditor, application and outsider: none of it. Anonymous: pages send to the login page,
+the API answers 401."""
 
 import pytest
 from django.urls import reverse
@@ -12,7 +12,7 @@ from django.urls import reverse
 from tests.browse.conftest import api, login
 from tests.lakequery.conftest import done_query, result_row
 
-ROLES = ("viewer", "operator", "approver", "admin", "auditor", "outsider", None)
+ROLES = ("viewer", "operator", "approver", "admin", "auditor", "application", "outsider", None)
 SEE = {"viewer": 200, "operator": 200, "approver": 200, "admin": 200}
 BODY = {"operator": 200, "approver": 200}
 RUN_PAGE = {"operator": 302, "approver": 302, "admin": 302}

@@ -14,6 +14,7 @@ from workers.engine import isolation as iso
 from workers.engine import rules
 from workers.engine import states as S
 from workers.engine.handlers import HandlerImportError, Message, load_handler
+from workers.engine.poison_feed import PoisonFeed
 from workers.lake.schema import EVENT_SCHEMA, MESSAGE_CONTENT_COLUMNS, STATE_FIELDS
 
 
@@ -28,6 +29,10 @@ class RunContext:
     max_batch: int = 5000
     max_batch_bytes: int = 64 * 1024 * 1024
     handler_timeout: float = 300.0
+    # R9: the poison list the claims were marked with is as of this cursor of its change log;
+    # entries added since reach the run through the feed in this directory ("" for none).
+    poison_cursor: int = 0
+    poison_feed_dir: str = ""
     host: str = field(default_factory=lambda: os.uname().nodename)
 
     def clock(self):
@@ -77,15 +82,9 @@ def _handler_for(path):
     return _handlers[path]
 
 
-# A due message's state and content. Not its body's hash: the poison list's check by hash is
-# done before the handlers run (workers.jobs.delivery.mark_poisoned).
-ROW_FIELDS = (
-    "message_id",
-    "state",
-    *STATE_FIELDS,
-    *(name for name in MESSAGE_CONTENT_COLUMNS if name != "body_sha256"),
-    "poison_reason",
-)
+# A due message's state and content (its body's hash too: entries added to the poison list
+# during the run are checked by it), and the poison list's verdict when the run claimed it.
+ROW_FIELDS = ("message_id", "state", *STATE_FIELDS, *MESSAGE_CONTENT_COLUMNS, "poison_reason")
 # Columns a fast event copies from its message's row as they are.
 _COPIED = ("message_id", "queue", "delivery_count", "body_version")
 
@@ -181,7 +180,7 @@ def _taken(view, i, ctx):
     return current
 
 
-def _deliver_group(view, group, ctx, streaks, sequence):
+def _deliver_group(view, group, ctx, streaks, sequence, feed=None):
     """Deliver one isolation batch. Returns its events as one Arrow table: each message's
     events together, in order; messages numbered in the order they were processed."""
     start = ctx.clock()
@@ -198,6 +197,13 @@ def _deliver_group(view, group, ctx, streaks, sequence):
             )
             continue
         poison = view.cols["poison_reason"][i]
+        if poison is None and feed is not None:
+            # R9: reported since the run claimed it (an outside application, another run).
+            poison = feed.reason(
+                view.cols["message_id"][i],
+                view.cols["body_sha256"][i],
+                by_body=ctx.policies[queue].poison_match == "id_or_body",
+            )
         if poison is not None:
             slow[i] = rules.poisoned(
                 _taken(view, i, ctx),
@@ -342,11 +348,16 @@ def deliver_batches(batches, ctx, *, partition=0):
     by batch; yield each isolation batch's events as an Arrow table as soon as it is done."""
     streaks = QueueStreaks(ctx.policies)
     sequence = Sequence(partition)
+    # Only what changes from the run's cursor on: the claims carry the verdict of the list as it
+    # was then. Entries removed meanwhile take effect at the next run.
+    feed = PoisonFeed(ctx.poison_feed_dir, ctx.poison_cursor) if ctx.poison_feed_dir else None
     for batch in batches:
         if batch.num_rows == 0:
             continue
         view = _Columns(batch)
         for group in _groups(view, ctx):
-            table = _deliver_group(view, group, ctx, streaks, sequence)
+            if feed is not None:
+                feed.refresh()  # R9: before every batch
+            table = _deliver_group(view, group, ctx, streaks, sequence, feed)
             if table is not None and table.num_rows:
                 yield table

@@ -58,6 +58,10 @@ class DeliveryParams:
     notifications_path: str
     poison_ids: list = field(default_factory=list)  # [(message_id, reason)]
     poison_hashes: list = field(default_factory=list)  # [(body_sha256, reason)]
+    # R9: the list above as of this change-log cursor; the executors follow the feed of its
+    # changes from there (workers.engine.poison_feed), before every batch.
+    poison_cursor: int = 0
+    poison_feed_dir: str = ""
     fixed_clock: bool = False
     max_batch: int = 5000
     max_batch_bytes: int = 64 * 1024 * 1024
@@ -171,6 +175,8 @@ def run_delivery(spark, params: DeliveryParams, *, on_claimed=None) -> DeliveryR
         max_batch=params.max_batch,
         max_batch_bytes=params.max_batch_bytes,
         handler_timeout=params.handler_timeout,
+        poison_cursor=params.poison_cursor,
+        poison_feed_dir=params.poison_feed_dir,
     )
     result = DeliveryResult()
     queues = [q for q in params.queues if q in policies and policies[q].enabled]

@@ -8,8 +8,8 @@ from console.accounts.services import demo_users_create
 
 class Command(BaseCommand):
     help = (
-        "Create one demo user per role (viewer, operator, approver, admin, auditor) and print "
-        "their passwords. Existing demo users get a fresh password."
+        "Create one demo user per role (viewer, operator, approver, admin, auditor, application) "
+        "and print their passwords. Existing demo users get a fresh password."
     )
 
     def handle(self, *args, **options):

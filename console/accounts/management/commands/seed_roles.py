@@ -1,4 +1,4 @@
-"""manage.py seed_roles: create the five role groups with their permissions (idempotent)."""
+"""manage.py seed_roles: create the six role groups with their permissions (idempotent)."""
 
 from django.core.management.base import BaseCommand, CommandError
 
@@ -7,7 +7,8 @@ from console.accounts.roles import RoleError, roles_seed
 
 class Command(BaseCommand):
     help = (
-        "Create the role groups (viewer, operator, approver, admin, auditor) and their permissions."
+        "Create the role groups (viewer, operator, approver, admin, auditor, application) and "
+        "their permissions."
     )
 
     def handle(self, *args, **options):

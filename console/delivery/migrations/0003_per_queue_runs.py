@@ -19,7 +19,7 @@ def _locks_of_running_runs(apps, schema_editor):
 class Migration(migrations.Migration):
 
     dependencies = [
-        ('delivery', '0001_initial'),
+        ('delivery', '0002_poison_changes'),
     ]
 
     operations = [
