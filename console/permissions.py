@@ -28,6 +28,10 @@ VIEW_QUERIES = "lakequery.view_lakequery"
 RUN_QUERIES = "lakequery.add_lakequery"
 CANCEL_ANY_QUERY = "lakequery.change_lakequery"
 
+# Retention (R15): seeing purge records, and running a purge or a preview of one.
+VIEW_PURGES = "retention.view_purgerun"
+RUN_PURGES = "retention.add_purgerun"
+
 VIEW_AUDIT = "audit.view_auditentry"
 EXPORT_AUDIT = "audit.export_auditentry"
 

@@ -14,11 +14,13 @@ from console.permissions import (
     EXPORT_AUDIT,
     INGEST_MESSAGES,
     MAKE_REQUESTS,
+    RUN_PURGES,
     RUN_QUERIES,
     VIEW_AUDIT,
     VIEW_BODY,
     VIEW_GROUPS,
     VIEW_MESSAGES,
+    VIEW_PURGES,
     VIEW_QUERIES,
     VIEW_QUEUES,
     VIEW_REQUESTS,
@@ -66,17 +68,19 @@ ROLE_PERMISSIONS = {
     # Admins run the product (queues, policies, users) and see the same metadata as a viewer, but
     # not bodies: managing a queue never needs its messages' personal data. An admin who must read
     # bodies gives themselves the operator role too, which the user admin records.
-    # Admins also run lake queries (by metadata) and may stop anyone's.
+    # Admins also run lake queries (by metadata) and may stop anyone's, and run purges (R15).
     ADMIN: (
         *_VIEW,
         *_everything_on("queues", "queue"),
         *_everything_on("auth", "user"),
         RUN_QUERIES,
         CANCEL_ANY_QUERY,
+        VIEW_PURGES,
+        RUN_PURGES,
     ),
-    # The audit trail, and the requests it speaks of (what was decided, on which frozen set, by
-    # whom); no message screens.
-    AUDITOR: (VIEW_AUDIT, EXPORT_AUDIT, VIEW_REQUESTS),
+    # The audit trail, and the requests and purges it speaks of (what was decided, on which
+    # frozen set, by whom; what was purged); no message screens.
+    AUDITOR: (VIEW_AUDIT, EXPORT_AUDIT, VIEW_REQUESTS, VIEW_PURGES),
 }
 
 
