@@ -65,11 +65,14 @@ def test_each_role_gets_exactly_its_permissions():
         "auth.delete_user",
         "lakequery.add_lakequery",
         "lakequery.change_lakequery",
+        "retention.view_purgerun",
+        "retention.add_purgerun",
     }
     assert _permissions("auditor") == {
         "audit.view_auditentry",
         "audit.export_auditentry",
         "decisions.view_actionrequest",
+        "retention.view_purgerun",
     }
 
 
@@ -119,4 +122,4 @@ def test_the_command_reports_each_role():
     call_command("seed_roles", stdout=out)
 
     assert "viewer    created    10 permission(s)" in out.getvalue()
-    assert "auditor   created    3 permission(s)" in out.getvalue()
+    assert "auditor   created    4 permission(s)" in out.getvalue()
