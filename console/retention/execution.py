@@ -23,8 +23,10 @@ import logging
 import os
 import shutil
 import socket
+import time
 import uuid
 from datetime import timedelta
+from itertools import pairwise
 from pathlib import Path
 
 import pyarrow as pa
@@ -208,7 +210,9 @@ def _purge(purge, worker, spark, written, refresh_lock):
     ids_dir = store.new_dir("purges", f"purge{purge.id}-ids")
     written.append(ids_dir)
     params = _params(purge, inputs, ids_dir, dry_run=False)
+    clock = {"start": time.perf_counter()}
     result = J.run_purge(_spark(spark), params)
+    clock["spark"] = time.perf_counter()
     summary = J.ids_summary(params.ids_path)
     upto = {
         "events_upto": inputs.state.last_event_commit,
@@ -245,8 +249,11 @@ def _purge(purge, worker, spark, written, refresh_lock):
         snapshot_new = (new, result.state_rows)
     changes["state"] = {"rewritten": int(snapshot_new is not None)}
     inflow = J.inflow_rows(params.out_dir)
+    clock["moved"] = time.perf_counter()
     with purged_staged(J.ids_batches(params.ids_path)) as staged:
+        clock["staged"] = time.perf_counter()
         samples = _samples(read_models_purge_samples(staged=staged))
+        clock["samples"] = time.perf_counter()
         with transaction.atomic():
             if not _holds(purge, worker):
                 raise LeaseLost
@@ -278,6 +285,14 @@ def _purge(purge, worker, spark, written, refresh_lock):
                 **upto,
             )
     written.clear()  # committed: the new directories are the lake's now
+    clock["swapped"] = time.perf_counter()
+    steps = list(clock.items())
+    log.info(
+        "purge %s: %s purged; %s",
+        purge.id,
+        summary.count,
+        ", ".join(f"{b[0]} {b[1] - a[1]:.1f} s" for a, b in pairwise(steps)),
+    )
 
 
 def _move(source, dataset, label):

@@ -138,19 +138,23 @@ def _read_tagged(spark, params, commits, arrow_schema):
     return tagged(rows, _commits_df(spark, commits))
 
 
-def _rewrite(spark, params, dataset, commits, purged, arrow_schema, order):
-    """Rewrite the commits of `dataset` that hold purged messages; {commit id: rows kept}."""
+def _holding(rows):
+    """The commits the rows come from, sorted. One row per commit is collected: bounded by the
+    catalog's size, not the messages'."""
+    return sorted(row[PARTITION] for row in rows.select(PARTITION).distinct().collect())
+
+
+def _rewrite(spark, params, dataset, commits, purged, arrow_schema, order, affected=None):
+    """Rewrite the commits of `dataset` that hold purged messages (`affected`, when known);
+    {commit id: rows kept}."""
     if not commits:
         return {}
-    holding = (
-        _read_tagged(spark, params, commits, arrow_schema)
-        .select("message_id", PARTITION)
-        .join(purged.select("message_id"), on="message_id", how="left_semi")
-        .select(PARTITION)
-        .distinct()
-    )
-    # One row per commit: bounded by the catalog's size, not the messages'.
-    affected = sorted(row[PARTITION] for row in holding.collect())
+    if affected is None:
+        affected = _holding(
+            _read_tagged(spark, params, commits, arrow_schema)
+            .select("message_id", PARTITION)
+            .join(purged.select("message_id"), on="message_id", how="left_semi")
+        )
     if not affected:
         return {}
     chosen = [(i, p) for i, p in commits if i in set(affected)]
@@ -191,9 +195,29 @@ def run_purge(spark, params: PurgeParams) -> PurgeResult:
         return result
     purged = spark.read.parquet(params.ids_path)
 
+    # The purged messages' events, narrow, in one pass over the ledger: which commits hold them,
+    # and the NDLV entries they had added to the quarantine inflow (per queue and hour), which
+    # the console takes off its counts (a full refresh would no longer count them).
+    history_path = str(Path(params.out_dir) / "purged-events")
+    (
+        _read_tagged(spark, params, params.events, EVENT_SCHEMA)
+        .select("message_id", PARTITION, "at", "to_state", "queue")
+        .join(purged.select("message_id"), on="message_id", how="left_semi")
+        .write.parquet(history_path)
+    )
+    history = spark.read.parquet(history_path)
+    quarantine_inflow(history).coalesce(1).write.parquet(str(Path(params.out_dir) / "inflow"))
+
     events_order = ["message_id", "epoch", "step"]
     result.events = _rewrite(
-        spark, params, "events", params.events, purged, EVENT_SCHEMA, events_order
+        spark,
+        params,
+        "events",
+        params.events,
+        purged,
+        EVENT_SCHEMA,
+        events_order,
+        affected=_holding(history),
     )
     messages_order = ["message_id", "version"]
     result.messages = _rewrite(
@@ -204,15 +228,6 @@ def run_purge(spark, params: PurgeParams) -> PurgeResult:
         state_out = str(Path(params.out_dir) / "state")
         without(snapshot, purged).write.parquet(state_out)
         result.state_rows = _rows(state_out)
-    # The NDLV entries the purged messages had added to the quarantine inflow (per queue and
-    # hour), which the console takes off its counts: a full refresh would no longer count them.
-    held = [(i, p) for i, p in params.events if result.events.get(i) is not None]
-    history = extract_events(spark, [str(Path(params.lake_root) / p) for _, p in held])
-    quarantine_inflow(
-        history.select("message_id", "at", "to_state", "queue").join(
-            purged.select("message_id"), on="message_id", how="left_semi"
-        )
-    ).coalesce(1).write.parquet(str(Path(params.out_dir) / "inflow"))
     return result
 
 
