@@ -33,6 +33,9 @@ CANCEL_ANY_QUERY = "lakequery.change_lakequery"
 VIEW_POISON_LIST = "delivery.view_poisonentry"
 REPORT_POISON = "delivery.add_poisonentry"
 REMOVE_POISON = "delivery.delete_poisonentry"
+# Retention (R15): seeing purge records, and running a purge or a preview of one.
+VIEW_PURGES = "retention.view_purgerun"
+RUN_PURGES = "retention.add_purgerun"
 
 VIEW_AUDIT = "audit.view_auditentry"
 EXPORT_AUDIT = "audit.export_auditentry"

@@ -91,6 +91,7 @@ INSTALLED_APPS = [
     "console.audit",
     "console.decisions",
     "console.lakequery",
+    "console.retention",
     "csp",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -297,6 +298,14 @@ APPROVE_END_WITH_ERROR = envbool("APPROVE_END_WITH_ERROR", "true")
 APPROVAL_TTL_HOURS = envint("APPROVAL_TTL_HOURS", 24, minimum=1)
 # A canary whose messages have no delivery outcome after this long stops the request.
 CANARY_TIMEOUT_SECONDS = envint("CANARY_TIMEOUT_SECONDS", 3600, minimum=10)
+
+# --- Retention (R15) -----------------------------------------------------------------------------
+
+# The scheduler purges the final messages past their queue's retention_days this often.
+PURGE_INTERVAL_SECONDS = envint("PURGE_INTERVAL_SECONDS", 86400, minimum=60)
+# A purge's old lake directories are deleted this long after it swapped them out: a delivery run
+# or a query that listed them before may still be reading them.
+PURGE_GRACE_SECONDS = envint("PURGE_GRACE_SECONDS", 3600, minimum=0)
 
 # --- Celery --------------------------------------------------------------------------------------
 

@@ -11,6 +11,7 @@ from console.browse.urls import api_urlpatterns as browse_api
 from console.decisions.urls import api_urlpatterns as decisions_api
 from console.delivery.urls import api_urlpatterns as poison_list_api
 from console.lakequery.urls import api_urlpatterns as lakequery_api
+from console.retention.urls import api_urlpatterns as retention_api
 
 urlpatterns = [
     path("login/", LoginView.as_view(), name="login"),  # an auditor lands on the audit trail
@@ -29,6 +30,7 @@ urlpatterns = [
     path("api/v1/", include(lakequery_api)),
     path("api/v1/", include(decisions_api)),
     path("api/v1/", include(poison_list_api)),
+    path("api/v1/", include(retention_api)),
     path("", include("console.audit.urls")),
     path("", include("console.lakequery.urls")),
     path("", include("console.decisions.urls")),

@@ -28,6 +28,7 @@ app.conf.task_routes = {
     "workers.tasks.browse_refresh_task": {"queue": "spark", "routing_key": "spark"},
     "workers.tasks.action_request_execute_task": {"queue": "spark", "routing_key": "spark"},
     "workers.tasks.lake_query_task": {"queue": "spark", "routing_key": "spark"},
+    "workers.tasks.purge_task": {"queue": "spark", "routing_key": "spark"},
 }
 # The spark worker must not prefetch: a second delivery run waiting in its buffer would be lost
 # with it if it died, and runs are cheap to re-enqueue from beat anyway.
@@ -62,6 +63,15 @@ def _schedule(sender, **kwargs):
         "refresh-read-models": {
             "task": "workers.tasks.browse_refresh_task",
             "schedule": float(settings.REFRESH_INTERVAL_SECONDS),
+        },
+        "sweep-purges": {
+            "task": "workers.tasks.purges_sweep_task",
+            "schedule": float(settings.SWEEP_INTERVAL_SECONDS),
+        },
+        # R15: the final messages past their queue's retention, purged daily by default.
+        "purge-retention": {
+            "task": "workers.tasks.purge_task",
+            "schedule": float(settings.PURGE_INTERVAL_SECONDS),
         },
         "scan-inbox": {
             "task": "workers.tasks.inbox_scan_task",

@@ -16,12 +16,14 @@ from console.permissions import (
     MAKE_REQUESTS,
     REMOVE_POISON,
     REPORT_POISON,
+    RUN_PURGES,
     RUN_QUERIES,
     VIEW_AUDIT,
     VIEW_BODY,
     VIEW_GROUPS,
     VIEW_MESSAGES,
     VIEW_POISON_LIST,
+    VIEW_PURGES,
     VIEW_QUERIES,
     VIEW_QUEUES,
     VIEW_REQUESTS,
@@ -70,8 +72,8 @@ ROLE_PERMISSIONS = {
     # Admins run the product (queues, policies, users) and see the same metadata as a viewer, but
     # not bodies: managing a queue never needs its messages' personal data. An admin who must read
     # bodies gives themselves the operator role too, which the user admin records.
-    # Admins also run lake queries (by metadata) and may stop anyone's, and take an entry off the
-    # poison list.
+    # Admins also run lake queries (by metadata) and may stop anyone's, take an entry off the
+    # poison list, and run purges (R15).
     ADMIN: (
         *_VIEW,
         *_everything_on("queues", "queue"),
@@ -79,14 +81,16 @@ ROLE_PERMISSIONS = {
         RUN_QUERIES,
         CANCEL_ANY_QUERY,
         REMOVE_POISON,
+        VIEW_PURGES,
+        RUN_PURGES,
     ),
-    # The audit trail, and the requests it speaks of (what was decided, on which frozen set, by
-    # whom); no message screens.
-    AUDITOR: (VIEW_AUDIT, EXPORT_AUDIT, VIEW_REQUESTS),
     # An application outside the product that shares the poison list (R9, the AMPS pattern): it
     # reads the list and reports what it failed on, and nothing else (no messages, bodies or
     # requests). Its user signs in with a token (manage.py drf_create_token).
     APPLICATION: (VIEW_POISON_LIST, REPORT_POISON),
+    # The audit trail, and the requests and purges it speaks of (what was decided, on which
+    # frozen set, by whom; what was purged); no message screens.
+    AUDITOR: (VIEW_AUDIT, EXPORT_AUDIT, VIEW_REQUESTS, VIEW_PURGES),
 }
 
 

@@ -430,7 +430,7 @@ def _chunk_commit(request, worker, prepared):
 
 def _newer_events(request, members, siblings):
     """Events others committed after the plan was made, for this chunk's messages."""
-    others = LakeCommit.objects.filter(dataset="events").exclude(
+    others = LakeCommit.objects.filter(dataset="events", retired=False).exclude(
         idempotency_key__startswith=f"decision:{request.id}:"
     )
     if request.plan_upto is not None:

@@ -32,7 +32,7 @@ def canary_outcome(request):
         columns=["message_id"],
         filter=pc.field("from_state") == S.NDLV,
     ).column("message_id")
-    later = LakeCommit.objects.filter(dataset="events", id__gt=request.canary_commit)
+    later = LakeCommit.objects.filter(dataset="events", retired=False, id__gt=request.canary_commit)
     paths = list(later.order_by("id").values_list("path", flat=True))
     events = store.read_arrow("events", paths, filter=pc.field("message_id").isin(reprocessed))
     return D.canary_verdict(reprocessed, events)

@@ -40,3 +40,31 @@ def lake_state_inputs():
         snapshot_id=snapshot.id if snapshot else None,
         last_event_commit=events[-1][0] if events else (snapshot.covers_upto if snapshot else None),
     )
+
+
+@dataclass(frozen=True)
+class PurgeInputs:
+    """What a purge reads (console.retention): every message's current state, and every commit
+    it may rewrite, as (id, path) in id order. Read under the lake commit lock, so that no
+    commit lands between the reads."""
+
+    state: StateInputs
+    snapshot_path: str | None  # the newest state snapshot (also state.snapshot_paths)
+    events: list  # every events commit up to state.last_event_commit
+    messages: list  # every messages commit
+
+
+def lake_purge_inputs():
+    state = lake_state_inputs()
+    live = LakeCommit.objects.filter(retired=False).order_by("id")
+    events = live.filter(dataset="events")
+    if state.last_event_commit is not None:
+        events = events.filter(id__lte=state.last_event_commit)
+    else:
+        events = events.none()
+    return PurgeInputs(
+        state=state,
+        snapshot_path=state.snapshot_paths[0] if state.snapshot_paths else None,
+        events=list(events.values_list("id", "path")),
+        messages=list(live.filter(dataset="messages").values_list("id", "path")),
+    )

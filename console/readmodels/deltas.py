@@ -11,14 +11,24 @@ A chunk's ids are staged once in a temporary table, then each change is one stat
 import contextlib
 import io
 import json
+import time
 from collections import Counter
 
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
-from django.db import connection
+from django.conf import settings
+from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from console.readmodels.models import FailureGroup, MessageIndex, QueueStat
+from console.heartbeat import Heartbeat
+from console.readmodels.models import (
+    FailureGroup,
+    MessageIndex,
+    QuarantineInflow,
+    QueueStat,
+    RefreshRun,
+)
+from console.readmodels.services import _cursor, _stale_runs_fail
 
 STAGED = "decided_messages"
 
@@ -139,3 +149,250 @@ def _queues_move(deltas):
     QueueStat.objects.bulk_create(
         [QueueStat(queue=q, counts=_moved({}, d), updated_at=now) for q, d in by_queue.items()]
     )
+
+
+# --- A purge (R15): the read models forget the purged messages --------------------------------
+
+PURGED = "purged_messages"
+PURGED_GROUPS = "purged_groups"
+PURGED_PATHS = "purged_paths"
+# A purge waits this long at most for a refresh in progress to end before it takes the lock.
+REFRESH_WAIT_SECONDS = 900
+
+
+class RefreshBusy(Exception):
+    """A refresh held the refresh lock longer than a purge waits for it."""
+
+
+@contextlib.contextmanager
+def refresh_lock_held(*, wait_seconds=REFRESH_WAIT_SECONDS, poll=1.0):
+    """Hold the refresh lock for the duration, as a RUNNING refresh row of its own kept alive by a
+    heartbeat: a writer that changes what the read models are computed from (a purge rewrites
+    the lake) keeps every refresh from loading rows it computed from the lake as it was before.
+    A refresh that starts meanwhile finds the lock taken and is skipped (beat comes back).
+
+    Waits for a refresh in progress to end (at most `wait_seconds`, then RefreshBusy). Yields the
+    row's id, for `refresh_lock_still_held` to check in the writer's transaction."""
+    deadline = time.monotonic() + wait_seconds
+    while True:
+        now = timezone.now()
+        # A refresh whose heartbeat stopped is dead: its lock is released, as a refresh does.
+        _stale_runs_fail(now)
+        cursor = _cursor()
+        try:
+            with transaction.atomic():
+                lock = RefreshRun.objects.create(
+                    from_commit=cursor, upto_commit=cursor, started_at=now, heartbeat_at=now
+                )
+            break
+        except IntegrityError:
+            if time.monotonic() > deadline:
+                raise RefreshBusy(
+                    f"a refresh held the read models for over {wait_seconds} s"
+                ) from None
+            time.sleep(poll)
+    heartbeat = Heartbeat(RefreshRun, lock.id, settings.HEARTBEAT_SECONDS)
+    heartbeat.start()
+    try:
+        yield lock.id
+    finally:
+        heartbeat.stop()
+        # Released in its own transaction after the writer's: a refresh that read the lake
+        # before the writer committed and waited on the database meanwhile still finds the lock
+        # taken when it gets there.
+        RefreshRun.objects.filter(id=lock.id).delete()
+
+
+def refresh_lock_still_held(lock_id):
+    """True unless the lock was taken from its holder (its heartbeat stopped for LEASE_SECONDS
+    and a refresh declared it dead)."""
+    from console.readmodels.models import RefreshRun
+
+    return RefreshRun.objects.filter(id=lock_id, status=RefreshRun.RUNNING).exists()
+
+
+@contextlib.contextmanager
+def purged_staged(tables):
+    """Stage the purged messages' (message_id, queue, state) arrow tables in a temporary table;
+    yields its name. It lives on the connection, not in a transaction: staged once, it is read
+    before the purge's swap and inside it. COPY on PostgreSQL, JSON parameters on SQLite."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP TABLE IF EXISTS {PURGED}")
+        cursor.execute(
+            f"CREATE TEMPORARY TABLE {PURGED} "
+            "(message_id varchar(200) PRIMARY KEY, queue varchar(100), state varchar(8))"
+        )
+        columns = ["message_id", "queue", "state"]
+        for table in tables:
+            rows = table.select(columns)
+            if connection.vendor == "postgresql":
+                buffer = io.BytesIO()
+                pacsv.write_csv(rows, buffer, pacsv.WriteOptions(include_header=False))
+                copy_sql = f"COPY {PURGED} (message_id, queue, state) FROM STDIN (FORMAT csv)"
+                with cursor.copy(copy_sql) as copy:
+                    copy.write(buffer.getvalue())
+            else:
+                cursor.execute(
+                    f"INSERT INTO {PURGED} (message_id, queue, state) "  # noqa: S608
+                    "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
+                    "json_extract(value, '$[2]') FROM json_each(%s)",
+                    [json.dumps(list(zip(*rows.to_pydict().values(), strict=True)))],
+                )
+        if connection.vendor == "postgresql":
+            # A temporary table has no statistics until asked: the joins below plan on them.
+            cursor.execute(f"ANALYZE {PURGED}")
+        try:
+            yield PURGED
+        finally:
+            cursor.execute(f"DROP TABLE IF EXISTS {PURGED}")
+
+
+def _by_id_desc(column):
+    """ORDER BY a text column as Spark compares strings (by bytes), on either database."""
+    collate = ' COLLATE "C"' if connection.vendor == "postgresql" else ""
+    return f"{column}{collate} DESC"
+
+
+def read_models_purge_samples(*, staged):
+    """{fingerprint: the message id of its next sample, or None}, for every failure group whose
+    sample is among the purged: the latest failure of the members that stay, by (last failure,
+    id), as a full refresh would pick it."""
+    groups = _q(FailureGroup._meta.db_table)
+    index = _q(MessageIndex._meta.db_table)
+    mid, group = _q("message_id"), _q("group_id")
+    found = {}
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"SELECT {_q('fingerprint')} FROM {groups} WHERE {_q('sample_message_id')} IN "  # noqa: S608
+            f"(SELECT message_id FROM {staged})"
+        )
+        for (fingerprint,) in cursor.fetchall():
+            cursor.execute(
+                f"SELECT i.{mid} FROM {index} i WHERE i.{group} = %s AND NOT EXISTS "  # noqa: S608
+                f"(SELECT 1 FROM {staged} p WHERE p.message_id = i.{mid}) "
+                f"ORDER BY i.{_q('last_failure_at')} DESC, {_by_id_desc(f'i.{mid}')} LIMIT 1",
+                [fingerprint],
+            )
+            row = cursor.fetchone()
+            found[fingerprint] = row[0] if row else None
+    return found
+
+
+def read_models_forget(*, staged, queue_counts, inflow, body_paths, samples):
+    """The read models without the purged messages (`staged` by `purged_staged`), as a full
+    refresh would make them from the lake without them. Call inside the purge's transaction.
+
+    - their index rows go;
+    - the failure groups they were in are recounted from the index (count, states, first and
+      last seen), those left empty go, and `samples` ({fingerprint: {"sample_message_id",
+      "sample_reason", "sample_stack"}}) replace the samples that were purged;
+    - `queue_counts` ({(queue, state): n}) are taken off the queue counts; a queue left with no
+      message has no counts, as after a refresh;
+    - `inflow` ([(queue, hour, n)]) is taken off the quarantine inflow;
+    - index rows whose body is in a rewritten directory point at its new one (`body_paths`:
+      {old: new}).
+    """
+    index = _q(MessageIndex._meta.db_table)
+    groups = _q(FailureGroup._meta.db_table)
+    mid, group, fingerprint = _q("message_id"), _q("group_id"), _q("fingerprint")
+    with connection.cursor() as cursor:
+        cursor.execute(f"DROP TABLE IF EXISTS {PURGED_GROUPS}")
+        cursor.execute(f"CREATE TEMPORARY TABLE {PURGED_GROUPS} (fingerprint varchar(64))")
+        # The staged ids drive the join, each finding its index row by primary key (CROSS JOIN
+        # fixes SQLite's join order, as in read_models_apply).
+        cursor.execute(
+            f"INSERT INTO {PURGED_GROUPS} (fingerprint) SELECT DISTINCT i.{group} "  # noqa: S608
+            f"FROM {staged} p CROSS JOIN {index} i WHERE i.{mid} = p.message_id "
+            f"AND i.{group} <> ''"
+        )
+        cursor.execute(f"DELETE FROM {index} WHERE {mid} IN (SELECT message_id FROM {staged})")  # noqa: S608
+        touched = f"SELECT fingerprint FROM {PURGED_GROUPS}"  # noqa: S608
+        cursor.execute(
+            f"SELECT {group}, {_q('state')}, COUNT(*), MIN({_q('first_failure_at')}), "  # noqa: S608
+            f"MAX({_q('last_failure_at')}) FROM {index} WHERE {group} IN ({touched}) "
+            f"GROUP BY {group}, {_q('state')}"
+        )
+        totals = {}
+        for group_id, state, count, first, last in cursor.fetchall():
+            total = totals.setdefault(group_id, {"count": 0, "first": [], "last": [], "states": {}})
+            total["count"] += count
+            total["states"][state] = count
+            total["first"] += [first] if first is not None else []
+            total["last"] += [last] if last is not None else []
+        states_field = FailureGroup._meta.get_field("states")
+        cursor.executemany(
+            f"UPDATE {groups} SET {_q('count')} = %s, {_q('first_seen')} = %s, "  # noqa: S608
+            f"{_q('last_seen')} = %s, {_q('states')} = %s WHERE {fingerprint} = %s",
+            [
+                (
+                    t["count"],
+                    min(t["first"], default=None),
+                    max(t["last"], default=None),
+                    states_field.get_db_prep_value(t["states"], connection),
+                    group_id,
+                )
+                for group_id, t in totals.items()
+            ],
+        )
+        cursor.execute(
+            f"DELETE FROM {groups} WHERE {fingerprint} IN ({touched}) AND NOT EXISTS "  # noqa: S608
+            f"(SELECT 1 FROM {index} WHERE {index}.{group} = {groups}.{fingerprint})"
+        )
+        cursor.executemany(
+            f"UPDATE {groups} SET {_q('sample_message_id')} = %s, {_q('sample_reason')} = %s, "  # noqa: S608
+            f"{_q('sample_stack')} = %s WHERE {fingerprint} = %s",
+            [
+                (s["sample_message_id"], s["sample_reason"], s["sample_stack"], f)
+                for f, s in samples.items()
+            ],
+        )
+        cursor.execute(f"DROP TABLE IF EXISTS {PURGED_GROUPS}")
+        if body_paths:
+            _body_paths_move(cursor, index, body_paths)
+    _queues_forget(queue_counts)
+    _inflow_forget(inflow)
+
+
+def _body_paths_move(cursor, index, body_paths):
+    path = _q("body_path")
+    cursor.execute(f"DROP TABLE IF EXISTS {PURGED_PATHS}")
+    cursor.execute(
+        f"CREATE TEMPORARY TABLE {PURGED_PATHS} (old varchar(500) PRIMARY KEY, new varchar(500))"
+    )
+    cursor.executemany(
+        f"INSERT INTO {PURGED_PATHS} (old, new) VALUES (%s, %s)",  # noqa: S608
+        sorted(body_paths.items()),
+    )
+    cursor.execute(
+        f"UPDATE {index} SET {path} = (SELECT new FROM {PURGED_PATHS} "  # noqa: S608
+        f"WHERE old = {index}.{path}) WHERE {path} IN (SELECT old FROM {PURGED_PATHS})"
+    )
+    cursor.execute(f"DROP TABLE IF EXISTS {PURGED_PATHS}")
+
+
+def _queues_forget(queue_counts):
+    deltas = _by_key({key: -n for key, n in queue_counts.items()})
+    now = timezone.now()
+    for stat in QueueStat.objects.select_for_update().filter(queue__in=list(deltas)):
+        stat.counts = _moved(stat.counts, deltas[stat.queue])
+        if stat.counts:
+            stat.updated_at = now
+            stat.save(update_fields=["counts", "updated_at"])
+        else:
+            stat.delete()
+
+
+def _inflow_forget(inflow):
+    table = _q(QuarantineInflow._meta.db_table)
+    count, queue, hour = _q("count"), _q("queue"), _q("hour")
+    rows = [
+        (n, q, connection.ops.adapt_datetimefield_value(h))
+        for q, h, n in inflow
+        if n  # an hour the purged messages added nothing to is left alone
+    ]
+    with connection.cursor() as cursor:
+        cursor.executemany(
+            f"UPDATE {table} SET {count} = {count} - %s WHERE {queue} = %s AND {hour} = %s",  # noqa: S608
+            rows,
+        )
+        cursor.execute(f"DELETE FROM {table} WHERE {count} <= 0")  # noqa: S608

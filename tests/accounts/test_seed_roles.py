@@ -67,11 +67,14 @@ def test_each_role_gets_exactly_its_permissions():
         "lakequery.add_lakequery",
         "lakequery.change_lakequery",
         "delivery.delete_poisonentry",
+        "retention.view_purgerun",
+        "retention.add_purgerun",
     }
     assert _permissions("auditor") == {
         "audit.view_auditentry",
         "audit.export_auditentry",
         "decisions.view_actionrequest",
+        "retention.view_purgerun",
     }
     # An outside application reads the poison list and reports to it; nothing else.
     assert _permissions("application") == {
@@ -126,5 +129,5 @@ def test_the_command_reports_each_role():
     call_command("seed_roles", stdout=out)
 
     assert "viewer    created    10 permission(s)" in out.getvalue()
-    assert "auditor   created    3 permission(s)" in out.getvalue()
+    assert "auditor   created    4 permission(s)" in out.getvalue()
     assert "application created    2 permission(s)" in out.getvalue()

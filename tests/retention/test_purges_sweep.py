@@ -1,0 +1,152 @@
+"""The purges' sweeper: tasks may be lost, purges may not. It hands queued purges that waited
+over a minute, and running ones whose heartbeat stopped, to the broker again (at most once a
+minute each), gives up on one whose worker died MAX_ATTEMPTS times, and deletes the directories
+purges swapped out once their grace period is over."""
+
+from datetime import timedelta
+
+import pytest
+from django.utils import timezone
+
+from console.audit.models import AuditEntry
+from console.retention.execution import MAX_ATTEMPTS, purge_dirs_delete, purges_sweep
+from console.retention.models import PurgeRun
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture
+def delays():
+    return []
+
+
+@pytest.fixture
+def now():
+    return timezone.now()
+
+
+@pytest.fixture
+def make(now):
+    def make(status=PurgeRun.QUEUED, *, enqueued=0, heartbeat=None, attempts=0, dry_run=True):
+        """A purge last handed to the broker `enqueued` seconds ago, its heartbeat `heartbeat`
+        seconds ago."""
+        return PurgeRun.objects.create(
+            requested_by="admin",
+            dry_run=dry_run,
+            status=status,
+            enqueued_at=now - timedelta(seconds=enqueued),
+            heartbeat_at=None if heartbeat is None else now - timedelta(seconds=heartbeat),
+            worker="w:1:x" if status == PurgeRun.RUNNING else "",
+            attempts=attempts,
+        )
+
+    return make
+
+
+def test_a_purge_queued_over_a_minute_ago_is_handed_over_again(make, delays, now):
+    lost = make(enqueued=61)
+    make(enqueued=30)  # its task may still be on its way
+
+    assert purges_sweep(enqueue=delays.append, now=now) == [lost.id]
+    assert delays == [lost.id]
+    assert PurgeRun.objects.get(id=lost.id).enqueued_at == now
+
+
+def test_a_running_purge_whose_heartbeat_stopped_is_handed_over_again(make, delays, now, settings):
+    beat = 3 * settings.HEARTBEAT_SECONDS
+    dead = make(PurgeRun.RUNNING, enqueued=600, heartbeat=beat + 1, attempts=1)
+    make(PurgeRun.RUNNING, enqueued=600, heartbeat=beat - 1, attempts=1)
+
+    assert purges_sweep(enqueue=delays.append, now=now) == [dead.id]
+    assert delays == [dead.id]
+
+
+def test_a_purge_is_handed_over_at_most_once_a_minute(make, delays, now):
+    lost = make(enqueued=61)
+    purges_sweep(enqueue=delays.append, now=now)
+
+    assert purges_sweep(enqueue=delays.append, now=now + timedelta(seconds=59)) == []
+    assert purges_sweep(enqueue=delays.append, now=now + timedelta(seconds=61)) == [lost.id]
+
+
+@pytest.mark.parametrize("status", [PurgeRun.DONE, PurgeRun.FAILED])
+def test_finished_purges_are_left_alone(make, delays, now, status):
+    make(status, enqueued=3600, heartbeat=3600)
+
+    assert purges_sweep(enqueue=delays.append, now=now) == []
+
+
+def test_a_purge_whose_worker_died_each_time_is_given_up_and_audited(make, delays, now, settings):
+    doomed = make(
+        PurgeRun.RUNNING,
+        enqueued=600,
+        heartbeat=3 * settings.HEARTBEAT_SECONDS + 1,
+        attempts=MAX_ATTEMPTS,
+        dry_run=False,
+    )
+
+    assert purges_sweep(enqueue=delays.append, now=now) == []
+    doomed.refresh_from_db()
+    assert doomed.status == PurgeRun.FAILED
+    assert doomed.error.startswith(f"given up after {MAX_ATTEMPTS} attempts")
+    entry = AuditEntry.objects.get()
+    assert (entry.action, entry.actor, entry.target_id) == (
+        "retention.failed",
+        "admin",
+        str(doomed.id),
+    )
+
+
+def test_only_one_purge_may_be_queued_or_running_but_previews_may_run_beside_it(make):
+    from django.db import IntegrityError, transaction
+
+    make(PurgeRun.RUNNING, dry_run=False)
+    make(PurgeRun.QUEUED, dry_run=True)
+    make(PurgeRun.DONE, dry_run=False)
+
+    with pytest.raises(IntegrityError), transaction.atomic():
+        make(PurgeRun.QUEUED, dry_run=False)
+
+
+def test_old_directories_are_deleted_once_the_grace_period_is_over(make, lake_root, now, settings):
+    settings.PURGE_GRACE_SECONDS = 3600
+    old = lake_root / "events" / "20260301" / "old"
+    old.mkdir(parents=True)
+    (old / "part-00000.parquet").write_bytes(b"not really parquet")
+    purge = make(PurgeRun.DONE, dry_run=False)
+    PurgeRun.objects.filter(id=purge.id).update(
+        finished_at=now - timedelta(seconds=3599), pending_dirs=["events/20260301/old"]
+    )
+
+    assert purge_dirs_delete(now=now) == 0
+    assert old.exists()
+
+    assert purge_dirs_delete(now=now + timedelta(seconds=2)) == 1
+    assert not old.exists()
+    assert PurgeRun.objects.get(id=purge.id).dirs_deleted_at == now + timedelta(seconds=2)
+    assert purge_dirs_delete(now=now + timedelta(days=1)) == 0
+
+
+def test_the_purge_runs_on_the_spark_worker_daily_and_the_sweep_with_the_lease_sweep(settings):
+    from workers.celery import app
+
+    app.finalize()  # as a worker or beat does when it starts: the schedule is made then
+    assert app.conf.task_routes["workers.tasks.purge_task"]["queue"] == "spark"
+    assert "workers.tasks.purges_sweep_task" not in app.conf.task_routes  # default queue
+    daily = app.conf.beat_schedule["purge-retention"]
+    assert daily["task"] == "workers.tasks.purge_task"
+    assert daily["schedule"] == float(settings.PURGE_INTERVAL_SECONDS) == 86400.0
+    sweep = app.conf.beat_schedule["sweep-purges"]
+    assert sweep["task"] == "workers.tasks.purges_sweep_task"
+    assert sweep["schedule"] == app.conf.beat_schedule["sweep-leases"]["schedule"]
+
+
+def test_the_sweep_task_hands_lost_purges_to_the_spark_workers_task(make, monkeypatch):
+    from console.retention.tasks import purge_task, purges_sweep_task
+
+    sent = []
+    monkeypatch.setattr(purge_task, "delay", lambda purge_id: sent.append(purge_id))
+    lost = make(enqueued=61)
+
+    assert purges_sweep_task() == 1
+    assert sent == [lost.id]
