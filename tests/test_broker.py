@@ -7,7 +7,12 @@ from kombu import Connection
 
 
 def _connection(folder):
-    options = {"data_folder_in": str(folder), "data_folder_out": str(folder)}
+    # The control folder too: kombu's default is "control" in the working directory.
+    options = {
+        "data_folder_in": str(folder),
+        "data_folder_out": str(folder),
+        "control_folder": str(folder / "control"),
+    }
     return Connection(
         "filesystem://", transport="workers.broker:Transport", transport_options=options
     )
