@@ -13,6 +13,10 @@
 The lake is seeded with pyarrow as bench_refresh does (1.1M+: a 100k set and an N set), then
 indexed by a full refresh. The execution runs in this process on the same Spark session, as the
 spark worker would run it; the broker's hand-over is not timed (see the README).
+
+Runs on SQLite (the embedded default) and then, when PostgreSQL answers on 127.0.0.1:5432 and
+DATABASE_URL is not set, again on PostgreSQL (bench.support.on_both_databases). BENCH_MESSAGES
+overrides N.
 """
 
 import os
@@ -22,7 +26,14 @@ import time
 from datetime import timedelta
 
 from bench.bench_refresh import CHUNK, T0, _chunk_tables, _commit
-from bench.support import PeakMemory, django_setup, fresh_state, messages_from_env
+from bench.support import (
+    PeakMemory,
+    django_setup,
+    fresh_state,
+    messages_from_env,
+    on_both_databases,
+    rows_print,
+)
 
 SMALL = 100_000
 SHOVEL_SRC, SHOVEL_DST = "bench.shovel.src", "bench.shovel.dst"
@@ -202,6 +213,11 @@ def _shovel(count, body_size=200):
 
 
 def run():
+    return on_both_databases(run_here, "bench.bench_decisions")
+
+
+def run_here():
+    """The benchmark on the database of this process's settings."""
     django_setup()
     from django.conf import settings
     from django.db import connection
@@ -282,3 +298,7 @@ def run():
     )
     rows.append({"benchmark": "seed + full refresh (setup)", "seconds": round(seed_seconds, 1)})
     return rows
+
+
+if __name__ == "__main__":
+    rows_print(run_here())

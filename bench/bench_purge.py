@@ -18,9 +18,6 @@ antidote_bench on it, created if missing) in a child process. BENCH_MESSAGES ove
 
 import json
 import os
-import socket
-import subprocess
-import sys
 import time
 from datetime import timedelta
 from pathlib import Path
@@ -28,13 +25,18 @@ from pathlib import Path
 import pyarrow as pa
 
 from bench.bench_refresh import PATTERNS, QUEUES, T0, _commit, _pattern
-from bench.support import ROOT, PeakMemory, django_setup, fresh_state, messages_from_env
+from bench.support import (
+    PeakMemory,
+    django_setup,
+    fresh_state,
+    messages_from_env,
+    on_both_databases,
+    rows_print,
+)
 from workers.lake.schema import EVENT_SCHEMA
 
 CHUNK = 100_000
 NOW = T0 + timedelta(days=60)
-POSTGRES = "postgres://postgres@127.0.0.1:5432/antidote_bench"
-MARKER = "BENCH-PURGE-ROWS "
 # The life of message i, by i % 4: what it ends as.
 LIVES = {
     0: [(None, "TBDL"), ("TBDL", "DLNG"), ("DLNG", "DLVD")],
@@ -259,55 +261,9 @@ def run_here():
     return rows
 
 
-def _postgres_answers():
-    try:
-        with socket.create_connection(("127.0.0.1", 5432), timeout=2):
-            return True
-    except OSError:
-        return False
-
-
-def _database_create(url):
-    """The benchmark's database, created on the server if it is not there yet."""
-    import psycopg
-
-    name = url.rsplit("/", 1)[1]
-    admin = url.rsplit("/", 1)[0] + "/postgres"
-    with psycopg.connect(admin, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
-            conn.execute(f'CREATE DATABASE "{name}"')
-
-
-def _run_on_postgres():
-    url = os.environ.get("BENCH_POSTGRES_URL", POSTGRES)
-    _database_create(url)
-    env = dict(os.environ, DATABASE_URL=url)
-    env.setdefault("VAR_DIR", str(ROOT / "var" / "bench"))
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.bench_purge"],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    for line in done.stdout.splitlines():
-        if line.startswith(MARKER):
-            return json.loads(line[len(MARKER) :])
-    raise RuntimeError(f"the PostgreSQL run failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
-
-
 def run():
-    rows = run_here()
-    if "DATABASE_URL" not in os.environ and _postgres_answers():
-        # Its own process: Django's database is chosen at start. This one's Spark session goes
-        # first, so that two JVMs do not share the memory.
-        from workers.spark import spark_stop
-
-        spark_stop()
-        rows += _run_on_postgres()
-    return rows
+    return on_both_databases(run_here, "bench.bench_purge")
 
 
 if __name__ == "__main__":
-    print(MARKER + json.dumps(run_here(), default=str), flush=True)
+    rows_print(run_here())

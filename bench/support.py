@@ -6,6 +6,8 @@ import json
 import os
 import random
 import shutil
+import subprocess
+import sys
 import threading
 import time
 from pathlib import Path
@@ -101,3 +103,65 @@ class PeakMemory:
 
 def messages_from_env(default):
     return int(os.environ.get("BENCH_MESSAGES", default))
+
+
+# --- The same benchmark on PostgreSQL -----------------------------------------------------------
+
+POSTGRES = "postgres://postgres@127.0.0.1:5432/antidote_bench"
+ROWS_MARKER = "BENCH-ROWS "
+
+
+def postgres_answers():
+    import socket
+
+    try:
+        with socket.create_connection(("127.0.0.1", 5432), timeout=2):
+            return True
+    except OSError:
+        return False
+
+
+def _database_create(url):
+    """The benchmark's database, created on the server if it is not there yet."""
+    import psycopg
+
+    name = url.rsplit("/", 1)[1]
+    admin = url.rsplit("/", 1)[0] + "/postgres"
+    with psycopg.connect(admin, autocommit=True) as conn:
+        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", [name]).fetchone():
+            conn.execute(f'CREATE DATABASE "{name}"')
+
+
+def rows_print(rows):
+    """What a benchmark module run as a child (`python -m bench.bench_x`) hands its parent."""
+    print(ROWS_MARKER + json.dumps(rows, default=str), flush=True)
+
+
+def on_both_databases(run_here, module):
+    """`run_here()` on this process's database and then, when DATABASE_URL is not set and
+    PostgreSQL answers on 127.0.0.1:5432, again on PostgreSQL (BENCH_POSTGRES_URL, by default the
+    database antidote_bench, created if missing) in a child process running `module` (which
+    calls `rows_print(run_here())` as its main): Django's database is chosen at start."""
+    rows = run_here()
+    if "DATABASE_URL" in os.environ or not postgres_answers():
+        return rows
+    # This process's Spark session goes first, so that two JVMs do not share the memory.
+    from workers.spark import spark_stop
+
+    spark_stop()
+    url = os.environ.get("BENCH_POSTGRES_URL", POSTGRES)
+    _database_create(url)
+    env = dict(os.environ, DATABASE_URL=url)
+    env.setdefault("VAR_DIR", str(ROOT / "var" / "bench"))
+    done = subprocess.run(
+        [sys.executable, "-m", module],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    for line in done.stdout.splitlines():
+        if line.startswith(ROWS_MARKER):
+            return rows + json.loads(line[len(ROWS_MARKER) :])
+    raise RuntimeError(f"the PostgreSQL run failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
