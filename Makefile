@@ -35,9 +35,11 @@ run: venv
 	@echo
 	honcho start -f Procfile
 
-# Tests keep their own VAR_DIR (test database, broker folder) apart from `make run`'s data.
+# Tests keep their own VAR_DIR (test database, broker folder) apart from `make run`'s data;
+# TEST_VAR_DIR lets two runs (CI's SQLite and PostgreSQL ones) go side by side.
+TEST_VAR_DIR ?= $(CURDIR)/var/test
 test: venv
-	VAR_DIR=$(CURDIR)/var/test $(PY) -m pytest $(PYTEST_ARGS)
+	VAR_DIR=$(TEST_VAR_DIR) $(PY) -m pytest $(PYTEST_ARGS)
 
 # ruff, then the import rules of pyproject.toml: workers never imports console, and no circle.
 lint: venv
