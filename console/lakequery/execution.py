@@ -76,6 +76,7 @@ def lake_query_run(*, query_id, spark=None):
     (a regular expression Spark refuses, say), not the worker's."""
     from console.spark import spark_from_settings
     from workers.jobs.lake_query import LakeQueryParams, run_lake_query
+    from workers.spark import tracked_jobs
 
     now = timezone.now()
     worker = _claim(query_id, now)
@@ -97,15 +98,15 @@ def lake_query_run(*, query_id, spark=None):
     # query's heartbeat never starts, and the sweeper hands the query over again.
     session = spark or spark_from_settings()
     try:
-        group = f"lake-query-{query.id}-{worker.rsplit(':', 1)[-1]}"
-        context = _job_group_set(session, group, f"lake query {query.id}")
-        heartbeat = QueryHeartbeat(query.id, worker, context, group)
+        tag = f"lake-query-{query.id}-{worker.rsplit(':', 1)[-1]}"
+        jobs = tracked_jobs(session, tag, f"lake query {query.id}")
+        heartbeat = QueryHeartbeat(query.id, worker, jobs)
         heartbeat.start()
         try:
             result = run_lake_query(session, params)
         finally:
             heartbeat.stop()
-            _job_group_clear(context)
+            jobs.close()
     except Exception as exc:
         shutil.rmtree(params.out_dir, ignore_errors=True)
         if _finish(query, worker, status=LakeQuery.FAILED, error=readable_error(exc)):
@@ -171,62 +172,23 @@ def readable_error(exc):
     return f"{exc.__class__.__name__}: {spark_message(exc)}"[:2000]
 
 
-def _job_group_set(session, group, description):
-    """Tag this thread's Spark jobs with the query's group, for progress and cancellation.
-    None over Spark Connect, which has no SparkContext: the query then shows no progress until
-    it ends, and a cancel takes effect when it does."""
-    try:
-        context = session.sparkContext
-    except Exception:
-        return None
-    context.setJobGroup(group, description, interruptOnCancel=True)
-    return context
-
-
-def _job_group_clear(context):
-    if context is None:
-        return
-    for key in ("spark.jobGroup.id", "spark.job.description", "spark.job.interruptOnCancel"):
-        context.setLocalProperty(key, None)
-
-
-def job_group_progress(tracker, group):
-    """Completed tasks over all tasks of the group's jobs so far, 0 to 100; None before its
-    first job. A job that succeeded counts whole (its skipped stages never run)."""
-    done = total = 0
-    for job_id in tracker.getJobIdsForGroup(group):
-        job = tracker.getJobInfo(job_id)
-        if job is None:
-            continue
-        for stage_id in job.stageIds:
-            stage = tracker.getStageInfo(stage_id)
-            if stage is None:
-                continue
-            total += stage.numTasks
-            done += stage.numTasks if job.status == "SUCCEEDED" else stage.numCompletedTasks
-    if total == 0:
-        return None
-    return 100 * done // total
-
-
 class QueryHeartbeat(Heartbeat):
     """The query's heartbeat, which also writes its progress; when the query is no longer this
-    run's (cancelled, or taken over), it cancels the run's Spark jobs."""
+    run's (cancelled, or taken over), it cancels the run's Spark jobs. `jobs` is the run's
+    workers.spark.tracked_jobs: a job group in a classic session, tagged operations over Spark
+    Connect."""
 
-    def __init__(self, query_id, worker, context, group):
+    def __init__(self, query_id, worker, jobs):
         interval = min(PROGRESS_SECONDS, settings.HEARTBEAT_SECONDS)
         super().__init__(LakeQuery, query_id, interval, owner=worker)
-        self.context = context
-        self.group = group
+        self.jobs = jobs
         self.progress = 0
 
     def _progress(self):
-        if self.context is None:
-            return self.progress
         try:
-            found = job_group_progress(self.context.statusTracker(), self.group)
+            found = self.jobs.progress()
         except Exception:
-            log.warning("lake query %s: Spark's status tracker did not answer", self.row_id)
+            log.warning("lake query %s: Spark's progress did not answer", self.row_id)
             return self.progress
         # Jobs of the query start one after another: never go back, and 100 only when done.
         if found is not None:
@@ -246,8 +208,11 @@ class QueryHeartbeat(Heartbeat):
                     continue
                 if not alive:
                     log.info("lake query %s is no longer this run's: cancelling", self.row_id)
-                    if self.context is not None:
-                        self.context.cancelJobGroup(self.group)
+                    try:
+                        self.jobs.cancel()
+                    except Exception:
+                        # Its result is nobody's anyway: the run only takes longer to end.
+                        log.warning("lake query %s: Spark did not take the cancel", self.row_id)
                     return
         finally:
             connection.close()

@@ -1,6 +1,7 @@
 """Running a lake query on the real Spark session: claimed once, its result recorded with its
 counts in one transaction, a failure recorded readably, a cancelled query's result kept by
-nobody, and its progress read from Spark's status tracker."""
+nobody, and its progress read from Spark's status tracker (a classic session's job group) or from
+the progress reports of Spark Connect (workers.spark.ConnectJobs)."""
 
 from datetime import timedelta
 from pathlib import Path
@@ -12,10 +13,11 @@ from django.utils import timezone
 from console.audit.models import AuditEntry
 from console.audit.selectors import audit_verify
 from console.lakequery import execution
-from console.lakequery.execution import QueryHeartbeat, job_group_progress, lake_query_run
+from console.lakequery.execution import QueryHeartbeat, lake_query_run
 from console.lakequery.models import LakeQuery
 from console.lakequery.selectors import lake_query_results
 from console.lakequery.services import lake_query_cancel, lake_query_create
+from workers.spark import ConnectJobs, JobGroup, job_group_progress
 
 
 @pytest.fixture
@@ -25,6 +27,11 @@ def lake_ready(transactional_db, committed_lake, personas):
 
 def create(personas, role="operator", **criteria):
     return lake_query_create(actor=personas[role], criteria=criteria)
+
+
+def no_spark():
+    """A classic session for a test whose job is replaced: its job group goes nowhere."""
+    return SimpleNamespace(sparkContext=FakeContext(statusTracker=lambda: FakeTracker({})))
 
 
 def results_dirs(lake_root):
@@ -110,7 +117,7 @@ def test_a_query_cancelled_while_it_runs_keeps_no_result(
         return SimpleNamespace(scanned=5, matched=3)
 
     monkeypatch.setattr("workers.jobs.lake_query.run_lake_query", job)
-    ran = lake_query_run(query_id=query.id, spark=SimpleNamespace())
+    ran = lake_query_run(query_id=query.id, spark=no_spark())
 
     assert (ran.status, ran.result_path, ran.matched) == (LakeQuery.CANCELLED, "", 0)
     assert results_dirs(lake_root) == []
@@ -134,7 +141,7 @@ def test_a_running_query_whose_heartbeat_stopped_is_taken_over(
         return SimpleNamespace(scanned=5, matched=0)
 
     monkeypatch.setattr("workers.jobs.lake_query.run_lake_query", job)
-    ran = lake_query_run(query_id=query.id, spark=SimpleNamespace())
+    ran = lake_query_run(query_id=query.id, spark=no_spark())
 
     assert (ran.status, ran.attempts) == (LakeQuery.DONE, 2)
     assert ran.worker != "dead:1:x"
@@ -157,7 +164,7 @@ def test_an_unexpected_error_is_recorded_without_its_stack(lake_ready, personas,
         raise OSError("No space left on device\n  at a.b.c(Native Method)")
 
     monkeypatch.setattr("workers.jobs.lake_query.run_lake_query", job)
-    ran = lake_query_run(query_id=query.id, spark=SimpleNamespace())
+    ran = lake_query_run(query_id=query.id, spark=no_spark())
 
     assert (ran.status, ran.error) == (LakeQuery.FAILED, "OSError: No space left on device")
 
@@ -201,6 +208,16 @@ class FakeTracker:
         return SimpleNamespace(numTasks=tasks, numCompletedTasks=completed)
 
 
+class FakeContext(SimpleNamespace):
+    """A SparkContext, as a job group uses it: the thread's properties, its status tracker."""
+
+    def setJobGroup(self, group, description, interruptOnCancel=False):
+        self.group = group
+
+    def setLocalProperty(self, key, value):
+        pass
+
+
 def test_progress_is_completed_tasks_over_all_tasks_of_the_groups_jobs():
     tracker = FakeTracker(
         {
@@ -223,11 +240,11 @@ def test_the_heartbeat_writes_progress_and_cancels_spark_when_the_query_is_cance
         status=LakeQuery.RUNNING, worker="me", heartbeat_at=timezone.now()
     )
     cancelled = []
-    context = SimpleNamespace(
+    context = FakeContext(
         statusTracker=lambda: FakeTracker({1: ("RUNNING", [(4, 1)])}),
         cancelJobGroup=cancelled.append,
     )
-    heartbeat = QueryHeartbeat(query.id, "me", context, "g")
+    heartbeat = QueryHeartbeat(query.id, "me", JobGroup(context, "g", "lake query"))
     heartbeat.start()
     try:
         _wait_for(lambda: LakeQuery.objects.get(id=query.id).progress == 25)
@@ -239,8 +256,8 @@ def test_the_heartbeat_writes_progress_and_cancels_spark_when_the_query_is_cance
 
 
 def test_progress_never_goes_back_and_stays_under_100_until_done():
-    context = SimpleNamespace(statusTracker=None)
-    heartbeat = QueryHeartbeat(1, "me", context, "g")
+    context = FakeContext(statusTracker=None)
+    heartbeat = QueryHeartbeat(1, "me", JobGroup(context, "g", "lake query"))
     readings = iter(
         [
             FakeTracker({1: ("RUNNING", [(4, 2)])}),  # 50
@@ -251,6 +268,69 @@ def test_progress_never_goes_back_and_stays_under_100_until_done():
     context.statusTracker = lambda: next(readings)
 
     assert [heartbeat._progress() for _ in range(3)] == [50, 50, 99]
+
+
+class FakeConnectSession:
+    """A Spark Connect session, as tagged jobs use it: tags, progress handlers (called in the
+    thread that runs the operation, with keywords, as pyspark's client calls them), and
+    interruptTag. tests/processes/test_spark_connect.py runs the real one."""
+
+    def __init__(self):
+        self.tags, self.handlers, self.interrupted = set(), [], []
+
+    def addTag(self, tag):
+        self.tags.add(tag)
+
+    def removeTag(self, tag):
+        self.tags.discard(tag)
+
+    def registerProgressHandler(self, handler):
+        self.handlers.append(handler)
+
+    def removeProgressHandler(self, handler):
+        self.handlers.remove(handler)
+
+    def interruptTag(self, tag):
+        self.interrupted.append(tag)
+
+    def report(self, operation, stages, *, done=False):
+        from pyspark.sql.connect.shell.progress import StageInfo
+
+        infos = [
+            StageInfo(stage_id=n, num_tasks=t, num_completed_tasks=c, num_bytes_read=0, done=False)
+            for n, (t, c) in enumerate(stages)
+        ]
+        for handler in list(self.handlers):
+            handler(stages=infos, inflight_tasks=0, operation_id=operation, done=done)
+
+
+def test_over_spark_connect_progress_counts_this_threads_operations_an_ended_one_whole():
+    import threading
+
+    session = FakeConnectSession()
+    jobs = ConnectJobs(session, "lake-query-1")
+    assert jobs.progress() is None  # no report yet
+    session.report("op-1", [(4, 1)])
+    assert jobs.progress() == 25
+    # Another thread's operation on the same session is not this query's.
+    other = threading.Thread(target=session.report, args=("op-x", [(100, 0)]))
+    other.start()
+    other.join()
+    assert jobs.progress() == 25
+    # The first operation ended (its second stage skipped, never run); a second one started.
+    session.report("op-1", [(4, 4), (4, 0)], done=True)
+    session.report("op-2", [(12, 3)])
+    assert jobs.progress() == 100 * (8 + 3) // (8 + 12)
+
+
+def test_over_spark_connect_a_cancel_interrupts_the_tag_and_close_leaves_nothing_behind():
+    session = FakeConnectSession()
+    jobs = ConnectJobs(session, "lake-query-2")
+    assert session.tags == {"lake-query-2"} and len(session.handlers) == 1
+    jobs.cancel()
+    assert session.interrupted == ["lake-query-2"]
+    jobs.close()
+    assert (session.tags, session.handlers) == (set(), [])
 
 
 def _wait_for(condition, timeout=10):

@@ -37,6 +37,7 @@ from workers.lake.schema import (
     STATE_FIELDS,
     ddl,
 )
+from workers.spark import default_parallelism
 
 CLAIM_COLUMNS = [f.name for f in CLAIM_SCHEMA]
 
@@ -158,9 +159,7 @@ def _partitioned(due: DataFrame, policies, count, max_batch, partitions):
     if not serial and not partitions:
         return due
     key = F.when(F.col("queue").isin(serial), F.col("queue")).otherwise(F.col("message_id"))
-    n = partitions or max(
-        due.sparkSession.sparkContext.defaultParallelism, math.ceil(count / max_batch)
-    )
+    n = partitions or max(default_parallelism(due.sparkSession), math.ceil(count / max_batch))
     return due.repartition(n, key).sortWithinPartitions("queue", "enqueued_at", "message_id")
 
 

@@ -17,6 +17,7 @@ No Django here: the task passes paths and criteria (console.lakequery.execution)
 """
 
 import json
+import re
 import sys
 from dataclasses import asdict, dataclass, field
 from datetime import datetime
@@ -28,6 +29,7 @@ from pyspark.sql import functions as F
 from pyspark.sql.types import MapType, StringType
 
 from workers.jobs.state import extract_messages, extract_state
+from workers.spark import is_connect
 
 
 class QueryRefused(ValueError):
@@ -217,13 +219,18 @@ def regex_check(spark, pattern):
     except Exception as exc:
         if "PATTERN" not in str(exc):
             raise
-        reason = _java_regex_reason(spark, pattern) or spark_message(exc)
+        reason = _java_regex_reason(spark, pattern, exc) or spark_message(exc)
         raise QueryRefused(f"body_regex: Spark refuses this regular expression: {reason}") from exc
 
 
-def _java_regex_reason(spark, pattern):
-    """Java's own words on a pattern it refuses ("Unknown inline modifier near index 2"), when
-    the session has a JVM at hand (not over Spark Connect)."""
+def _java_regex_reason(spark, pattern, refused):
+    """Java's own words on a pattern it refuses ("Unknown inline modifier near index 2"): from
+    the JVM at hand in a classic session; over Spark Connect, from the causes the server sends
+    with its error (the client has them as the server's stack trace)."""
+    if is_connect(spark):
+        trace = refused.getStackTrace() if hasattr(refused, "getStackTrace") else None
+        found = re.search(r"PatternSyntaxException: (.+)", trace or "")
+        return found.group(1).strip() if found else None
     try:
         jvm = spark.sparkContext._jvm
     except Exception:
