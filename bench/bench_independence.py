@@ -6,59 +6,24 @@ Goal (issue 10): the ratio of the two is at most 1.5."""
 
 import os
 import statistics
-import subprocess
-import sys
 import tempfile
 import time
 from datetime import UTC, datetime
 from pathlib import Path
 
-from bench.support import ROOT, django_setup, fresh_state, messages_from_env
+from bench.support import (
+    ROOT,
+    delivered_at,
+    django_setup,
+    fresh_state,
+    messages_from_env,
+    processes_stop,
+    product_processes,
+)
 
 INTERVAL = 2  # DELIVERY_INTERVAL_SECONDS of the processes: beat's tick
 SPACING = 1.0  # seconds between two healthy messages
 ROUNDS = 2
-
-
-def _processes(env, folder):
-    celery = [sys.executable, "-m", "celery", "-A", "workers"]
-    quiet = ["--without-heartbeat", "--without-mingle", "--without-gossip", "-l", "WARNING"]
-    commands = {
-        "spark": [*celery, "worker", "-Q", "spark", "-P", "threads", "-c", "4", *quiet],
-        "default": [*celery, "worker", "-Q", "default", "-P", "threads", "-c", "2", *quiet],
-        "beat": [*celery, "beat", "-s", str(folder / "beat-schedule"), "-l", "WARNING"],
-    }
-    started = []
-    for name, command in commands.items():
-        log = open(folder / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
-        started.append(
-            (
-                subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT),
-                log,
-            )
-        )
-    return started
-
-
-def _stop(started):
-    for proc, _ in started:
-        proc.terminate()
-    for proc, log in started:
-        try:
-            proc.wait(timeout=60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait()
-        log.close()
-
-
-def _delivered_at(message_id):
-    from console.browse.selectors import message_detail
-
-    detail = message_detail(message_id=message_id)
-    if detail is None or detail["state"] != "DLVD":
-        return None
-    return detail["history"][-1]["at"]
 
 
 def _latencies(prefix, count, *, timeout=600):
@@ -81,7 +46,7 @@ def _latencies(prefix, count, *, timeout=600):
         if time.monotonic() > deadline:
             raise RuntimeError(f"{len(sent) - len(done)} healthy message(s) not delivered")
         for message_id in set(sent) - set(done):
-            at = _delivered_at(message_id)
+            at = delivered_at(message_id)
             if at is not None:
                 done[message_id] = (at - sent[message_id]).total_seconds()
         time.sleep(0.5)
@@ -128,7 +93,7 @@ def run():
     }
     if db["ENGINE"].endswith("sqlite3"):
         env["DATABASE_URL"] = f"sqlite:///{db['NAME']}"
-    started = _processes(env, folder)
+    started = product_processes(env, folder)
     quiet, hanging, states = [], [], []
     try:
         # Warm up: the spark worker's JVM and first jobs.
@@ -159,7 +124,7 @@ def run():
     finally:
         for flag in folder.glob("hold*"):
             flag.unlink()
-        _stop(started)
+        processes_stop(started)
     still = ",".join(sorted(set(states)))
     quiet_row, hanging_row = _row("no queue hangs", quiet), _row("another queue hangs", hanging)
     ratio = round(hanging_row["p50 s"] / quiet_row["p50 s"], 2) if quiet_row["p50 s"] else None

@@ -165,3 +165,47 @@ def on_both_databases(run_here, module):
         if line.startswith(ROWS_MARKER):
             return rows + json.loads(line[len(ROWS_MARKER) :])
     raise RuntimeError(f"the PostgreSQL run failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+
+
+# --- The running product: Celery's spark and default workers and beat, as `make run` starts them
+
+
+def product_processes(env, folder, *, spark_threads=4):
+    """Start the spark worker, the default worker and beat with `env`, logging into `folder`;
+    returns what `processes_stop` takes."""
+    celery = [sys.executable, "-m", "celery", "-A", "workers"]
+    quiet = ["--without-heartbeat", "--without-mingle", "--without-gossip", "-l", "WARNING"]
+    commands = {
+        "spark": [*celery, "worker", "-Q", "spark", "-P", "threads", "-c", str(spark_threads)],
+        "default": [*celery, "worker", "-Q", "default", "-P", "threads", "-c", "2"],
+        "beat": [*celery, "beat", "-s", str(folder / "beat-schedule")],
+    }
+    started = []
+    for name, command in commands.items():
+        command += quiet if name != "beat" else ["-l", "WARNING"]
+        log = open(folder / f"{name}.log", "ab")  # noqa: SIM115 - closed with the process
+        process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=log, stderr=subprocess.STDOUT)
+        started.append((process, log))
+    return started
+
+
+def processes_stop(started):
+    for proc, _ in started:
+        proc.terminate()
+    for proc, log in started:
+        try:
+            proc.wait(timeout=60)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+        log.close()
+
+
+def delivered_at(message_id):
+    """The time of a message's DLVD event, or None while it is not DLVD."""
+    from console.browse.selectors import message_detail
+
+    detail = message_detail(message_id=message_id)
+    if detail is None or detail["state"] != "DLVD":
+        return None
+    return detail["history"][-1]["at"]

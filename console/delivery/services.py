@@ -26,6 +26,7 @@ from console.heartbeat import Heartbeat
 from console.lake.selectors import lake_committed, lake_paths, lake_state_inputs
 from console.lake.services import epoch_allocate, lake, lake_commit_record
 from console.queues.models import Queue
+from console.readmodels.selectors import read_models_due_queues
 from workers.engine import rules
 from workers.engine import states as S
 from workers.lake.schema import CLAIM_SCHEMA, EVENT_SCHEMA
@@ -89,15 +90,19 @@ def _poison_lists():
     return snapshot.ids, [(sha, reason) for sha, reason, _ in snapshot.hashes], snapshot.cursor
 
 
-def delivery_dispatch(*, enqueue, now=False):
-    """Hand every enabled queue that no running run holds to `enqueue(queue)`, each for a run
-    of its own (R16). A queue handed over within the last DELIVERY_INTERVAL_SECONDS is not
-    handed over again unless `now`: its task may still be waiting for a worker. Returns the
-    queues handed over."""
+def delivery_dispatch(*, enqueue, now=False, queues=None):
+    """Hand every enabled queue (of `queues`, or all) that no running run holds and that may
+    hold a due message to `enqueue(queue)`, each for a run of its own (R16). A queue with nothing
+    due gets no run, so an idle product starts no Spark job. A queue handed over within the last
+    DELIVERY_INTERVAL_SECONDS is not handed over again unless `now`: its task may still be
+    waiting for a worker. Returns the queues handed over."""
     held = set(DeliveryLock.objects.values_list("queue", flat=True))
     free = Queue.objects.filter(enabled=True).exclude(name__in=held).order_by("name")
+    if queues is not None:
+        free = free.filter(name__in=list(queues))
+    names = list(free.values_list("name", flat=True))
     handed = []
-    for queue in free.values_list("name", flat=True):
+    for queue in read_models_due_queues(queues=names, now=timezone.now()):
         key = f"delivery:dispatched:{queue}"
         if now:
             cache.set(key, 1, timeout=settings.DELIVERY_INTERVAL_SECONDS)

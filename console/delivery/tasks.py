@@ -56,6 +56,7 @@ def _queue_run_enqueue(queue):
     delivery_run_task.delay(queues=[queue])
 
 
-def delivery_run_enqueue():
-    """Ask the spark worker for delivery now rather than at beat's next tick."""
-    delivery_dispatch(enqueue=_queue_run_enqueue, now=True)
+def delivery_run_enqueue(queues=None):
+    """Ask the spark worker for delivery now rather than at beat's next tick (of these queues,
+    or all)."""
+    delivery_dispatch(enqueue=_queue_run_enqueue, now=True, queues=queues)

@@ -40,6 +40,7 @@ from django.utils import timezone
 from console.ingest.files import FIELDS, SUFFIXES, FileUnreadable, Unreadable, file_records
 from console.ingest.models import InboxFile, MessageKey
 from console.ingest.selectors import inbox_file_get, message_keys_body_hashes, queue_names
+from console.ingest.signals import messages_arrived
 from console.lake.services import lake, lake_commit_record
 from workers.engine.states import TBDL
 from workers.lake.schema import EVENT_SCHEMA, MESSAGE_SCHEMA
@@ -400,6 +401,9 @@ def _chunk_commit(fresh, *, source):
                 epoch=epoch,
             )
             _message_keys_insert(messages, commit_id=commit.id, now=now)
+            messages_arrived.send(
+                sender=MessageKey, queues=set(pc.unique(messages.column("queue")).to_pylist())
+            )
     except BaseException:
         # Nothing points at these directories: remove them rather than leave garbage.
         for relpath in written:

@@ -8,8 +8,43 @@ from django.core.cache import cache
 from django.utils import timezone
 
 from console.delivery.models import DeliveryLock, DeliveryRun
+from console.delivery.receivers import delivery_wake
 from console.delivery.services import delivery_dispatch, leases_sweep
+from console.ingest.services import messages_ingest
+from console.lake.models import LakeCommit
 from console.queues.models import Queue
+from console.readmodels.models import MessageIndex, RefreshRun
+
+
+def _events_commit(**fields):
+    """An events commit in the catalog, as a writer leaves it (the files do not matter here)."""
+    n = LakeCommit.objects.count()
+    return LakeCommit.objects.create(
+        dataset="events", path=f"events/test-{n}", row_count=1, idempotency_key=f"k{n}", **fields
+    )
+
+
+def _refreshed():
+    """The read models have folded every events commit so far."""
+    upto = LakeCommit.objects.order_by("-id").values_list("id", flat=True).first()
+    now = timezone.now()
+    RefreshRun.objects.create(
+        status=RefreshRun.COMMITTED, upto_commit=upto, started_at=now, heartbeat_at=now
+    )
+
+
+def _indexed(message_id, queue, state, next_attempt_at=None):
+    now = timezone.now()
+    MessageIndex.objects.create(
+        message_id=message_id,
+        queue=queue,
+        original_queue=queue,
+        state=state,
+        next_attempt_at=next_attempt_at,
+        body_path="messages/x",
+        enqueued_at=now,
+        updated_at=now,
+    )
 
 
 @pytest.fixture
@@ -18,6 +53,8 @@ def queues(db):
     for name in ("orders", "payments", "shipping"):
         Queue.objects.create(name=name, handler="tests.handlers_for_tests.always_ok")
     Queue.objects.filter(name="shipping").update(enabled=False)
+    # Events the read models have not folded yet (an ingest's): any queue may have work.
+    _events_commit()
 
 
 def _running(*queues, heartbeat_age=0):
@@ -69,3 +106,94 @@ def test_a_dead_runs_queues_are_free_again_once_the_sweeper_declares_it_dead(
     dead.refresh_from_db()
     assert dead.status == DeliveryRun.CRASHED
     assert list(DeliveryLock.objects.values_list("queue", "run")) == [("payments", alive.id)]
+
+
+def test_once_the_read_models_are_current_only_queues_with_a_due_message_get_a_run(queues):
+    _refreshed()
+    soon = timezone.now() + timedelta(minutes=5)
+    _indexed("o-done", "orders", "DLVD")
+    _indexed("o-parked", "orders", "NDLV")
+    _indexed("o-later", "orders", "WAIT", next_attempt_at=soon)
+    _indexed("p-new", "payments", "TBDL")
+    _indexed("s-new", "shipping", "TBDL")  # disabled: never handed over
+    handed = []
+
+    assert delivery_dispatch(enqueue=handed.append) == ["payments"]
+
+
+def test_a_retry_that_has_come_due_gets_its_queue_a_run(queues):
+    _refreshed()
+    _indexed("o-retry", "orders", "WAIT", next_attempt_at=timezone.now() - timedelta(seconds=1))
+    handed = []
+
+    delivery_dispatch(enqueue=handed.append)
+
+    assert handed == ["orders"]
+
+
+def test_with_nothing_due_no_queue_gets_a_run(queues):
+    _refreshed()
+    _indexed("o-done", "orders", "DLVD")
+    handed = []
+
+    assert delivery_dispatch(enqueue=handed.append, now=True) == []
+    assert handed == []
+
+
+def test_events_the_read_models_have_not_folded_make_every_queue_a_candidate(queues):
+    _refreshed()
+    _indexed("o-done", "orders", "DLVD")
+    _events_commit()  # a recovery, say: it may have put anything back in TBDL
+    handed = []
+
+    delivery_dispatch(enqueue=handed.append)
+
+    assert handed == ["orders", "payments"]
+
+
+def test_a_decision_that_updated_the_read_models_itself_is_read_from_them(queues):
+    _refreshed()
+    _events_commit(views_applied=True)  # a reprocess chunk: its messages are TBDL in the index
+    _indexed("p-again", "payments", "TBDL")
+    handed = []
+
+    delivery_dispatch(enqueue=handed.append)
+
+    assert handed == ["payments"]
+
+
+def test_an_empty_lake_starts_no_run(db):
+    cache.clear()
+    Queue.objects.create(name="orders", handler="tests.handlers_for_tests.always_ok")
+    handed = []
+
+    assert delivery_dispatch(enqueue=handed.append) == []
+
+
+def test_ingest_hands_the_queues_of_its_messages_to_runs_once_it_commits(
+    transactional_db, lake_root, settings
+):
+    cache.clear()
+    for name in ("orders", "payments"):
+        Queue.objects.create(name=name, handler="tests.handlers_for_tests.always_ok")
+    settings.REFRESH_ON_COMMIT = False
+    handed = []
+
+    assert messages_ingest(records=[{"id": "o-1", "queue": "orders", "body": "{}"}], source="t")
+
+    # The wake handed "orders" (and only it) to a run as the ingest committed: beat's next tick
+    # finds it handed over already and does not send it again meanwhile.
+    assert cache.get("delivery:dispatched:orders") == 1
+    assert cache.get("delivery:dispatched:payments") is None
+    delivery_dispatch(enqueue=handed.append)
+    assert handed == ["payments"]
+
+
+def test_a_burst_of_ingests_wakes_a_queue_once(queues, monkeypatch):
+    monkeypatch.setattr("console.delivery.receivers.WAKE_DEBOUNCE_SECONDS", 3600)
+    delivery_wake({"orders"})
+    cache.delete("delivery:dispatched:orders")
+
+    delivery_wake({"orders"})  # within WAKE_DEBOUNCE_SECONDS of the first
+
+    assert cache.get("delivery:dispatched:orders") is None

@@ -1,5 +1,6 @@
-"""R7 with real processes: a Celery spark worker is SIGKILLed in the middle of a delivery run; the
-sweeper applies R7 to what it held; another worker delivers everything. Nothing is lost."""
+"""R7 with real processes: a Celery spark worker is SIGKILLed in the middle of a delivery run (which
+the messages' ingest started, with no beat); the sweeper applies R7 to what it held; another worker
+delivers everything. Nothing is lost."""
 
 from datetime import timedelta
 
@@ -56,18 +57,18 @@ def test_the_sweeper_recovers_what_a_killed_spark_worker_held_and_none_is_lost(
     flag = tmp_path / "hold"
     flag.touch()
     held = [f"held-{i:02d}" for i in range(20)]
-    _ingest(held, flag)
     app.control.purge()
-
     first = processes.start(*WORKER, "-n", "spark-first@%h", log=tmp_path / "first.log")
-    delivery_run_task.delay()
+    # No beat here: the ingest itself hands the queue to a run (the wake on ingest).
+    _ingest(held, flag)
     run = wait_for(
         lambda: DeliveryRun.objects.filter(status="running").exclude(claims_path="").first(),
         timeout=180,
         what="the run to claim its messages",
     )
     assert run.claimed == 20
-    # Merely queued while the run is in flight: R7 must not touch it.
+    # Merely queued while the run is in flight (its queue is held: no second run): R7 must
+    # not touch it.
     _ingest(["late"], flag)
     processes.kill(first)
 
