@@ -2,7 +2,9 @@
 starts them, on the product's default intervals) with little to do (issue 11):
 
 1. A trickle: one message ingested every few seconds; each one's seconds from its ingest to the
-   moment a run took it for its handler (its DLNG event) and to its DLVD event. p50 and p95.
+   start of the run that claims it (the time its DLNG event carries: the run's clock, read as it
+   starts, before its Spark job) and to its DLVD event (its handler called and the outcome
+   committed). p50 and p95.
 2. Idle: once everything is delivered and the read models are current, the delivery runs (each
    one a Spark job) and refreshes started over four of beat's delivery intervals. Goal: none.
 
@@ -127,11 +129,10 @@ def run_here():
     cores = os.cpu_count()
     return [
         {
-            "benchmark": f"trickle, ingest -> taken for its handler ({db})",
+            "benchmark": f"trickle, ingest -> the run that takes it starts ({db})",
             "messages": count,
             "p50 s": taken_p50,
             "p95 s": taken_p95,
-            "goal": "p50 <= 1 s, p95 <= 3 s",
             "cores": cores,
         },
         {
@@ -139,6 +140,7 @@ def run_here():
             "messages": count,
             "p50 s": done_p50,
             "p95 s": done_p95,
+            "goal": "first handler call: p50 <= 1 s, p95 <= 3 s",
             "cores": cores,
         },
         {
