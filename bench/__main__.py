@@ -105,8 +105,11 @@ def main(argv=None):
         print("No benchmarks yet: add bench/bench_<name>.py with a run() -> list[dict].")
         return 0
 
-    # Benchmarks may use the console DB and settings, as the product does.
+    # Benchmarks may use the console DB and settings, as the product does, on a VAR_DIR of their
+    # own (bench.support): set before Django reads its settings, or they would seed and wipe
+    # `make run`'s database.
     os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
+    os.environ.setdefault("VAR_DIR", str(BENCH_DIR.parent / "var" / "bench"))
     import django
 
     django.setup()
