@@ -29,6 +29,31 @@ def require_service(name, host="127.0.0.1", port=None, *, path=None):
         pytest.skip(message)
 
 
+# CI runs the suite twice side by side: on SQLite, then on PostgreSQL + Redis with
+# DATABASE_TESTS_ONLY=1. The second run leaves out what cannot behave differently there, having
+# run in the first: Spark jobs tested as pure transforms (no database), and the Spark deployment
+# modes (a standalone cluster, Spark Connect: marked `spark_deployment`).
+_DATABASE_FIXTURES = {"db", "transactional_db", "live_server", "django_db_setup"}
+
+
+def _database_blind(item):
+    if item.get_closest_marker("spark_deployment"):
+        return True
+    uses_database = item.get_closest_marker("django_db") or _DATABASE_FIXTURES & set(
+        getattr(item, "fixturenames", ())
+    )
+    return bool(item.get_closest_marker("spark")) and not uses_database
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.environ.get("DATABASE_TESTS_ONLY") != "1":
+        return
+    left_out = [item for item in items if _database_blind(item)]
+    if left_out:
+        config.hook.pytest_deselected(items=left_out)
+        items[:] = [item for item in items if not _database_blind(item)]
+
+
 @pytest.fixture(scope="session")
 def spark():
     from workers.spark import spark_session, spark_stop

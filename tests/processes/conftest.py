@@ -73,9 +73,25 @@ def processes(transactional_db, lake_root, settings, tmp_path):
         DJANGO_SETTINGS_MODULE="console.settings",
         PYTHONPATH=str(ROOT),
     )
+    _broker_forget_unacked()
     procs = Processes(env)
     yield procs
     procs.stop_all()
+
+
+def _broker_forget_unacked():
+    """Tests here kill workers that hold tasks. On Redis, kombu keeps such a task in its unacked
+    set and puts it back in its queue once the visibility timeout (an hour) has passed: into a
+    later test run's queue, where a worker of another test would take it. Forget them; the
+    queues themselves are purged by each test when it has set up what it needs."""
+    from django.conf import settings
+
+    if not settings.CELERY_BROKER_URL.startswith("redis"):
+        return
+    import redis
+
+    client = redis.Redis.from_url(settings.CELERY_BROKER_URL)
+    client.delete("unacked", "unacked_index", "unacked_mutex")
 
 
 def free_port():

@@ -32,7 +32,7 @@ from tests.processes.test_spark_worker_killed import WORKER
 from workers.celery import app
 from workers.engine import states as S
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.spark_deployment]
 
 # One more than the decisions execution plans with pyarrow: the plan runs on Spark.
 BULK = 10_001

@@ -14,7 +14,7 @@ from tests.conftest import require_service
 from tests.processes.conftest import free_port, port_open, wait_for
 from workers.engine import states as S
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.spark_deployment]
 
 
 def test_a_delivery_run_applies_the_rules_on_a_standalone_cluster(processes, tmp_path):
