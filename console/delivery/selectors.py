@@ -1,11 +1,13 @@
 """Reads of a message's lifecycle from the lake, with pyarrow (no Spark on the request path), and
 of the poison list. Reading never changes anything (R12)."""
 
+import pyarrow as pa
 import pyarrow.compute as pc
 
 from console.delivery.models import PoisonChange, PoisonEntry
-from console.lake.selectors import lake_paths
+from console.lake.selectors import lake_history_inputs
 from console.lake.services import lake
+from workers.lake.history import read_message
 
 HISTORY_FIELDS = (
     "at",
@@ -25,11 +27,18 @@ HISTORY_FIELDS = (
 
 
 def message_history(*, message_id):
-    """Every event of one message, oldest first."""
-    table = lake().read_arrow(
-        "events", lake_paths(dataset="events"), filter=pc.field("message_id") == message_id
+    """Every event of one message, oldest first: from the history generations, one bucket file
+    each, and the few events commits after them (workers.lake.history). Its time does not grow
+    with the number of events commits: the compaction keeps both counts small."""
+    inputs = lake_history_inputs()
+    store = lake()
+    folded = read_message([(store.path(g.path), g.buckets) for g in inputs.generations], message_id)
+    recent = store.read_arrow(
+        "events", [p for _, p, _ in inputs.events], filter=pc.field("message_id") == message_id
     )
-    rows = table.to_pylist()
+    # In the order of the commits, then by (epoch, step): a stable sort keeps commit order among
+    # equal keys, as a read of every events commit in id order did.
+    rows = pa.concat_tables([folded, recent]).to_pylist()
     rows.sort(key=lambda r: (r["epoch"], r["step"]))
     return rows
 

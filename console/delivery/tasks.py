@@ -9,7 +9,7 @@ from celery import shared_task
 
 from console.delivery.poison import poison_feed_sweep
 from console.delivery.services import delivery_dispatch, delivery_run, leases_sweep
-from console.lake.services import lake_state_compact_if_due
+from console.lake.services import lake_history_compact_if_due, lake_state_compact_if_due
 
 
 @shared_task(
@@ -24,6 +24,7 @@ def delivery_run_task(queues=None):
     run = delivery_run(queues=queues)
     if run is not None:
         lake_state_compact_if_due()
+        lake_history_compact_if_due()
     return run.id if run else None
 
 

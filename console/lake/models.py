@@ -16,7 +16,7 @@ class LakeCommit(models.Model):
     """One directory of lake output that readers may see. A directory with no row here does not
     exist as far as any reader is concerned (ARCHITECTURE: lake commits)."""
 
-    DATASETS = [(d, d) for d in ("messages", "events", "state", "notifications")]
+    DATASETS = [(d, d) for d in ("messages", "events", "state", "notifications", "history")]
 
     dataset = models.CharField(max_length=32, choices=DATASETS)
     path = models.CharField(max_length=500, unique=True)
@@ -26,8 +26,14 @@ class LakeCommit(models.Model):
     created_at = models.DateTimeField(auto_now_add=True)
     # Compaction folds commits into a new one and retires them in the same transaction.
     retired = models.BooleanField(default=False)
-    # For a state snapshot: the id of the last events commit folded into it.
+    # When compaction or a purge retired it: a history generation's directory is deleted a grace
+    # period later (a reader that listed it just before may still be reading it).
+    retired_at = models.DateTimeField(null=True, blank=True)
+    # For a state snapshot or a history generation: the id of the last events commit folded in.
     covers_upto = models.BigIntegerField(null=True, blank=True)
+    # For a history generation: how many bucket files its events are spread over, by a hash of
+    # the message id (workers.lake.history); the file that holds a message is computed from it.
+    buckets = models.PositiveIntegerField(null=True, blank=True)
     # The writer brought the console's read models up to date with this commit itself, in the
     # same transaction (a decision chunk): the refresh has no need to fold it again.
     views_applied = models.BooleanField(default=False)

@@ -43,6 +43,57 @@ def lake_state_inputs():
 
 
 @dataclass(frozen=True)
+class Generation:
+    """A history generation: the events of the events commits after `after` up to `upto`, in
+    `buckets` files by message id (workers.lake.history)."""
+
+    id: int
+    path: str
+    rows: int
+    buckets: int
+    after: int
+    upto: int
+
+
+@dataclass(frozen=True)
+class HistoryInputs:
+    """What a reader of messages' histories reads: the history generations, in the order of the
+    commits they cover, and the events commits after the newest one's coverage, as (id, path,
+    rows) in id order."""
+
+    generations: list
+    events: list
+
+    @property
+    def covers_upto(self):
+        return self.generations[-1].upto if self.generations else 0
+
+
+def lake_history_generations():
+    rows = (
+        LakeCommit.objects.filter(dataset="history", retired=False)
+        .order_by("covers_upto")
+        .values_list("id", "path", "row_count", "buckets", "covers_upto")
+    )
+    generations, after = [], 0
+    for commit_id, path, count, buckets, upto in rows:
+        generations.append(Generation(commit_id, path, count, buckets, after, upto))
+        after = upto
+    return generations
+
+
+def lake_history_inputs():
+    generations = lake_history_generations()
+    covered = generations[-1].upto if generations else 0
+    events = (
+        LakeCommit.objects.filter(dataset="events", retired=False, id__gt=covered)
+        .order_by("id")
+        .values_list("id", "path", "row_count")
+    )
+    return HistoryInputs(generations=generations, events=list(events))
+
+
+@dataclass(frozen=True)
 class PurgeInputs:
     """What a purge reads (console.retention): every message's current state, and every commit
     it may rewrite, as (id, path) in id order. Read under the lake commit lock, so that no
@@ -52,6 +103,7 @@ class PurgeInputs:
     snapshot_path: str | None  # the newest state snapshot (also state.snapshot_paths)
     events: list  # every events commit up to state.last_event_commit
     messages: list  # every messages commit
+    history: list  # every history generation (Generation), in the order of their coverage
 
 
 def lake_purge_inputs():
@@ -67,4 +119,5 @@ def lake_purge_inputs():
         snapshot_path=state.snapshot_paths[0] if state.snapshot_paths else None,
         events=list(events.values_list("id", "path")),
         messages=list(live.filter(dataset="messages").values_list("id", "path")),
+        history=lake_history_generations(),
     )

@@ -1,14 +1,21 @@
 """Writes to the lake catalog. Callers hold the transaction: a commit row is recorded in the same
 transaction as the bookkeeping that goes with it (ARCHITECTURE: lake commits)."""
 
+import logging
 import shutil
+import time
+from dataclasses import dataclass
+from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
+from django.utils import timezone
 
 from console.lake.models import Epoch, LakeCommit
 from console.lake.signals import events_to_fold
 from workers.lake.store import Lake
+
+log = logging.getLogger(__name__)
 
 LAKE_COMMIT_LOCK = 0x4C414B45  # an arbitrary, fixed advisory-lock key for lake commits
 
@@ -44,6 +51,7 @@ def lake_commit_record(
     epoch=None,
     covers_upto=None,
     views_applied=False,
+    buckets=None,
 ):
     """Make one written directory visible. Must run inside the caller's transaction.
     `views_applied`: the caller brings the read models up to date itself in this transaction,
@@ -57,6 +65,7 @@ def lake_commit_record(
         epoch=epoch,
         covers_upto=covers_upto,
         views_applied=views_applied,
+        buckets=buckets,
     )
     if dataset == "events" and not views_applied:
         # New events change what the console shows: its read models are refreshed once they
@@ -67,7 +76,9 @@ def lake_commit_record(
 
 def lake_commits_retire(*, ids):
     """Compaction swapped these out; readers stop seeing them in the same transaction."""
-    return LakeCommit.objects.filter(id__in=ids, retired=False).update(retired=True)
+    return LakeCommit.objects.filter(id__in=ids, retired=False).update(
+        retired=True, retired_at=timezone.now()
+    )
 
 
 def lake_state_compact_if_due(*, force=False, spark=None):
@@ -123,6 +134,137 @@ def _state_inputs_changed(inputs):
         dataset="events", retired=False, path__in=inputs.event_paths
     ).count()
     return unchanged != len(inputs.event_paths)
+
+
+def lake_history_compact_if_due(*, force=False, spark=None):
+    """Fold the events commits no history generation holds yet into a new generation, with the
+    newest generations it absorbs (workers.jobs.history.merge_plan), and swap it in with one
+    transaction. Due when COMPACT_AFTER_COMMITS events commits are outstanding, as the state
+    snapshot is. Returns the new generation's commit, or None."""
+    lake_history_dirs_delete()
+    fold = lake_history_fold(force=force, spark=spark)
+    return lake_history_fold_commit(fold) if fold is not None else None
+
+
+@dataclass
+class HistoryFold:
+    """A generation written and not committed yet, and what it was folded from."""
+
+    inputs: object  # console.lake.selectors.HistoryInputs
+    absorbed: list  # the generations it replaces
+    path: str
+    buckets: int
+    rows: int
+    files: int
+    seconds: float
+
+
+def lake_history_fold(*, force=False, spark=None):
+    """Write the next history generation, when due (or `force`), without committing it: the
+    first half of `lake_history_compact_if_due`. Returns a HistoryFold, or None."""
+    from console.lake.selectors import lake_history_inputs
+    from console.spark import spark_from_settings
+    from workers.jobs.history import HistoryFoldParams, merge_plan, run_history_fold
+    from workers.lake.history import buckets_for
+
+    inputs = lake_history_inputs()
+    if not inputs.events:
+        return None
+    if not force and len(inputs.events) < settings.COMPACT_AFTER_COMMITS:
+        return None
+    new_rows = sum(rows for _, _, rows in inputs.events)
+    absorbed = inputs.generations[merge_plan([g.rows for g in inputs.generations], new_rows) :]
+    rows = new_rows + sum(g.rows for g in absorbed)
+    buckets = buckets_for(rows)
+    store = lake()
+    path = store.new_dir("history", "generation")
+    started = time.perf_counter()
+    result = run_history_fold(
+        spark or spark_from_settings(),
+        HistoryFoldParams(
+            lake_root=str(store.root),
+            events=[(i, p) for i, p, _ in inputs.events],
+            # An empty generation (all its messages purged since) has nothing to read.
+            generations=[g.path for g in absorbed if g.rows],
+            out_dir=store.path(path),
+            buckets=buckets,
+            rows=rows,
+        ),
+    )
+    return HistoryFold(
+        inputs=inputs,
+        absorbed=absorbed,
+        path=path,
+        buckets=buckets,
+        rows=result.rows,
+        files=result.files,
+        seconds=time.perf_counter() - started,
+    )
+
+
+def lake_history_fold_commit(fold):
+    """Swap a written generation in, retiring those it absorbed, if what it was folded from is
+    still what readers see. Returns its commit, or None (its directory is removed then)."""
+    inputs = fold.inputs
+    after = fold.absorbed[0].after if fold.absorbed else inputs.covers_upto
+    upto = inputs.events[-1][0]
+    with transaction.atomic():
+        lake_commit_lock()
+        if _history_inputs_changed(inputs):
+            # A purge rewrote what this generation was folded from (R15), or another compaction
+            # got there first: committing it would bring purged messages back, or fold events
+            # twice. The next compaction folds the lake as it is now.
+            shutil.rmtree(lake().path(fold.path), ignore_errors=True)
+            log.info("history generation %s: the lake changed meanwhile; dropped", fold.path)
+            return None
+        commit = lake_commit_record(
+            dataset="history",
+            path=fold.path,
+            row_count=fold.rows,
+            idempotency_key=f"history:{after}-{upto}",
+            covers_upto=upto,
+            buckets=fold.buckets,
+        )
+        lake_commits_retire(ids=[g.id for g in fold.absorbed])
+    log.info(
+        "history generation %s: %s events commits and %s generations, %s rows in %s files, %.1f s",
+        commit.id,
+        len(inputs.events),
+        len(fold.absorbed),
+        fold.rows,
+        fold.files,
+        fold.seconds,
+    )
+    return commit
+
+
+def _history_inputs_changed(inputs):
+    """Is any history generation, or any events commit `inputs` read, not as it was read?"""
+    generations = dict(
+        LakeCommit.objects.filter(dataset="history", retired=False).values_list("id", "path")
+    )
+    if generations != {g.id: g.path for g in inputs.generations}:
+        return True
+    read = {i: p for i, p, _ in inputs.events}
+    found = dict(
+        LakeCommit.objects.filter(id__in=list(read), retired=False).values_list("id", "path")
+    )
+    return found != read
+
+
+def lake_history_dirs_delete(*, now=None):
+    """Delete the directories of the history generations a merge retired PURGE_GRACE_SECONDS ago
+    or more, and forget them: nobody reads them any more. Returns how many it deleted."""
+    now = now or timezone.now()
+    cutoff = now - timedelta(seconds=settings.PURGE_GRACE_SECONDS)
+    store = lake()
+    done = LakeCommit.objects.filter(dataset="history", retired=True, retired_at__lte=cutoff)
+    deleted = 0
+    for commit_id, path in list(done.values_list("id", "path")):
+        shutil.rmtree(store.path(path), ignore_errors=True)
+        LakeCommit.objects.filter(id=commit_id).delete()
+        deleted += 1
+    return deleted
 
 
 class LakeChanged(Exception):

@@ -1,11 +1,11 @@
-"""The lake's Celery task: state compaction on the spark worker.
+"""The lake's Celery task: compaction (the state snapshot, the history) on the spark worker.
 
 Its name is kept from when every task lived in workers.tasks: the routes (workers.celery) and
 tasks already waiting in a broker name it so."""
 
 from celery import shared_task
 
-from console.lake.services import lake_state_compact_if_due
+from console.lake.services import lake_history_compact_if_due, lake_state_compact_if_due
 
 
 @shared_task(
@@ -15,5 +15,8 @@ from console.lake.services import lake_state_compact_if_due
     ignore_result=True,
 )
 def lake_compact_task():
-    """Fold event commits into a new state snapshot when enough have piled up."""
-    return lake_state_compact_if_due()
+    """Fold event commits into a new state snapshot, and into a new history generation, when
+    enough have piled up. Returns the new snapshot's commit id, or None."""
+    snapshot = lake_state_compact_if_due()
+    lake_history_compact_if_due()
+    return snapshot.id if snapshot else None

@@ -33,17 +33,14 @@ from pyspark.sql import functions as F
 
 from workers.engine import states as S
 from workers.jobs.refresh import quarantine_inflow
-from workers.jobs.state import extract_events
-from workers.lake.schema import EVENT_SCHEMA, MESSAGE_SCHEMA, spark_schema
+from workers.jobs.state import COMMIT_ID, extract_events, read_tagged
+from workers.lake.schema import EVENT_SCHEMA, MESSAGE_SCHEMA
 from workers.lake.store import ROW_GROUP_BYTES
 
 FINAL_STATES = sorted(S.FINAL_STATES)
 DAY = timedelta(days=1)
-# A committed directory, as the lake names it (workers.lake.store.Lake.new_dir): the last three
-# folders of a file's path. The refresh finds a body's directory the same way.
-COMMIT_DIR = r"([^/]+/[^/]+/[^/]+)/[^/]+$"
 # Where the rewritten rows of one commit land in the job's output (Spark's partition folders).
-PARTITION = "commit_id"
+PARTITION = COMMIT_ID
 IDS_COLUMNS = ["message_id", "queue", "state"]
 
 
@@ -112,13 +109,6 @@ def without(rows: DataFrame, purged: DataFrame) -> DataFrame:
     return rows.join(purged.select("message_id"), on="message_id", how="left_anti")
 
 
-def tagged(rows: DataFrame, commits: DataFrame) -> DataFrame:
-    """Rows read from committed directories, each with its commit's id (`commits`: commit_id,
-    relpath). Files of a directory no commit names are dropped."""
-    relpath = F.regexp_extract(F.col("_metadata.file_path"), COMMIT_DIR, 1)
-    return rows.withColumn("relpath", relpath).join(F.broadcast(commits), "relpath").drop("relpath")
-
-
 def rewritten_dir(out_dir, dataset, commit_id):
     return str(Path(out_dir) / dataset / f"{PARTITION}={commit_id}")
 
@@ -126,16 +116,8 @@ def rewritten_dir(out_dir, dataset, commit_id):
 # --- The job --------------------------------------------------------------------------------------
 
 
-def _commits_df(spark, commits):
-    return spark.createDataFrame(
-        [(int(i), p) for i, p in commits], "commit_id long, relpath string"
-    )
-
-
 def _read_tagged(spark, params, commits, arrow_schema):
-    paths = [str(Path(params.lake_root) / p) for _, p in commits]
-    rows = spark.read.schema(spark_schema(arrow_schema)).parquet(*paths)
-    return tagged(rows, _commits_df(spark, commits))
+    return read_tagged(spark, params.lake_root, commits, arrow_schema)
 
 
 def _holding(rows):

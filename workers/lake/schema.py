@@ -5,6 +5,9 @@
 - events: the append-only ledger. Each row is one transition and carries the message's whole
   state after it, so the current state is the latest event per message by (epoch, step).
 - state: compacted current state: exactly the latest event per message.
+- history: the events again, compacted and keyed by message (workers.lake.history): each commit
+  is a generation, the events of a run of events commits spread over bucket files by a hash of
+  the message id and sorted by it, so that one message's history is a few small reads.
 - notifications: error notifications sent to senders (R6, R13).
 - lake query results: the rows a lake query found, one per message (QUERY_RESULT_COLUMNS).
 """
@@ -76,6 +79,11 @@ MESSAGE_COLUMNS_WITHOUT_BODY = [name for name in MESSAGE_SCHEMA.names if name !=
 
 STATE_SCHEMA = EVENT_SCHEMA
 
+# A history generation's rows: the events, each with the id of the events commit that recorded it
+# (a message's events sort by (epoch, step), then by the commit they came in, as a read of the
+# events commits in id order finds them).
+HISTORY_SCHEMA = pa.schema([*EVENT_SCHEMA, pa.field("commit_id", pa.int64())])
+
 NOTIFICATION_SCHEMA = pa.schema(
     [
         ("message_id", pa.string()),
@@ -112,6 +120,7 @@ SCHEMAS = {
     "events": EVENT_SCHEMA,
     "state": STATE_SCHEMA,
     "notifications": NOTIFICATION_SCHEMA,
+    "history": HISTORY_SCHEMA,
 }
 
 
