@@ -3,6 +3,7 @@
 from dataclasses import dataclass
 
 from console.lake.models import LakeCommit
+from workers.lake.history import Generation
 
 
 def lake_committed(*, idempotency_key):
@@ -43,23 +44,10 @@ def lake_state_inputs():
 
 
 @dataclass(frozen=True)
-class Generation:
-    """A history generation: the events of the events commits after `after` up to `upto`, in
-    `buckets` files by message id (workers.lake.history)."""
-
-    id: int
-    path: str
-    rows: int
-    buckets: int
-    after: int
-    upto: int
-
-
-@dataclass(frozen=True)
 class HistoryInputs:
-    """What a reader of messages' histories reads: the history generations, in the order of the
-    commits they cover, and the events commits after the newest one's coverage, as (id, path,
-    rows) in id order."""
+    """What a reader of messages' histories reads: the history generations (Generation), in the
+    order of the commits they cover, and the events commits after the newest one's coverage, as
+    (id, path, rows) in id order."""
 
     generations: list
     events: list

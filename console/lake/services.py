@@ -271,7 +271,9 @@ class LakeChanged(Exception):
     """The commits a rewrite read are not as it read them any more: nothing was swapped."""
 
 
-def lake_commits_rewrite(*, rewritten, emptied, snapshot_read, snapshot_new, idempotency_key):
+def lake_commits_rewrite(
+    *, rewritten, emptied, snapshot_read, snapshot_new, idempotency_key, history_read=()
+):
     """Swap in a rewrite of committed directories (a purge's, console.retention). Must run inside
     the caller's transaction, which it holds the lake commit lock for.
 
@@ -281,11 +283,19 @@ def lake_commits_rewrite(*, rewritten, emptied, snapshot_read, snapshot_new, ide
     - `emptied`: {commit id: path read}: commits left with no rows, retired.
     - `snapshot_read`: (id, path) of the newest state snapshot the rewrite read, or None;
       `snapshot_new`: (path, rows) of its rewrite, committed with the same coverage, or None.
+    - `history_read`: the ids of every history generation the rewrite read (those that held
+      none of the rewritten rows included).
 
     Raises LakeChanged when any of them is not as read (retired or rewritten by someone else
-    meanwhile, or a newer snapshot built from the old data). Returns the directories no reader is
-    shown any more."""
+    meanwhile, or a newer snapshot or history generation built from the old data). Returns the
+    directories no reader is shown any more."""
     lake_commit_lock()
+    generations = set(
+        LakeCommit.objects.filter(dataset="history", retired=False).values_list("id", flat=True)
+    )
+    if generations != set(history_read):
+        # A compaction folded or merged the old data into a generation this rewrite never saw.
+        raise LakeChanged("a history generation was committed or merged since the lake was read")
     expected = {i: old for i, (old, _, _) in rewritten.items()} | dict(emptied)
     found = dict(
         LakeCommit.objects.filter(id__in=list(expected), retired=False).values_list("id", "path")

@@ -165,6 +165,7 @@ def _params(purge, inputs, ids_dir, dry_run):
         snapshot_path=store.path(inputs.snapshot_path) if inputs.snapshot_path else None,
         events=inputs.events,
         messages=inputs.messages,
+        history=inputs.history,
         ids_path=store.path(ids_dir),
         out_dir=store.path(purge.work_dir),
         dry_run=dry_run,
@@ -226,6 +227,7 @@ def _purge(purge, worker, spark, written, refresh_lock):
     for dataset, read, kept in (
         ("events", inputs.events, result.events),
         ("messages", inputs.messages, result.messages),
+        ("history", [(g.id, g.path) for g in inputs.history], result.history),
     ):
         paths = dict(read)
         changes[dataset] = {"rewritten": 0, "retired": 0}
@@ -265,6 +267,7 @@ def _purge(purge, worker, spark, written, refresh_lock):
                 snapshot_read=snapshot_read,
                 snapshot_new=snapshot_new,
                 idempotency_key=f"state:purge:{purge.id}",
+                history_read=[g.id for g in inputs.history],
             )
             _message_keys_forget(staged)
             read_models_forget(

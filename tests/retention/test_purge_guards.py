@@ -87,6 +87,28 @@ def test_a_snapshot_committed_since_the_lake_was_read_stops_the_rewrite(catalog)
     assert LakeCommit.objects.get(id=catalog["e1"].id).path == "events/d/e1"
 
 
+def test_a_history_generation_committed_since_the_lake_was_read_stops_the_rewrite(catalog):
+    # A compaction folded the data the purge removes into a generation the purge never read.
+    _commit("history", "history/d/h1", covers_upto=2)
+
+    with pytest.raises(LakeChanged, match="history generation"):
+        _rewrite(catalog)
+
+    assert LakeCommit.objects.get(id=catalog["e1"].id).path == "events/d/e1"
+
+
+def test_a_history_generation_read_is_rewritten_in_place_like_any_commit(catalog):
+    h1 = _commit("history", "history/d/h1", covers_upto=2)
+
+    gone = _rewrite(
+        catalog, rewritten={h1.id: ("history/d/h1", "history/d/h1-new", 3)}, history_read=[h1.id]
+    )
+
+    h1.refresh_from_db()
+    assert (h1.path, h1.row_count, h1.retired, h1.covers_upto) == ("history/d/h1-new", 3, False, 2)
+    assert "history/d/h1" in gone
+
+
 def _events_commit():
     store = lake()
     row = {f.name: None for f in EVENT_SCHEMA} | {

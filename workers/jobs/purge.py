@@ -2,16 +2,18 @@
 without them.
 
 extract: every message's current state (the newest state snapshot and the events commits after
-  it), and the events and messages commits the purge may rewrite, each row tagged with the commit
-  it was read from.
+  it), and the events and messages commits and the history generations the purge may rewrite,
+  each row tagged with the commit it was read from.
 transform: `current` (each message's queue, state and the time of its latest event), `purgeable`
   (final messages whose latest event, the moment they became final, is older than their queue's
   `retention_days`), `without` (a dataset's rows minus the purged ones).
 load: the purged ids, sorted by id; for each commit that held any of them, its other rows, one
   directory per commit (`<out>/<dataset>/commit_id=<id>`), sorted by message id so that reading
   one message stays a row group's read; the state snapshot without them; and the messages that
-  entered NDLV per queue and hour among them (the quarantine inflow they had added). The console
-  moves the directories into the lake and swaps them in, in one transaction (console.retention).
+  entered NDLV per queue and hour among them (the quarantine inflow they had added). Each history
+  generation that held their events is rewritten without them in its own layout (the same
+  buckets: workers.jobs.history). The console moves the directories into the lake and swaps them
+  in, in one transaction (console.retention).
 
 Every commit keeps its id and its meaning ("these events were committed then"), minus the purged
 messages: readers that read "the commits after N" (the refresh's cursor, a decision's plan, a
@@ -32,9 +34,10 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from workers.engine import states as S
+from workers.jobs.history import task_count, with_targets, write_files
 from workers.jobs.refresh import quarantine_inflow
 from workers.jobs.state import COMMIT_ID, extract_events, read_tagged
-from workers.lake.schema import EVENT_SCHEMA, MESSAGE_SCHEMA
+from workers.lake.schema import EVENT_SCHEMA, HISTORY_SCHEMA, MESSAGE_SCHEMA
 from workers.lake.store import ROW_GROUP_BYTES
 
 FINAL_STATES = sorted(S.FINAL_STATES)
@@ -58,6 +61,7 @@ class PurgeParams:
     ids_path: str  # output: the purged (message_id, queue, state), sorted by message_id
     out_dir: str  # output: work directory (must not exist yet)
     dry_run: bool = False
+    history: list = field(default_factory=list)  # every history generation (Generation)
 
 
 @dataclass
@@ -67,6 +71,7 @@ class PurgeResult:
     # otherwise its rows are in rewritten_dir(out_dir, dataset, commit id)).
     events: dict = field(default_factory=dict)
     messages: dict = field(default_factory=dict)
+    history: dict = field(default_factory=dict)
     state_rows: int | None = None  # rows of the new snapshot (None: there was no snapshot)
 
 
@@ -155,6 +160,33 @@ def _rewrite(spark, params, dataset, commits, purged, arrow_schema, order, affec
     return {i: _rows(rewritten_dir(params.out_dir, dataset, i)) for i in affected}
 
 
+def generations_holding(generations, commits):
+    """The history generations (PurgeParams.history) that hold events of these events commits."""
+    return [g for g in generations if any(g.after < c <= g.upto for c in commits)]
+
+
+def _rewrite_history(spark, params, purged, holding):
+    """Rewrite the history generations that hold the purged messages' events (they came from
+    the events commits `holding`), each in its own number of buckets; {generation id: rows
+    kept}."""
+    chosen = generations_holding(params.history, holding)
+    if not chosen:
+        return {}
+    read = [(g.id, g.path) for g in chosen]
+    rows = read_tagged(spark, params.lake_root, read, HISTORY_SCHEMA, column="generation")
+    out = Path(params.out_dir) / "history"
+    directory = F.concat(F.lit(f"{out}/{PARTITION}="), F.col("generation").cast("string"))
+    buckets = F.create_map(*(F.lit(int(x)) for g in chosen for x in (g.id, g.buckets)))
+    written = write_files(
+        with_targets(without(rows, purged), directory, buckets[F.col("generation")]),
+        tasks=task_count(sum(g.rows for g in chosen), sum(g.buckets for g in chosen)),
+    )
+    kept = {g.id: 0 for g in chosen}
+    for target, count in written.items():
+        kept[int(Path(target).parent.name.removeprefix(f"{PARTITION}="))] += count
+    return kept
+
+
 def run_purge(spark, params: PurgeParams) -> PurgeResult:
     result = PurgeResult()
     state = current(
@@ -191,16 +223,11 @@ def run_purge(spark, params: PurgeParams) -> PurgeResult:
     quarantine_inflow(history).coalesce(1).write.parquet(str(Path(params.out_dir) / "inflow"))
 
     events_order = ["message_id", "epoch", "step"]
+    holding = _holding(history)
     result.events = _rewrite(
-        spark,
-        params,
-        "events",
-        params.events,
-        purged,
-        EVENT_SCHEMA,
-        events_order,
-        affected=_holding(history),
+        spark, params, "events", params.events, purged, EVENT_SCHEMA, events_order, holding
     )
+    result.history = _rewrite_history(spark, params, purged, holding)
     messages_order = ["message_id", "version"]
     result.messages = _rewrite(
         spark, params, "messages", params.messages, purged, MESSAGE_SCHEMA, messages_order

@@ -14,6 +14,7 @@ console reads a message's history on the request path (no Spark there).
 import math
 import zlib
 from pathlib import Path
+from typing import NamedTuple
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -28,6 +29,18 @@ BUCKET_ROWS = 16_384
 GROUP_ROWS = 2_048
 MAX_BUCKETS = 4_096
 ID_COLUMN = HISTORY_SCHEMA.get_field_index("message_id")
+
+
+class Generation(NamedTuple):
+    """A committed history generation: the events of the events commits after `after` up to
+    `upto`, `rows` of them in `buckets` files (path relative to the lake's root)."""
+
+    id: int
+    path: str
+    rows: int
+    buckets: int
+    after: int
+    upto: int
 
 
 def buckets_for(rows):
