@@ -280,6 +280,9 @@ HEARTBEAT_SECONDS = envint("HEARTBEAT_SECONDS", 10, minimum=1)
 SWEEP_INTERVAL_SECONDS = envint("SWEEP_INTERVAL_SECONDS", 30, minimum=1)
 # Fold event commits into a new state snapshot once this many are outstanding.
 COMPACT_AFTER_COMMITS = envint("COMPACT_AFTER_COMMITS", 20, minimum=1)
+# Fold event commits into a new history generation once this many are outstanding: a message's
+# history reads at most this many commits one by one, besides one file per generation.
+HISTORY_COMPACT_AFTER_COMMITS = envint("HISTORY_COMPACT_AFTER_COMMITS", 10, minimum=1)
 
 # --- Refresh of the read models ------------------------------------------------------------------
 

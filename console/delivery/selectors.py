@@ -2,7 +2,6 @@
 of the poison list. Reading never changes anything (R12)."""
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from console.delivery.models import PoisonChange, PoisonEntry
 from console.lake.selectors import lake_history_inputs
@@ -33,9 +32,7 @@ def message_history(*, message_id):
     inputs = lake_history_inputs()
     store = lake()
     folded = read_message([(store.path(g.path), g.buckets) for g in inputs.generations], message_id)
-    recent = store.read_arrow(
-        "events", [p for _, p, _ in inputs.events], filter=pc.field("message_id") == message_id
-    )
+    recent = store.read_message("events", [p for _, p, _ in inputs.events], message_id)
     # In the order of the commits, then by (epoch, step): a stable sort keeps commit order among
     # equal keys, as a read of every events commit in id order did.
     rows = pa.concat_tables([folded, recent]).to_pylist()

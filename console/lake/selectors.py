@@ -71,6 +71,9 @@ def lake_history_generations():
 
 
 def lake_history_inputs():
+    """The history generations, then the events commits after the newest one's coverage. A
+    generation committed between the two reads is not listed, and the commits it folded are
+    read as events commits: the same rows either way."""
     generations = lake_history_generations()
     covered = generations[-1].upto if generations else 0
     events = (

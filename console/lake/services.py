@@ -139,8 +139,8 @@ def _state_inputs_changed(inputs):
 def lake_history_compact_if_due(*, force=False, spark=None):
     """Fold the events commits no history generation holds yet into a new generation, with the
     newest generations it absorbs (workers.jobs.history.merge_plan), and swap it in with one
-    transaction. Due when COMPACT_AFTER_COMMITS events commits are outstanding, as the state
-    snapshot is. Returns the new generation's commit, or None."""
+    transaction. Due when HISTORY_COMPACT_AFTER_COMMITS events commits are outstanding (it runs
+    where the state snapshot's compaction runs). Returns the new generation's commit, or None."""
     lake_history_dirs_delete()
     fold = lake_history_fold(force=force, spark=spark)
     return lake_history_fold_commit(fold) if fold is not None else None
@@ -170,7 +170,7 @@ def lake_history_fold(*, force=False, spark=None):
     inputs = lake_history_inputs()
     if not inputs.events:
         return None
-    if not force and len(inputs.events) < settings.COMPACT_AFTER_COMMITS:
+    if not force and len(inputs.events) < settings.HISTORY_COMPACT_AFTER_COMMITS:
         return None
     new_rows = sum(rows for _, _, rows in inputs.events)
     absorbed = inputs.generations[merge_plan([g.rows for g in inputs.generations], new_rows) :]

@@ -24,7 +24,7 @@ from console.lake.services import (
 )
 from workers.jobs.history import merge_plan
 from workers.lake.history import GROUP_ROWS, bucket_of, bucket_path
-from workers.lake.schema import EVENT_SCHEMA
+from workers.lake.schema import EVENT_SCHEMA, spark_schema
 
 pytestmark = [pytest.mark.spark]
 
@@ -140,6 +140,23 @@ def test_events_after_the_newest_generation_are_read_from_their_commits(ledger, 
     assert transitions("d") == [(None, "TBDL", 7)]
 
 
+def test_a_commit_written_by_spark_is_read_as_a_dataset_read_finds_it(ledger, spark):
+    # A delivery run's outcomes are written by Spark: its own timestamps, its own column order,
+    # and here a column an older writer did not know.
+    store = lake()
+    path = store.new_dir("events", "spark")
+    rows = [event("a", 8, 1, "DLNG", "DLVD"), event("e", 8, 0, None, "TBDL")]
+    frame = spark.createDataFrame(rows, schema=spark_schema(EVENT_SCHEMA))
+    names = [n for n in reversed(EVENT_SCHEMA.names) if n != "queue_streak"]
+    frame.select(*names).repartition(2).write.parquet(store.path(path))
+    with transaction.atomic():
+        lake_commit_record(dataset="events", path=path, row_count=2, idempotency_key=path)
+
+    assert histories(["a", "e"]) == {m: every_event(m) for m in ("a", "e")}
+    assert transitions("e") == [(None, "TBDL", 8)]
+    assert message_history(message_id="a")[-1]["at"] == T0 + timedelta(minutes=8, seconds=1)
+
+
 def test_a_message_with_no_events_has_an_empty_history(ledger, spark):
     assert message_history(message_id="nobody") == []
     lake_history_compact_if_due(force=True, spark=spark)
@@ -152,7 +169,7 @@ def test_an_empty_lake_has_nothing_to_compact(db, lake_root, spark):
 
 
 def test_compaction_waits_until_enough_commits_are_outstanding(ledger, spark, settings):
-    settings.COMPACT_AFTER_COMMITS = 5
+    settings.HISTORY_COMPACT_AFTER_COMMITS = 5
     assert lake_history_compact_if_due(spark=spark) is None
     fifth = commit([event("b", 9, 1, "DLNG", "DLVD")])
     assert lake_history_compact_if_due(spark=spark).covers_upto == fifth.id

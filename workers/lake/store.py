@@ -10,6 +10,8 @@ import uuid
 from datetime import UTC, datetime
 from pathlib import Path
 
+import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
@@ -81,3 +83,69 @@ class Lake:
         parts = [pads.dataset(p, schema=schema, format="parquet") for p in existing]
         ds = parts[0] if len(parts) == 1 else pads.dataset(parts)
         return ds.to_table(columns=columns, filter=filter)
+
+    def read_message(self, dataset, relpaths, message_id):
+        """One message's rows in committed directories of one dataset, in the order of
+        `relpaths`: as `read_arrow` with a filter on the id, in a fraction of its time on small
+        commits (see `message_rows`)."""
+        schema = SCHEMAS[dataset]
+        tables = []
+        for relpath in relpaths:
+            for path in parquet_files(self.root / relpath):
+                found = message_rows(path, message_id)
+                if found is not None:
+                    tables.append(conform(found, schema))
+        return pa.concat_tables(tables) if tables else schema.empty_table()
+
+
+def parquet_files(directory):
+    """The data files of a committed directory, in name order (Spark's _SUCCESS, .crc and our
+    hidden temporary files left out)."""
+    try:
+        names = os.listdir(directory)
+    except FileNotFoundError:
+        return []
+    return [
+        os.path.join(directory, name)
+        for name in sorted(names)
+        if name.endswith(".parquet") and not name.startswith((".", "_"))
+    ]
+
+
+def message_rows(path, message_id):
+    """The rows of one message in one Parquet file, or None. Only the row groups whose id
+    statistics admit it are looked at, and of each only the id column is read first: most
+    small commits do not hold a given message, and the other columns (reasons, stacks) are
+    most of a row group's bytes. (A history read opens a few dozen files: each compute call
+    and each column read saved is a good part of a file's cost.)"""
+    parquet = pq.ParquetFile(path)
+    metadata = parquet.metadata
+    column = metadata.schema.names.index("message_id")
+    tables = []
+    for group in range(metadata.num_row_groups):
+        stats = metadata.row_group(group).column(column).statistics
+        if stats is not None and stats.has_min_max and not stats.min <= message_id <= stats.max:
+            continue
+        ids = parquet.read_row_group(group, columns=["message_id"], use_threads=False).column(0)
+        if pc.index(ids, message_id).as_py() < 0:
+            continue
+        rows = parquet.read_row_group(group, use_threads=False)
+        tables.append(rows.filter(pc.equal(rows.column("message_id"), message_id)))
+    return pa.concat_tables(tables) if tables else None
+
+
+def conform(table, schema):
+    """A table read from a file in `schema`'s columns and types, as a dataset read with that
+    schema gives it: a column the file lacks is null; Spark's timestamps (INT96 nanoseconds,
+    no zone) are UTC microseconds."""
+    columns = []
+    for field in schema:
+        if field.name not in table.column_names:
+            columns.append(pa.nulls(table.num_rows, field.type))
+            continue
+        values = table.column(field.name)
+        if pa.types.is_timestamp(field.type) and values.type != field.type:
+            values = values.cast(pa.timestamp(values.type.unit, tz=field.type.tz))
+            values = values.cast(field.type, safe=False)
+        columns.append(values.cast(field.type))
+    return pa.Table.from_arrays(columns, schema=schema)
