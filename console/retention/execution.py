@@ -41,7 +41,12 @@ from console.audit.services import audit_record
 from console.heartbeat import Heartbeat
 from console.ingest.models import MessageKey
 from console.lake.selectors import lake_paths, lake_purge_inputs
-from console.lake.services import lake, lake_commit_lock, lake_commits_rewrite
+from console.lake.services import (
+    lake,
+    lake_commit_lock,
+    lake_commits_rewrite,
+    lake_history_dirs_delete,
+)
 from console.lake.signals import events_to_fold
 from console.queues.models import Queue
 from console.readmodels.deltas import (
@@ -437,7 +442,8 @@ def purge_dirs_delete(*, now=None):
 def purges_sweep(*, enqueue, now=None):
     """Hand queued purges that waited over a minute, and running ones whose heartbeat stopped, to
     the broker again with `enqueue(purge_id)` (at most once a minute each); give up on a purge
-    whose worker died MAX_ATTEMPTS times; delete old directories past their grace period.
+    whose worker died MAX_ATTEMPTS times; delete old directories (a purge's, merged history
+    generations) past their grace period.
     Returns the ids handed over."""
     now = now or timezone.now()
     stale = Q(status=PurgeRun.RUNNING, heartbeat_at__lt=_stale_before(now))
@@ -469,4 +475,7 @@ def purges_sweep(*, enqueue, now=None):
             continue
         handed.append(purge_id)
     purge_dirs_delete(now=now)
+    # Merged-away history generations may hold messages purged since: they go once their grace
+    # period is over even when no compaction runs to delete them.
+    lake_history_dirs_delete(now=now)
     return handed

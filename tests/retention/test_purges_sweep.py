@@ -1,7 +1,8 @@
 """The purges' sweeper: tasks may be lost, purges may not. It hands queued purges that waited
 over a minute, and running ones whose heartbeat stopped, to the broker again (at most once a
 minute each), gives up on one whose worker died MAX_ATTEMPTS times, and deletes the directories
-purges swapped out once their grace period is over."""
+purges swapped out, and the history generations compactions merged away, once their grace
+period is over."""
 
 from datetime import timedelta
 
@@ -9,6 +10,7 @@ import pytest
 from django.utils import timezone
 
 from console.audit.models import AuditEntry
+from console.lake.models import LakeCommit
 from console.retention.execution import MAX_ATTEMPTS, purge_dirs_delete, purges_sweep
 from console.retention.models import PurgeRun
 
@@ -125,6 +127,33 @@ def test_old_directories_are_deleted_once_the_grace_period_is_over(make, lake_ro
     assert not old.exists()
     assert PurgeRun.objects.get(id=purge.id).dirs_deleted_at == now + timedelta(seconds=2)
     assert purge_dirs_delete(now=now + timedelta(days=1)) == 0
+
+
+def test_merged_history_generations_are_deleted_once_the_grace_period_is_over(
+    delays, lake_root, now, settings
+):
+    # Merged away by a compaction an hour ago, and no compaction since to delete them: they may
+    # hold messages purged meanwhile.
+    settings.PURGE_GRACE_SECONDS = 3600
+    commits = {}
+    for name, seconds in (("merged", 3601), ("recent", 60)):
+        folder = lake_root / "history" / "20260301" / name
+        folder.mkdir(parents=True)
+        (folder / "bucket-00000.parquet").write_bytes(b"not really parquet")
+        commits[name] = LakeCommit.objects.create(
+            dataset="history",
+            path=f"history/20260301/{name}",
+            row_count=1,
+            idempotency_key=name,
+            retired=True,
+            retired_at=now - timedelta(seconds=seconds),
+        )
+
+    purges_sweep(enqueue=delays.append, now=now)
+
+    assert not (lake_root / commits["merged"].path).exists()
+    assert not LakeCommit.objects.filter(id=commits["merged"].id).exists()
+    assert (lake_root / commits["recent"].path).exists()
 
 
 def test_the_purge_runs_on_the_spark_worker_daily_and_the_sweep_with_the_lease_sweep(settings):
