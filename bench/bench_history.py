@@ -9,9 +9,11 @@ commits, 10 by default). At 1, 100, 1,000 and 2,000 commits, and HISTORY_COMPACT
 commits after the last three (the most a reader finds not yet folded), READS histories of random
 messages are read and the median time is reported:
 
-- before: the lake as it was before history generations (none: every events commit is read), the
-  generations hidden in a transaction that is rolled back;
-- after: the lake as it is, generations and the commits after them.
+- before, previous code: every events commit read as one pyarrow dataset with a filter on the id,
+  as `message_history` did before history generations;
+- before, no generations: `message_history` on the lake without its generations (hidden in a
+  transaction that is rolled back): every events commit read file by file;
+- after: `message_history` on the lake as it is, generations and the commits after them.
 
 Writes the lake with pyarrow under the commit protocol, on the DATABASE_URL database. BENCH_COMMITS
 sets the largest number of commits (2,000).
@@ -24,6 +26,7 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from django.db import transaction
 
 from bench.support import django_setup, fresh_state
@@ -89,22 +92,37 @@ def _commit(store, k, table):
         )
 
 
-def _median_ms(rng, known, reads=READS):
+def _history(message_id):
     from console.delivery.selectors import message_history
 
+    return message_history(message_id=message_id)
+
+
+def _previous_code(message_id):
+    """message_history as it was before history generations."""
+    from console.lake.selectors import lake_paths
+    from console.lake.services import lake
+
+    table = lake().read_arrow(
+        "events", lake_paths(dataset="events"), filter=pc.field("message_id") == message_id
+    )
+    return sorted(table.to_pylist(), key=lambda r: (r["epoch"], r["step"]))
+
+
+def _median_ms(rng, known, reads=READS, read=_history):
     for _ in range(3):  # warm: imports, the catalog's first query
-        message_history(message_id=f"m{rng.randrange(known):09d}")
+        read(f"m{rng.randrange(known):09d}")
     times = []
     for _ in range(reads):
         mid = f"m{rng.randrange(known):09d}"
         started = time.perf_counter()
-        history = message_history(message_id=mid)
+        history = read(mid)
         times.append(time.perf_counter() - started)
         assert history and history[0]["message_id"] == mid
     return round(statistics.median(times) * 1000, 1)
 
 
-def _before_ms(rng, known, reads):
+def _without_generations_ms(rng, known, reads):
     """The history read with every generation hidden (rolled back): every events commit read."""
     from console.lake.models import LakeCommit
 
@@ -142,7 +160,11 @@ def run():
         known = k * NEW
         measured = k in checkpoints or k in tails
         if k in checkpoints:
-            before = _before_ms(rng, known, READS if k <= 100 else 11)
+            reads = READS if k <= 100 else 11
+            before = {
+                "previous_code_ms": _median_ms(rng, known, reads, read=_previous_code),
+                "no_generations_ms": _without_generations_ms(rng, known, reads),
+            }
         # As the spark worker does after every delivery run.
         started = time.perf_counter()
         if lake_history_compact_if_due(spark=spark) is not None:
@@ -156,7 +178,7 @@ def run():
                 "events": sum(
                     LakeCommit.objects.filter(dataset="events").values_list("row_count", flat=True)
                 ),
-                "before_ms": before if k in checkpoints else "",
+                **(before if k in checkpoints else {}),
                 "after_ms": _median_ms(rng, known),
                 "generations": len(inputs.generations),
                 "not_yet_folded": len(inputs.events),

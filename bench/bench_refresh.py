@@ -1,7 +1,11 @@
 """Refresh benchmarks (issue 3: the console's read models).
 
 1. Full refresh of N quarantined messages (default 1M) over 20 queues and 50 failure groups.
-2. Incremental refresh after 10k of them changed (reprocessed: NDLV -> TBDL).
+2. Incremental refresh after 100 of them changed (reprocessed: NDLV -> TBDL), before the history
+   compaction (every events commit scanned) and after it (the 100 messages' bucket files read),
+   each against the same refresh on a lake of only those 100 messages: the ratio says what the
+   lake's size costs a small refresh (warm Spark session).
+3. Incremental refresh after 10k of them changed.
 
 The lake is written directly with pyarrow under the commit protocol (ingest's TBDL, then a
 delivery attempt that quarantines each message, in chunks), not by the delivery engine: the engine
@@ -10,6 +14,7 @@ has its own benchmark, and this one measures the refresh alone. Runs on the DATA
 """
 
 import os
+import statistics
 import time
 from datetime import UTC, datetime, timedelta
 
@@ -19,6 +24,7 @@ from bench.support import PeakMemory, django_setup, fresh_state, messages_from_e
 
 CHUNK = 100_000
 CHANGED = 10_000
+SMALL = 100
 QUEUES = [f"bench.q{i:02d}" for i in range(20)]
 PATTERNS = 50
 EXCEPTIONS = ["KeyError", "ValueError", "ConnectionError", "PermanentFailure", "TimeoutError"]
@@ -185,7 +191,7 @@ def run():
     from django.conf import settings
     from django.db import connection
 
-    from console.lake.services import lake, lake_state_compact_if_due
+    from console.lake.services import lake, lake_history_compact_if_due, lake_state_compact_if_due
     from console.readmodels.models import (
         FailureGroup,
         MessageIndex,
@@ -231,12 +237,38 @@ def run():
         }
     )
 
+    def small_refresh():
+        """Median seconds of three refreshes of SMALL reprocessed messages."""
+        times = []
+        for _ in range(3):
+            done = _reprocess(lake(), n_now, SMALL)
+            started = time.perf_counter()
+            assert read_models_refresh(spark=spark).changed == done
+            times.append(time.perf_counter() - started)
+        return round(statistics.median(times), 2)
+
+    n_now = n
+    before = small_refresh()
+    started = time.perf_counter()
+    generation = lake_history_compact_if_due(force=True, spark=spark)
+    rows.append(
+        {
+            "benchmark": "history compaction, every event at once",
+            "messages": n,
+            "seconds": round(time.perf_counter() - started, 2),
+            "cores": cores,
+            "note": f"{generation.row_count:,} events into {generation.buckets} bucket files",
+        }
+    )
+    after = small_refresh()
+
     changed = _reprocess(store, n, CHANGED)
     started = time.perf_counter()
     incremental = read_models_refresh(spark=spark)
     seconds = time.perf_counter() - started
     assert incremental.changed == changed, incremental.changed
-    assert MessageIndex.objects.filter(state="TBDL").count() == changed
+    # (and the SMALL ones reprocessed before)
+    assert MessageIndex.objects.filter(state="TBDL").count() >= changed
     rows.append(
         {
             "benchmark": f"incremental refresh ({db})",
@@ -248,6 +280,29 @@ def run():
             "note": f"over a lake of {n:,} messages",
         }
     )
+
+    # The same small refresh on a lake of only the messages it changes.
+    fresh_state("refresh-small")
+    for model in (MessageIndex, FailureGroup, QueueStat, QuarantineInflow, RefreshRun):
+        model.objects.all().delete()
+    _seed(lake(), SMALL)
+    read_models_refresh(full=True, spark=spark)
+    n_now = SMALL
+    alone = small_refresh()
+    for label, seconds in (("no history generations", before), ("history generations", after)):
+        rows.append(
+            {
+                "benchmark": f"incremental refresh ({db}), {label}",
+                "messages": SMALL,
+                "seconds": seconds,
+                "goal": "<= 1.2 x the same on a lake of only them",
+                "cores": cores,
+                "note": (
+                    f"over a lake of {n:,} messages: {seconds / alone:.2f} x {alone} s, "
+                    f"the same on a lake of only them"
+                ),
+            }
+        )
     return rows
 
 

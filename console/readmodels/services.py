@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from console.heartbeat import Heartbeat
 from console.lake.models import LakeCommit
-from console.lake.selectors import lake_paths
+from console.lake.selectors import lake_history_inputs, lake_paths
 from console.lake.services import lake, lake_commit_lock
 from console.lake.signals import events_to_fold
 from console.readmodels.models import (
@@ -100,16 +100,19 @@ def read_models_refresh(*, full=False, spark=None):
 
     cursor = _cursor()
     full = full or cursor is None
+    # Read before the events commits are listed: a generation committed in between is not
+    # used, and the commits it holds are read as events commits instead.
+    history = lake_history_inputs()
     listed = list(
         LakeCommit.objects.filter(dataset="events", retired=False)
         .order_by("id")
-        .values_list("id", "path", "views_applied")
+        .values_list("id", "path", "views_applied", "row_count")
     )
-    commits = [(i, p) for i, p, _ in listed]
+    commits = [(i, p) for i, p, _, _ in listed]
     upto = commits[-1][0] if commits else None
     # A commit whose writer updated the read models itself needs no folding (its events still
     # count in every message's history and in the queue counts).
-    new = commits if full else [(i, p) for i, p, applied in listed if i > cursor and not applied]
+    new = [(i, p, n) for i, p, applied, n in listed if full or (i > cursor and not applied)]
     if not full and not new:
         return None
     run = _run_start(full=full, from_commit=None if full else cursor, upto_commit=upto)
@@ -120,11 +123,13 @@ def read_models_refresh(*, full=False, spark=None):
     staging = store.new_dir("refresh-staging", f"refresh{run.id}")
     params = RefreshParams(
         full=full,
-        event_paths=store.paths([p for _, p in commits]),
-        new_event_paths=store.paths([p for _, p in new]),
+        event_paths=store.paths([p for i, p in commits if i > history.covers_upto]),
+        new_event_paths=store.paths([p for _, p, _ in new]),
         message_paths=store.paths(lake_paths(dataset="messages")),
         state_paths=store.paths(_state_paths(commits, upto)),
         out_dir=store.path(staging),
+        generations=[(store.path(g.path), g.buckets, g.rows) for g in history.generations],
+        new_event_rows=sum(n for _, _, n in new),
     )
     heartbeat = Heartbeat(RefreshRun, run.id, settings.HEARTBEAT_SECONDS)
     heartbeat.start()

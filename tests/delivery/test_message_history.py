@@ -23,7 +23,7 @@ from console.lake.services import (
     lake_history_fold_commit,
 )
 from workers.jobs.history import merge_plan
-from workers.lake.history import GROUP_ROWS, bucket_of, bucket_path
+from workers.lake.history import GROUP_ROWS, bucket_of, bucket_path, read_messages
 from workers.lake.schema import EVENT_SCHEMA, spark_schema
 
 pytestmark = [pytest.mark.spark]
@@ -161,6 +161,19 @@ def test_a_message_with_no_events_has_an_empty_history(ledger, spark):
     assert message_history(message_id="nobody") == []
     lake_history_compact_if_due(force=True, spark=spark)
     assert message_history(message_id="nobody") == []
+
+
+def test_several_messages_are_read_from_their_bucket_files_at_once(ledger, spark):
+    # As the refresh reads the messages a few changes touched.
+    generation = lake_history_compact_if_due(force=True, spark=spark)
+    directories = [(lake().path(generation.path), generation.buckets)]
+
+    rows = read_messages(directories, ["c", "a", "nobody", "a"]).to_pylist()
+
+    def key(row):
+        return (row["message_id"], row["epoch"], row["step"])
+
+    assert sorted(rows, key=key) == sorted(every_event("a") + every_event("c"), key=key)
 
 
 def test_an_empty_lake_has_nothing_to_compact(db, lake_root, spark):

@@ -20,7 +20,7 @@ from typing import NamedTuple
 import pyarrow as pa
 
 from workers.lake.schema import EVENT_SCHEMA
-from workers.lake.store import message_rows
+from workers.lake.store import message_rows, messages_rows
 
 # A bucket file holds about this many rows, in row groups of GROUP_ROWS: a footer of eight row
 # groups' metadata is read in a fraction of a millisecond, where one of thousands takes several
@@ -71,6 +71,28 @@ def read_message(directories, message_id):
             continue  # no message of the generation hashes to this bucket
         if found is not None:
             tables.append(found.select(EVENT_SCHEMA.names))
+    if not tables:
+        return EVENT_SCHEMA.empty_table()
+    return pa.concat_tables(tables).cast(EVENT_SCHEMA)
+
+
+def read_messages(directories, message_ids):
+    """Several messages' events in the generations `directories` (as `read_message`): of each
+    generation only the bucket files they hash to, and of those only the row groups whose id
+    range holds one of them. Rows in no particular order: a table of EVENT_SCHEMA."""
+    wanted = sorted(set(message_ids))
+    tables = []
+    for directory, buckets in directories:
+        by_bucket = {}
+        for message_id in wanted:
+            by_bucket.setdefault(bucket_of(message_id, buckets), []).append(message_id)
+        for bucket, ids in sorted(by_bucket.items()):
+            try:
+                found = messages_rows(Path(directory) / bucket_name(bucket), ids)
+            except FileNotFoundError:
+                continue
+            if found is not None:
+                tables.append(found.select(EVENT_SCHEMA.names))
     if not tables:
         return EVENT_SCHEMA.empty_table()
     return pa.concat_tables(tables).cast(EVENT_SCHEMA)

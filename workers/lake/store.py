@@ -5,6 +5,7 @@ the output becomes visible only when the console DB records a commit for it (con
 directory without a commit is invisible garbage a crash left behind.
 """
 
+import bisect
 import os
 import uuid
 from datetime import UTC, datetime
@@ -131,6 +132,28 @@ def message_rows(path, message_id):
             continue
         rows = parquet.read_row_group(group, use_threads=False)
         tables.append(rows.filter(pc.equal(rows.column("message_id"), message_id)))
+    return pa.concat_tables(tables) if tables else None
+
+
+def messages_rows(path, message_ids):
+    """The rows of several messages (`message_ids`, sorted) in one Parquet file, or None: as
+    `message_rows`, a row group looked at only when its id range holds one of them."""
+    parquet = pq.ParquetFile(path)
+    metadata = parquet.metadata
+    column = metadata.schema.names.index("message_id")
+    wanted = pa.array(message_ids, pa.string())
+    tables = []
+    for group in range(metadata.num_row_groups):
+        stats = metadata.row_group(group).column(column).statistics
+        if stats is not None and stats.has_min_max:
+            first = bisect.bisect_left(message_ids, stats.min)
+            if first == len(message_ids) or message_ids[first] > stats.max:
+                continue
+        ids = parquet.read_row_group(group, columns=["message_id"], use_threads=False).column(0)
+        if not pc.any(pc.is_in(ids, value_set=wanted)).as_py():
+            continue
+        rows = parquet.read_row_group(group, use_threads=False)
+        tables.append(rows.filter(pc.is_in(rows.column("message_id"), value_set=wanted)))
     return pa.concat_tables(tables) if tables else None
 
 
