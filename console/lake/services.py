@@ -179,18 +179,21 @@ def lake_history_fold(*, force=False, spark=None):
     store = lake()
     path = store.new_dir("history", "generation")
     started = time.perf_counter()
-    result = run_history_fold(
-        spark or spark_from_settings(),
-        HistoryFoldParams(
-            lake_root=str(store.root),
-            events=[(i, p) for i, p, _ in inputs.events],
-            # An empty generation (all its messages purged since) has nothing to read.
-            generations=[g.path for g in absorbed if g.rows],
-            out_dir=store.path(path),
-            buckets=buckets,
-            rows=rows,
-        ),
+    params = HistoryFoldParams(
+        lake_root=str(store.root),
+        events=[(i, p) for i, p, _ in inputs.events],
+        # An empty generation (all its messages purged since) has nothing to read.
+        generations=[g.path for g in absorbed if g.rows],
+        out_dir=store.path(path),
+        buckets=buckets,
+        rows=rows,
     )
+    try:
+        result = run_history_fold(spark or spark_from_settings(), params)
+    except Exception:
+        # Invisible without a commit, but a half-written generation is only litter.
+        shutil.rmtree(params.out_dir, ignore_errors=True)
+        raise
     return HistoryFold(
         inputs=inputs,
         absorbed=absorbed,

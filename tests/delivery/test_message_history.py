@@ -176,6 +176,14 @@ def test_several_messages_are_read_from_their_bucket_files_at_once(ledger, spark
     assert sorted(rows, key=key) == sorted(every_event("a") + every_event("c"), key=key)
 
 
+def test_a_file_gone_from_a_generation_is_an_error_not_an_empty_history(ledger, spark):
+    generation = lake_history_compact_if_due(force=True, spark=spark)
+    (lake().root / generation.path / "bucket-00000.parquet").unlink()
+
+    with pytest.raises(FileNotFoundError):
+        message_history(message_id="a")
+
+
 def test_an_empty_lake_has_nothing_to_compact(db, lake_root, spark):
     assert lake_history_compact_if_due(force=True, spark=spark) is None
     assert message_history(message_id="a") == []

@@ -28,7 +28,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from workers.jobs.state import read_tagged
-from workers.lake.history import GROUP_ROWS
+from workers.lake.history import GROUP_ROWS, bucket_name
 from workers.lake.schema import EVENT_SCHEMA, HISTORY_SCHEMA, spark_schema
 
 # Generations fall in size classes, each MERGE_RATIO times larger than the one below; a new
@@ -44,7 +44,13 @@ WRITTEN = "target string, rows long"
 
 
 def size_class(rows):
-    return math.floor(math.log(max(rows, 1), MERGE_RATIO))
+    """0 for 0 to 7 rows, 1 for 8 to 63, 2 for 64 to 511, ... (in integers: no rounding at the
+    bounds)."""
+    level = 0
+    while rows >= MERGE_RATIO:
+        rows //= MERGE_RATIO
+        level += 1
+    return level
 
 
 def merge_plan(sizes, new_rows):
@@ -173,6 +179,15 @@ def write_files(rows: DataFrame, *, tasks) -> dict:
     return {row["target"]: row["rows"] for row in written}
 
 
+def fill_empty_buckets(directory, buckets):
+    """An empty file for each bucket no row went to: a reader finds a file for every bucket, so
+    that one missing is an error (a lost file) rather than an empty history."""
+    for bucket in range(buckets):
+        path = Path(directory) / bucket_name(bucket)
+        if not path.exists():
+            pq.write_table(HISTORY_SCHEMA.empty_table(), path, compression="zstd")
+
+
 def run_history_fold(spark, params: HistoryFoldParams) -> HistoryFoldResult:
     rows = read_tagged(spark, params.lake_root, params.events, EVENT_SCHEMA)
     rows = rows.select(*HISTORY_SCHEMA.names)
@@ -185,4 +200,5 @@ def run_history_fold(spark, params: HistoryFoldParams) -> HistoryFoldResult:
         with_targets(rows, params.out_dir, params.buckets),
         tasks=task_count(params.rows, params.buckets),
     )
+    fill_empty_buckets(params.out_dir, params.buckets)
     return HistoryFoldResult(rows=sum(written.values()), files=len(written))

@@ -34,7 +34,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 from workers.engine import states as S
-from workers.jobs.history import task_count, with_targets, write_files
+from workers.jobs.history import fill_empty_buckets, task_count, with_targets, write_files
 from workers.jobs.refresh import quarantine_inflow
 from workers.jobs.state import COMMIT_ID, extract_events, read_tagged
 from workers.lake.schema import EVENT_SCHEMA, HISTORY_SCHEMA, MESSAGE_SCHEMA
@@ -184,6 +184,9 @@ def _rewrite_history(spark, params, purged, holding):
     kept = {g.id: 0 for g in chosen}
     for target, count in written.items():
         kept[int(Path(target).parent.name.removeprefix(f"{PARTITION}="))] += count
+    for g in chosen:
+        if kept[g.id]:
+            fill_empty_buckets(rewritten_dir(params.out_dir, "history", g.id), g.buckets)
     return kept
 
 

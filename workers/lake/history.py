@@ -6,7 +6,8 @@ bytes, which Spark computes the same way), each file sorted by message id in sma
 with statistics on the id only. One message's events in a generation are therefore in one file
 whose name is computed from the id, and in one or two of its row groups, which the footer's
 statistics point at (workers.lake.store.message_rows): a small read, whatever the size of the
-lake.
+lake. Every bucket has its file, empty when no message hashes to it: a file missing is an error,
+not an empty history.
 
 Files are written by the Spark job (workers.jobs.history) and read here with pyarrow, as the
 console reads a message's history on the request path (no Spark there).
@@ -65,10 +66,7 @@ def read_message(directories, message_id):
     commit): a table of EVENT_SCHEMA."""
     tables = []
     for directory, buckets in directories:
-        try:
-            found = message_rows(bucket_path(directory, message_id, buckets), message_id)
-        except FileNotFoundError:
-            continue  # no message of the generation hashes to this bucket
+        found = message_rows(bucket_path(directory, message_id, buckets), message_id)
         if found is not None:
             tables.append(found.select(EVENT_SCHEMA.names))
     if not tables:
@@ -87,10 +85,7 @@ def read_messages(directories, message_ids):
         for message_id in wanted:
             by_bucket.setdefault(bucket_of(message_id, buckets), []).append(message_id)
         for bucket, ids in sorted(by_bucket.items()):
-            try:
-                found = messages_rows(Path(directory) / bucket_name(bucket), ids)
-            except FileNotFoundError:
-                continue
+            found = messages_rows(Path(directory) / bucket_name(bucket), ids)
             if found is not None:
                 tables.append(found.select(EVENT_SCHEMA.names))
     if not tables:

@@ -101,11 +101,9 @@ class Lake:
 
 def parquet_files(directory):
     """The data files of a committed directory, in name order (Spark's _SUCCESS, .crc and our
-    hidden temporary files left out)."""
-    try:
-        names = os.listdir(directory)
-    except FileNotFoundError:
-        return []
+    hidden temporary files left out). A committed directory that is not there raises
+    FileNotFoundError, as a dataset read does."""
+    names = os.listdir(directory)
     return [
         os.path.join(directory, name)
         for name in sorted(names)
