@@ -15,6 +15,8 @@ from pathlib import Path
 BENCH_DIR = Path(__file__).resolve().parent
 RESULTS_DIR = BENCH_DIR / "results"
 PREFIX = "bench_"
+# Run only when named (`python -m bench scale`): hours and tens of GiB at their default size.
+ON_REQUEST = {"scale"}
 
 
 def discover():
@@ -100,7 +102,7 @@ def main(argv=None):
     unknown = sorted(set(args.names) - set(available))
     if unknown:
         parser.error(f"unknown benchmark(s): {', '.join(unknown)}; have: {', '.join(available)}")
-    names = args.names or available
+    names = args.names or [name for name in available if name not in ON_REQUEST]
     if not names:
         print("No benchmarks yet: add bench/bench_<name>.py with a run() -> list[dict].")
         return 0

@@ -48,3 +48,16 @@ class LakeCommit(models.Model):
 
     def __str__(self):
         return f"{self.dataset}:{self.path} ({self.row_count} rows)"
+
+
+class LakeRewrite(models.Model):
+    """A rewrite of committed directories under way (a purge's, R15). The compactions leave the
+    lake alone while one holds: a snapshot or history generation committed meanwhile would make
+    the rewrite's swap fail (console.lake.services.LakeChanged), and a purge takes many minutes
+    at millions of messages. `until` bounds the wait if the rewriter dies without letting go."""
+
+    holder = models.CharField(max_length=100, unique=True)
+    until = models.DateTimeField()
+
+    def __str__(self):
+        return f"{self.holder} until {self.until:%Y-%m-%d %H:%M:%S}"

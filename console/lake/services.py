@@ -4,6 +4,7 @@ transaction as the bookkeeping that goes with it (ARCHITECTURE: lake commits).""
 import logging
 import shutil
 import time
+from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -11,7 +12,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from console.lake.models import Epoch, LakeCommit
+from console.lake.models import Epoch, LakeCommit, LakeRewrite
 from console.lake.signals import events_to_fold
 from workers.lake.store import Lake
 
@@ -81,6 +82,23 @@ def lake_commits_retire(*, ids):
     )
 
 
+@contextmanager
+def lake_rewrite_held(*, holder, seconds):
+    """Keep the compactions off the lake while the caller rewrites it (console.retention's
+    purge): none starts, and one that read the lake before commits nothing. The hold lapses
+    after `seconds` if the caller dies holding it."""
+    until = timezone.now() + timedelta(seconds=seconds)
+    LakeRewrite.objects.update_or_create(holder=holder, defaults={"until": until})
+    try:
+        yield
+    finally:
+        LakeRewrite.objects.filter(holder=holder).delete()
+
+
+def _rewrite_under_way():
+    return LakeRewrite.objects.filter(until__gt=timezone.now()).exists()
+
+
 def lake_state_compact_if_due(*, force=False, spark=None):
     """Fold the newest snapshot and the event commits after it into a new state snapshot, and
     swap it in with one transaction. Returns the new snapshot's commit, or None."""
@@ -88,6 +106,8 @@ def lake_state_compact_if_due(*, force=False, spark=None):
     from console.spark import spark_from_settings
     from workers.jobs.state import extract_state
 
+    if _rewrite_under_way():
+        return None
     inputs = lake_state_inputs()
     if not inputs.event_paths:
         return None
@@ -103,7 +123,7 @@ def lake_state_compact_if_due(*, force=False, spark=None):
     rows = session.read.parquet(store.path(path)).count()
     with transaction.atomic():
         lake_commit_lock()
-        if _state_inputs_changed(inputs):
+        if _rewrite_under_way() or _state_inputs_changed(inputs):
             # A purge rewrote what this snapshot was folded from (R15): committing it would bring
             # purged messages back. The next compaction folds the lake as it is now.
             shutil.rmtree(store.path(path), ignore_errors=True)
@@ -142,6 +162,8 @@ def lake_history_compact_if_due(*, force=False, spark=None):
     transaction. Due when HISTORY_COMPACT_AFTER_COMMITS events commits are outstanding (it runs
     where the state snapshot's compaction runs). Returns the new generation's commit, or None."""
     lake_history_dirs_delete()
+    if _rewrite_under_way():
+        return None
     fold = lake_history_fold(force=force, spark=spark)
     return lake_history_fold_commit(fold) if fold is not None else None
 
@@ -213,10 +235,11 @@ def lake_history_fold_commit(fold):
     upto = inputs.events[-1][0]
     with transaction.atomic():
         lake_commit_lock()
-        if _history_inputs_changed(inputs):
+        if _rewrite_under_way() or _history_inputs_changed(inputs):
             # A purge rewrote what this generation was folded from (R15), or another compaction
             # got there first: committing it would bring purged messages back, or fold events
-            # twice. The next compaction folds the lake as it is now.
+            # twice. A purge under way would fail at its swap if this committed now. The next
+            # compaction folds the lake as it is then.
             shutil.rmtree(lake().path(fold.path), ignore_errors=True)
             log.info("history generation %s: the lake changed meanwhile; dropped", fold.path)
             return None

@@ -46,6 +46,7 @@ from console.lake.services import (
     lake_commit_lock,
     lake_commits_rewrite,
     lake_history_dirs_delete,
+    lake_rewrite_held,
 )
 from console.lake.signals import events_to_fold
 from console.queues.models import Queue
@@ -69,6 +70,9 @@ log = logging.getLogger(__name__)
 REENQUEUE_AFTER = timedelta(minutes=1)
 # A purge whose worker died this many times is given up on.
 MAX_ATTEMPTS = 3
+# The purge task's time limit: how long the compactions wait for a purge that dies holding the
+# lake (console.lake.services.lake_rewrite_held).
+TIME_LIMIT_SECONDS = 3600
 
 
 class LeaseLost(Exception):
@@ -139,7 +143,10 @@ def purge_execute(*, purge_id, now=None, spark=None):
             _preview(purge, worker, spark, written)
         else:
             purge_dirs_delete(now=purge.now)
-            with refresh_lock_held() as refresh_lock:
+            with (
+                lake_rewrite_held(holder=f"purge:{purge.id}", seconds=TIME_LIMIT_SECONDS),
+                refresh_lock_held() as refresh_lock,
+            ):
                 _purge(purge, worker, spark, written, refresh_lock)
             # Refreshes were kept off meanwhile: ask for one now rather than at beat's next tick.
             events_to_fold.send(sender=PurgeRun)

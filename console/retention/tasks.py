@@ -7,14 +7,22 @@ import logging
 
 from celery import shared_task
 
-from console.retention.execution import purge_execute, purge_run, purges_sweep
+from console.retention.execution import (
+    TIME_LIMIT_SECONDS,
+    purge_execute,
+    purge_run,
+    purges_sweep,
+)
 from console.retention.services import PurgeBusy
 
 log = logging.getLogger(__name__)
 
 
 @shared_task(
-    name="workers.tasks.purge_task", soft_time_limit=3300, time_limit=3600, ignore_result=True
+    name="workers.tasks.purge_task",
+    soft_time_limit=TIME_LIMIT_SECONDS - 300,
+    time_limit=TIME_LIMIT_SECONDS,
+    ignore_result=True,
 )
 def purge_task(purge_id=None):
     """On the spark worker: the scheduler's daily purge (no id: a new one, run by "system"), or

@@ -2,17 +2,21 @@
 as they leave the events commits, the others' histories stay as they were, and a compaction
 that read the lake before a purge swapped it commits nothing."""
 
+from datetime import timedelta
 from pathlib import Path
 
 import pyarrow.parquet as pq
 import pytest
+from django.utils import timezone
 
 from console.delivery.selectors import message_history
-from console.lake.models import LakeCommit
+from console.lake.models import LakeCommit, LakeRewrite
 from console.lake.services import (
     lake_history_compact_if_due,
     lake_history_fold,
     lake_history_fold_commit,
+    lake_rewrite_held,
+    lake_state_compact_if_due,
 )
 from console.retention.models import PurgeRun
 
@@ -86,3 +90,42 @@ def test_a_compaction_racing_a_purge_does_not_bring_purged_events_back(shore, li
     for mid in PURGED:
         assert message_history(message_id=mid) == []
     assert [message_history(message_id=mid)[-1]["to_state"] for mid in KEPT] == list(KEPT.values())
+
+
+def test_no_compaction_touches_the_lake_while_a_purge_rewrites_it(shore, lived, lake_root):
+    # Folded before the purge began, committed while it holds the lake: dropped, or the purge
+    # would fail at its swap (a generation it did not read).
+    fold = lake_history_fold(force=True, spark=shore.spark)
+    with lake_rewrite_held(holder="purge:test", seconds=600):
+        assert lake_history_fold_commit(fold) is None
+        assert lake_history_compact_if_due(force=True, spark=shore.spark) is None
+        assert lake_state_compact_if_due(force=True, spark=shore.spark) is None
+    assert not LakeCommit.objects.filter(dataset__in=["history", "state"]).exists()
+    assert not (lake_root / fold.path).exists()
+
+    # Let go, the lake is the compactions' again.
+    assert lake_history_compact_if_due(force=True, spark=shore.spark) is not None
+    assert lake_state_compact_if_due(force=True, spark=shore.spark) is not None
+
+
+def test_a_hold_its_purge_died_with_lapses(shore, lived):
+    LakeRewrite.objects.create(holder="purge:dead", until=timezone.now() - timedelta(seconds=1))
+    assert lake_history_compact_if_due(force=True, spark=shore.spark) is not None
+
+
+def test_a_purge_holds_the_lake_until_it_has_swapped(shore, lived, monkeypatch):
+    import console.retention.execution as execution
+
+    seen = []
+    swap = execution.lake_commits_rewrite
+
+    def watching(**kwargs):
+        seen.append(list(LakeRewrite.objects.values_list("holder", flat=True)))
+        return swap(**kwargs)
+
+    monkeypatch.setattr(execution, "lake_commits_rewrite", watching)
+    purge = shore.purge()
+
+    assert purge.status == PurgeRun.DONE, purge.error
+    assert seen == [[f"purge:{purge.id}"]]
+    assert not LakeRewrite.objects.exists()

@@ -1,0 +1,215 @@
+"""The product at scale on one machine (issue 11): a documented run, not part of `make bench`'s
+default set (it takes long and a lot of disk); run it by name: `python -m bench scale`.
+
+N messages (BENCH_MESSAGES, default 10M) go through the product's own paths, in this process:
+1. ingest from JSON Lines files (console.ingest.services.ingest_file): 90 % into `bench.scale`,
+   one in a thousand of them poison (a required field missing: PermanentFailure), and 10 % into
+   `bench.scale.bad`, a producer's bug that the same handler refuses, every one;
+2. one delivery run on Spark over all of them: the poison and the bad producer's messages end
+   in NDLV, the rest DLVD;
+3. a full refresh of the read models (what a new console or a lost database pays), then an
+   incremental one after a small delivery run (what every run pays);
+4. browse and detail pages of the console, p50 and p95 (Django's test client, in process);
+5. a bulk reprocess of the bad producer's messages (10 % of N) once "fixed": approve -> every one
+   TBDL and the views current.
+Each step's wall time and the peak resident memory of this process tree (the Spark driver, its
+JVM and its Python workers: what the spark worker holds) are printed; the lake's size on disk too.
+"""
+
+import json
+import os
+import subprocess
+import time
+
+from bench.support import PeakMemory, django_setup, fresh_state, messages_from_env
+
+GOOD, BAD = "bench.scale", "bench.scale.bad"
+POISON_EVERY = 1_000
+FILE_ROWS = 1_000_000  # messages per JSON Lines file: ingest reads one file at a time
+REQUESTS = 30
+
+
+def _write(path, first, n, *, queue, prefix, broken):
+    """n orders in the ingest format; `broken(i)`: that order lacks its customer field."""
+    with open(path, "w") as f:
+        for i in range(first, first + n):
+            order = {"order_id": f"{prefix}{i:09d}", "items": [{"sku": f"SKU-{i % 500:05d}"}]}
+            if not broken(i):
+                order["customer"] = f"c{i % 100_000:06d}"
+            record = {
+                "id": f"{prefix}{i:09d}",
+                "queue": queue,
+                "body": json.dumps(order, separators=(",", ":")),
+                "content_type": "application/json",
+                "conversation_id": f"conv-{prefix}{i // 4:09d}",
+                "sender": "shop@example.test",
+            }
+            f.write(json.dumps(record, separators=(",", ":")))
+            f.write("\n")
+    return path
+
+
+def _ingest(folder, n, *, queue, prefix, broken):
+    from console.ingest.services import ingest_file
+
+    accepted = 0
+    for first in range(0, n, FILE_ROWS):
+        path = _write(
+            folder / f"{prefix}-{first}.jsonl",
+            first,
+            min(FILE_ROWS, n - first),
+            queue=queue,
+            prefix=prefix,
+            broken=broken,
+        )
+        accepted += ingest_file(path=path, source="bench").accepted
+        path.unlink()
+    return accepted
+
+
+def _percentile(samples, p):
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def _pages(urls):
+    """p50 and p95 in milliseconds of GETting the urls in turn, after a warm-up round."""
+    from django.test import Client
+
+    from bench.bench_console import _operator
+
+    client = Client()
+    client.force_login(_operator())
+    samples = []
+    for i in range(len(urls) + REQUESTS):
+        started = time.perf_counter()
+        response = client.get(urls[i % len(urls)])
+        elapsed = (time.perf_counter() - started) * 1000
+        assert response.status_code == 200, (urls[i % len(urls)], response.status_code)
+        if i >= len(urls):
+            samples.append(elapsed)
+    return round(_percentile(samples, 50), 1), round(_percentile(samples, 95), 1)
+
+
+def _people():
+    from bench.bench_decisions import _people as people
+
+    return people()
+
+
+def _du_mib(path):
+    done = subprocess.run(["du", "-sm", str(path)], capture_output=True, text=True, check=False)
+    return int(done.stdout.split()[0]) if done.returncode == 0 else None
+
+
+def run():
+    django_setup()
+    from django.conf import settings
+    from django.db import connection
+
+    from console.decisions.execution import action_request_execute
+    from console.decisions.services import Action, action_request_approve, action_request_create
+    from console.delivery.services import delivery_run
+    from console.queues.models import Queue
+    from console.readmodels.models import MessageIndex
+    from console.readmodels.services import read_models_refresh
+    from console.spark import spark_from_settings
+
+    n = messages_from_env(10_000_000)
+    bad = n // 10
+    good = n - bad
+    cores = os.cpu_count()
+    backend = connection.vendor
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
+    lake_root = fresh_state("scale")
+    inputs = lake_root.parent / "scale-input"
+    inputs.mkdir(exist_ok=True)
+    for name in (GOOD, BAD):
+        Queue.objects.create(name=name, handler="workers.demo.handlers.orders")
+    rows = []
+
+    def row(step, seconds, memory=None, **more):
+        rows.append(
+            {
+                "step": step,
+                "backend": backend,
+                "messages": n,
+                "seconds": round(seconds, 1),
+                **({"peak_mib": memory.peak_mib} if memory else {}),
+                **more,
+                "cores": cores,
+            }
+        )
+
+    started = time.perf_counter()
+    with PeakMemory() as memory:
+        accepted = _ingest(
+            inputs, good, queue=GOOD, prefix="g", broken=lambda i: i % POISON_EVERY == 7
+        )
+        accepted += _ingest(inputs, bad, queue=BAD, prefix="b", broken=lambda i: True)
+    seconds = time.perf_counter() - started
+    assert accepted == n, accepted
+    row("ingest (JSON Lines)", seconds, memory, per_second=round(n / seconds))
+
+    spark = spark_from_settings()
+    started = time.perf_counter()
+    with PeakMemory() as memory:
+        run = delivery_run(spark=spark)
+    seconds = time.perf_counter() - started
+    poison = len(range(7, good, POISON_EVERY))
+    assert run.outcomes["states"] == {"DLVD": good - poison, "NDLV": poison + bad}, run.outcomes
+    row("delivery run (all)", seconds, memory, per_second=round(n / seconds))
+
+    started = time.perf_counter()
+    with PeakMemory() as memory:
+        read_models_refresh(full=True, spark=spark)
+    row("refresh, full", time.perf_counter() - started, memory)
+    assert MessageIndex.objects.filter(state="NDLV").count() == poison + bad
+
+    # A trickle after all that: what each later run and refresh costs with N in the lake.
+    _ingest(inputs, 100, queue=GOOD, prefix="t", broken=lambda i: i == 0)
+    started = time.perf_counter()
+    small = delivery_run(spark=spark)
+    row("delivery run (100 new)", time.perf_counter() - started, claimed=small.claimed)
+    started = time.perf_counter()
+    read_models_refresh(spark=spark)
+    row("refresh, 100 changes", time.perf_counter() - started)
+
+    sample = MessageIndex.objects.filter(queue=GOOD).order_by("message_id").first()
+    pages = {
+        "browse: first page": ["/messages/"],
+        "browse: one queue, NDLV": [f"/messages/?queue={GOOD}&state=NDLV"],
+        "browse: reason text": ["/messages/?q=customer"],
+        "detail": [f"/messages/{sample.message_id}/"],
+        "dashboard": ["/"],
+    }
+    for name, urls in pages.items():
+        p50, p95 = _pages(urls)
+        rows.append({"step": name, "backend": backend, "messages": n, "p50_ms": p50,
+                     "p95_ms": p95, "cores": cores})  # fmt: skip
+
+    people = _people()
+    started = time.perf_counter()
+    request = action_request_create(
+        actor=people["operator"],
+        scope={"kind": "filter", "filters": {"queue": BAD, "state": "NDLV"}},
+        action=Action(kind="reprocess"),
+        comment="bench: the producer is fixed",
+    )
+    frozen = time.perf_counter() - started
+    assert request.count == bad, request.count
+    started = time.perf_counter()
+    with PeakMemory() as memory:
+        action_request_approve(actor=people["approver"], request=request)
+        request = action_request_execute(request_id=request.id, spark=spark)
+    seconds = time.perf_counter() - started
+    assert (request.status, request.done) == ("done", bad), (request.status, request.done)
+    row(
+        f"bulk reprocess of {bad:,}",
+        seconds,
+        memory,
+        per_second=round(bad / seconds),
+        request_seconds=round(frozen, 1),
+    )
+    rows.append({"step": "lake on disk", "messages": n, "mib": _du_mib(lake_root)})
+    return rows
