@@ -45,6 +45,9 @@ class DeliveryLock(models.Model):
     queue = models.CharField(max_length=100, primary_key=True)
     run = models.ForeignKey(DeliveryRun, on_delete=models.CASCADE, related_name="locks")
     since = models.DateTimeField()
+    # Asked for while held (new messages, a decision): what the run read before cannot include
+    # them, so the queue gets its next run as soon as this one lets go.
+    wanted = models.BooleanField(default=False)
 
     def __str__(self):
         return f"{self.queue} held by run {self.run_id}"

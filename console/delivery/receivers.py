@@ -4,12 +4,13 @@ from django.core.cache import cache
 from django.db import transaction
 from django.dispatch import receiver
 
+from console.delivery.signals import queues_wanted
 from console.delivery.tasks import delivery_run_enqueue
 from console.ingest.signals import messages_arrived
 
 # Ingests of one queue closer together than this wake it once: a burst of API calls must not
 # queue a run task each ahead of the spark worker's other work. What a skipped wake would have
-# delivered, the running run's successor (beat's next tick) delivers.
+# delivered, the first wake's run, or the one after it, delivers.
 WAKE_DEBOUNCE_SECONDS = 1
 
 
@@ -19,9 +20,14 @@ def _wake_on_ingest(sender, queues, **kwargs):
     transaction.on_commit(lambda: delivery_wake(queues), robust=True)
 
 
+@receiver(queues_wanted, dispatch_uid="delivery.rerun_wanted")
+def _rerun_wanted(sender, queues, **kwargs):
+    transaction.on_commit(lambda: delivery_run_enqueue(queues=sorted(queues)), robust=True)
+
+
 def delivery_wake(queues):
     """Hand the queues that got new messages to delivery runs now (those whose run is still
-    going get theirs at the next tick)."""
+    going get theirs as soon as it ends)."""
     woken = [
         q for q in sorted(queues) if cache.add(f"delivery:woken:{q}", 1, WAKE_DEBOUNCE_SECONDS)
     ]

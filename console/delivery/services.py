@@ -22,6 +22,7 @@ from django.utils import timezone
 from console.audit.services import audit_record
 from console.delivery.models import DeliveryLock, DeliveryRun
 from console.delivery.poison import poison_entries_put, poison_feed_dir, poison_snapshot
+from console.delivery.signals import queues_wanted
 from console.heartbeat import Heartbeat
 from console.lake.selectors import lake_committed, lake_paths, lake_state_inputs
 from console.lake.services import epoch_allocate, lake, lake_commit_record
@@ -73,7 +74,14 @@ def _run_leave(run, *, status, **fields):
         status=status, finished_at=fields.pop("finished_at", None) or timezone.now(), **fields
     )
     if won == 1:
-        DeliveryLock.objects.filter(run_id=run.id).delete()
+        locks = DeliveryLock.objects.filter(run_id=run.id)
+        # Locked first: a dispatch marking one wanted either lands before this reads it, or
+        # waits for the delete and then finds the queue free (and hands it over itself).
+        held = list(locks.select_for_update().values_list("queue", "wanted"))
+        wanted = [queue for queue, asked in held if asked]
+        locks.delete()
+        if wanted:
+            queues_wanted.send(sender=DeliveryRun, queues=wanted)
     return won == 1
 
 
@@ -95,7 +103,14 @@ def delivery_dispatch(*, enqueue, now=False, queues=None):
     hold a due message to `enqueue(queue)`, each for a run of its own (R16). A queue with nothing
     due gets no run, so an idle product starts no Spark job. A queue handed over within the last
     DELIVERY_INTERVAL_SECONDS is not handed over again unless `now`: its task may still be
-    waiting for a worker. Returns the queues handed over."""
+    waiting for a worker. Asked for `now`, a queue a run holds is marked wanted instead: it gets
+    its next run as soon as that run lets go (`_run_leave`). Returns the queues handed over."""
+    if now:
+        # Before the holders are read: a run that lets go in between has seen the mark.
+        marked = DeliveryLock.objects.all()
+        if queues is not None:
+            marked = marked.filter(queue__in=list(queues))
+        marked.update(wanted=True)
     held = set(DeliveryLock.objects.values_list("queue", flat=True))
     free = Queue.objects.filter(enabled=True).exclude(name__in=held).order_by("name")
     if queues is not None:

@@ -5,11 +5,13 @@ from datetime import timedelta
 
 import pytest
 from django.core.cache import cache
+from django.db import transaction
 from django.utils import timezone
 
 from console.delivery.models import DeliveryLock, DeliveryRun
 from console.delivery.receivers import delivery_wake
-from console.delivery.services import delivery_dispatch, leases_sweep
+from console.delivery.services import _run_leave, delivery_dispatch, leases_sweep
+from console.delivery.signals import queues_wanted
 from console.ingest.services import messages_ingest
 from console.lake.models import LakeCommit
 from console.queues.models import Queue
@@ -197,3 +199,42 @@ def test_a_burst_of_ingests_wakes_a_queue_once(queues, monkeypatch):
     delivery_wake({"orders"})  # within WAKE_DEBOUNCE_SECONDS of the first
 
     assert cache.get("delivery:dispatched:orders") is None
+
+
+def test_a_queue_asked_for_while_its_run_goes_on_gets_its_next_run_as_soon_as_it_ends(
+    queues, django_capture_on_commit_callbacks
+):
+    run = _running("orders")
+    handed, wanted = [], []
+
+    def heard(sender, queues, **kwargs):
+        wanted.extend(queues)
+
+    queues_wanted.connect(heard)
+
+    # New messages for a held queue: its run read the lake before them, so the queue is
+    # marked, not handed over beside the run.
+    assert delivery_dispatch(enqueue=handed.append, now=True, queues=["orders"]) == []
+    assert DeliveryLock.objects.get(queue="orders").wanted
+
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+        _run_leave(run, status=DeliveryRun.COMMITTED)
+
+    queues_wanted.disconnect(heard)
+    assert wanted == ["orders"]
+    # The run's end handed it over at once (not at beat's next tick).
+    assert cache.get("delivery:dispatched:orders") == 1
+    assert not DeliveryLock.objects.exists()
+
+
+def test_a_run_nobody_asked_for_meanwhile_ends_without_handing_its_queues_over(
+    queues, django_capture_on_commit_callbacks
+):
+    run = _running("orders", "payments")
+    delivery_dispatch(enqueue=[].append, now=True, queues=["payments"])
+
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+        _run_leave(run, status=DeliveryRun.COMMITTED)
+
+    assert cache.get("delivery:dispatched:orders") is None
+    assert cache.get("delivery:dispatched:payments") == 1
