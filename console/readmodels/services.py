@@ -344,16 +344,26 @@ def _groups_apply(cursor, path, *, full):
     if full:
         cursor.execute(f"DELETE FROM {groups}")  # noqa: S608
     updates = ", ".join(f"{_q(c)} = excluded.{_q(c)}" for c in GROUP_FIELDS[1:])
+    last_seen = f"{groups}.{_q('last_seen')}"
+    # A group's description is its latest failure's: a change that brings an older failure of
+    # the group (a message reprocessed) leaves a newer sample where it is.
     upsert = (
         f"INSERT INTO {groups} ({names}, {_q('count')}, {_q('states')}) "  # noqa: S608
         f"VALUES ({', '.join(['%s'] * len(GROUP_FIELDS))}, 0, %s) "
-        f"ON CONFLICT ({_q('fingerprint')}) DO UPDATE SET {updates}"
+        f"ON CONFLICT ({_q('fingerprint')}) DO UPDATE SET {updates} "
+        f"WHERE {last_seen} IS NULL OR {last_seen} <= %s"
     )
     empty = FailureGroup._meta.get_field("states").get_db_prep_value({}, connection)
     dataset = _dataset(path)
-    for batch in _batches(dataset, GROUP_FIELDS, None):
+    for batch in _batches(dataset, [*GROUP_FIELDS, "sample_at"], None):
         columns = [batch.column(c).to_pylist() for c in GROUP_FIELDS]
-        cursor.executemany(upsert, [(*row, empty) for row in zip(*columns, strict=True)])
+        sampled = [
+            connection.ops.adapt_datetimefield_value(at)
+            for at in batch.column("sample_at").to_pylist()
+        ]
+        cursor.executemany(
+            upsert, [(*row, empty, at) for *row, at in zip(*columns, sampled, strict=True)]
+        )
         cursor.executemany(
             "INSERT INTO refresh_groups (fingerprint) VALUES (%s) ON CONFLICT DO NOTHING",
             [(f,) for f in columns[0]],

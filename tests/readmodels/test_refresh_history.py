@@ -104,3 +104,34 @@ def test_an_incremental_refresh_over_history_generations_agrees_with_a_full_one(
 
     assert read_models() == incremental
     assert incremental["stats"] == {"orders": {"NDLV": MESSAGES - 300, "TBDL": 300}}
+
+
+@pytest.mark.parametrize("targeted_messages", [0, 50_000], ids=["spark scan", "pyarrow"])
+def test_the_affected_messages_metadata_is_the_same_read_either_way(
+    quarantined, spark, monkeypatch, targeted_messages
+):
+    # Few new events: their messages' rows are read with pyarrow from the row groups that may
+    # hold them; many: by a Spark scan of every messages commit. Same read models either way.
+    monkeypatch.setattr("workers.jobs.refresh.TARGETED_MESSAGES", targeted_messages)
+    extra = [f"n-{i:03d}" for i in range(20)]
+    messages_ingest(records=[{"id": m, "queue": "orders", "body": "{}"} for m in extra], source="t")
+    commit([(quarantined[5], "NDLV", "TBDL"), *((m, "TBDL", "DLNG") for m in extra)])
+    assert read_models_refresh(spark=spark).changed == 21
+    incremental = read_models()
+    assert incremental["index"][extra[3]]["body_path"].startswith("messages/")
+
+    read_models_refresh(full=True, spark=spark)
+
+    assert read_models() == incremental
+
+
+def test_a_reprocessed_old_failure_leaves_its_group_described_by_the_latest(quarantined, spark):
+    from console.readmodels.models import FailureGroup
+
+    group = FailureGroup.objects.get()
+    assert group.sample_message_id == quarantined[-1]  # the latest failure
+
+    commit([(quarantined[5], "NDLV", "TBDL")])
+    read_models_refresh(spark=spark)
+
+    assert FailureGroup.objects.get().sample_message_id == quarantined[-1]

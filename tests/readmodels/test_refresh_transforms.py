@@ -197,8 +197,8 @@ def test_group_rows_describe_each_group_by_its_latest_failure(spark):
     assertDataFrameEqual(
         group_rows(rows),
         [
-            Row("g1", "orders", "E", "order <n>", "", "m2", "order 2", "s2"),
-            Row("g2", "orders", "F", "other", "", "m3", "other", "s3"),
+            Row("g1", "orders", "E", "order <n>", "", "m2", "order 2", "s2", naive(T0 + MINUTE)),
+            Row("g2", "orders", "F", "other", "", "m3", "other", "s3", naive(T0)),
         ],
     )
 
@@ -236,4 +236,5 @@ def test_the_job_writes_the_failure_group_columns_the_loader_reads():
     from console.readmodels.services import GROUP_FIELDS
     from workers.jobs.refresh import GROUP_COLUMNS
 
-    assert list(GROUP_COLUMNS) == GROUP_FIELDS
+    # And when each group's sample failed, which decides whether it replaces the group's.
+    assert list(GROUP_COLUMNS) == [*GROUP_FIELDS, "sample_at"]

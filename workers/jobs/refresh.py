@@ -18,6 +18,7 @@ No Django here: the task passes paths and flags. Column lengths mirror console.r
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow as pa
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
@@ -27,12 +28,22 @@ from workers.engine import states as S
 from workers.jobs.fingerprint import digest_column, frames_column, masked_column
 from workers.jobs.state import EVENT_COLUMNS, extract_events, extract_messages
 from workers.lake.history import GROUP_ROWS, read_messages
-from workers.lake.schema import HISTORY_SCHEMA, spark_schema
+from workers.lake.schema import (
+    HISTORY_SCHEMA,
+    MESSAGE_COLUMNS_WITHOUT_BODY,
+    MESSAGE_SCHEMA,
+    spark_schema,
+)
+from workers.lake.store import conform, messages_rows, parquet_files
 
 # A failure as workers.engine.states.is_failure says it, for Spark.
 FAILED_FROM = S.DLNG
 FAILED_TO = tuple(sorted(S.FAILED_TO))
 REASON_MAX = 500
+# An incremental refresh of at most this many new events reads the affected messages' metadata
+# with pyarrow, from the row groups that may hold them: a few thousand messages' rows cost
+# milliseconds, where a Spark scan of every messages commit grows with the lake.
+TARGETED_MESSAGES = 50_000
 # CharField lengths of console.readmodels.models: PostgreSQL refuses a longer value.
 LENGTHS = {
     "exception_type": 200,
@@ -76,6 +87,7 @@ GROUP_COLUMNS = [
     "sample_message_id",
     "sample_reason",
     "sample_stack",
+    "sample_at",
 ]
 
 
@@ -250,6 +262,7 @@ def group_rows(rows: DataFrame) -> DataFrame:
         "message_id",
         "sample_reason",
         "sample_stack",
+        "last_failure_at",
     )
     return (
         rows.where(F.col("indexed") & (F.col("group_id") != ""))
@@ -264,6 +277,8 @@ def group_rows(rows: DataFrame) -> DataFrame:
             F.col("g.message_id").alias("sample_message_id"),
             F.col("g.sample_reason").alias("sample_reason"),
             F.col("g.sample_stack").alias("sample_stack"),
+            # When the sample failed: an incremental refresh keeps the group's newer sample.
+            F.col("g.last_failure_at").alias("sample_at"),
         )
     )
 
@@ -324,22 +339,53 @@ def affected_history(spark, params: RefreshParams, affected: DataFrame) -> DataF
     return extract_events(spark, [str(path)]).unionByName(recent)
 
 
+def every_message(spark, params: RefreshParams) -> DataFrame:
+    """Every message row but its body, with `body_path`: a Spark scan of every messages commit."""
+    messages = extract_messages(spark, params.message_paths).drop("body")
+    if not params.message_paths:
+        return messages.withColumn("body_path", F.lit(""))
+    return with_body_path(messages)
+
+
+def affected_messages(spark, params: RefreshParams, affected: DataFrame) -> DataFrame:
+    """The `affected` messages' rows (every version) but their bodies, with `body_path`. When
+    they are few (TARGETED_MESSAGES), read with pyarrow on the driver from each messages
+    commit's row groups whose id range holds one of them (ingest sorts its files by id), rather
+    than by a Spark scan of every messages commit."""
+    if params.new_event_rows > TARGETED_MESSAGES or not params.message_paths:
+        return every_message(spark, params).join(affected, on="message_id", how="left_semi")
+    ids = sorted(row["message_id"] for row in affected.collect())
+    columns = MESSAGE_COLUMNS_WITHOUT_BODY
+    read = pa.schema([MESSAGE_SCHEMA.field(c) for c in columns])
+    schema = read.append(pa.field("body_path", pa.string()))
+    tables = []
+    for directory in params.message_paths:
+        # Lake.new_dir names every directory dataset/day/name: what body_path holds.
+        relative = "/".join(Path(directory).parts[-3:])
+        for path in parquet_files(directory):
+            found = messages_rows(path, ids, columns) if ids else None
+            if found is not None:
+                found = conform(found, read)
+                tables.append(found.append_column("body_path", pa.repeat(relative, len(found))))
+    table = pa.concat_tables(tables) if tables else schema.empty_table()
+    path = Path(staging(params.out_dir, "messages"))
+    path.mkdir(parents=True)
+    pq.write_table(table, path / "part-00000.parquet")
+    return spark.read.schema(spark_schema(schema)).parquet(str(path))
+
+
 def run_refresh(spark, params: RefreshParams) -> RefreshResult:
     result = RefreshResult()
     new_events = extract_events(spark, params.new_event_paths)
-    messages = extract_messages(spark, params.message_paths)
-    if params.message_paths:
-        messages = with_body_path(messages).drop("body")
-    else:
-        messages = messages.drop("body").withColumn("body_path", F.lit(""))
     if params.full:
         history = extract_generations(spark, [d for d, _, _ in params.generations]).unionByName(
             extract_events(spark, params.event_paths)
         )
+        messages = every_message(spark, params)
     else:
         affected = new_events.select("message_id").distinct()
         history = affected_history(spark, params, affected)
-        messages = messages.join(affected, on="message_id", how="left_semi")
+        messages = affected_messages(spark, params, affected)
 
     rows_path = staging(params.out_dir, "rows")
     index_rows(summarize(history), messages).write.parquet(rows_path)

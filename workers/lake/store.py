@@ -133,9 +133,10 @@ def message_rows(path, message_id):
     return pa.concat_tables(tables) if tables else None
 
 
-def messages_rows(path, message_ids):
+def messages_rows(path, message_ids, columns=None):
     """The rows of several messages (`message_ids`, sorted) in one Parquet file, or None: as
-    `message_rows`, a row group looked at only when its id range holds one of them."""
+    `message_rows`, a row group looked at only when its id range holds one of them. `columns`:
+    those only (message_id among them), e.g. a message's row but its body."""
     parquet = pq.ParquetFile(path)
     metadata = parquet.metadata
     column = metadata.schema.names.index("message_id")
@@ -150,7 +151,7 @@ def messages_rows(path, message_ids):
         ids = parquet.read_row_group(group, columns=["message_id"], use_threads=False).column(0)
         if not pc.any(pc.is_in(ids, value_set=wanted)).as_py():
             continue
-        rows = parquet.read_row_group(group, use_threads=False)
+        rows = parquet.read_row_group(group, columns=columns, use_threads=False)
         tables.append(rows.filter(pc.is_in(rows.column("message_id"), value_set=wanted)))
     return pa.concat_tables(tables) if tables else None
 
