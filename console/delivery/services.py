@@ -23,7 +23,7 @@ from console.audit.services import audit_record
 from console.delivery.models import DeliveryLock, DeliveryRun
 from console.delivery.poison import poison_entries_put, poison_feed_dir, poison_snapshot
 from console.heartbeat import Heartbeat
-from console.lake.selectors import lake_committed, lake_paths, lake_state_inputs
+from console.lake.selectors import lake_committed, lake_due_inputs, lake_paths
 from console.lake.services import epoch_allocate, lake, lake_commit_record
 from console.queues.models import Queue
 from console.readmodels.selectors import read_models_due_queues
@@ -131,8 +131,9 @@ def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, s
         return None
     # The inputs are read before the run's epoch is allocated: every commit the run sees then has
     # an older epoch than the run's, so the run's events outrank them (a decision committed in
-    # between would otherwise outrank the delivery of the message it put back in TBDL).
-    inputs = lake_state_inputs()
+    # between would otherwise outrank the delivery of the message it put back in TBDL). Only the
+    # messages that are not final can be due: the open snapshot and the events after it.
+    inputs = lake_due_inputs()
     run = _run_start(enabled)
     if run is None:
         log.info("every queue of this run is held by another run; this one is skipped")
@@ -146,6 +147,7 @@ def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, s
         "events": store.new_dir("events", label),
         "conversation": store.new_dir("events", f"{label}-conversations"),
         "notifications": store.new_dir("notifications", label),
+        "scratch": store.new_dir("claims", f"{label}-scratch"),
     }
     params = DeliveryParams(
         run_id=str(run.id),
@@ -161,6 +163,7 @@ def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, s
         events_path=store.path(paths["events"]),
         conversation_events_path=store.path(paths["conversation"]),
         notifications_path=store.path(paths["notifications"]),
+        scratch_path=store.path(paths["scratch"]),
         poison_ids=poison_ids,
         poison_hashes=poison_hashes,
         poison_cursor=poison_cursor,
@@ -199,6 +202,8 @@ def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, s
         log.exception("delivery run %s failed", run.id)
         _run_fail(run, f"{exc.__class__.__name__}: {exc}")
         raise
+    finally:
+        shutil.rmtree(params.scratch_path, ignore_errors=True)
     heartbeat.stop()
     _run_commit(run, result, paths)
     run.refresh_from_db()

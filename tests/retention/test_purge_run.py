@@ -146,6 +146,7 @@ def test_every_commit_keeps_its_id_and_the_commits_left_empty_are_retired(shore,
         "messages": {"rewritten": 1, "retired": 0},
         "state": {"rewritten": 1},
         "history": {"rewritten": 0, "retired": 0},  # no history generation yet
+        "open": {"rewritten": 0},  # the final messages were not open when it was folded
     }
     assert sorted(purge.pending_dirs) == sorted(before.values())
 
@@ -222,3 +223,25 @@ def test_each_queue_keeps_its_own_retention_and_one_queue_may_be_purged_alone(sh
     assert everything.counts == {
         "archive": {"count": 1, "sha256": hashlib.sha256(b"a-1\n").hexdigest()}
     }
+
+
+def test_a_message_open_at_the_last_compaction_and_purged_since_is_not_delivered_again(
+    shore, lived
+):
+    from console.delivery.services import delivery_run
+
+    shore.ingest("orders", {"late": "late body"})
+    lake_state_compact_if_due(force=True, spark=shore.spark)
+    opened = LakeCommit.objects.get(dataset="open", retired=False)
+    # TBDL in the open snapshot; delivered since, with no compaction after.
+    shore.live({"late": "DLVD"})
+
+    purge = shore.purge()
+
+    assert purge.total == 4  # DLVD, FAIL, ENDED and late
+    assert purge.lake_changes["open"] == {"rewritten": 1}
+    rewritten = LakeCommit.objects.get(dataset="open", retired=False)
+    assert rewritten.covers_upto == opened.covers_upto
+    assert rewritten.row_count == opened.row_count - 1
+    # m-tbdl alone: late is gone from the open snapshot as from the rest of the lake.
+    assert delivery_run(queues=["orders"], spark=shore.spark).claimed == 1
