@@ -120,6 +120,7 @@ def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, s
     let tests and simulations choose the time the run happens at."""
     from console.spark import spark_from_settings
     from workers.jobs.delivery import DeliveryParams, run_delivery
+    from workers.jobs.delivery_local import due_rows, run_delivery_local
 
     enabled = list(Queue.objects.filter(enabled=True).values_list("name", flat=True))
     if queues:
@@ -193,10 +194,22 @@ def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, s
                 epoch=run.epoch,
             )
 
+    def session():
+        return spark or spark_from_settings()
+
     heartbeat = Heartbeat(DeliveryRun, run.id, settings.HEARTBEAT_SECONDS)
     heartbeat.start()
     try:
-        result = run_delivery(spark or spark_from_settings(), params, on_claimed=on_claimed)
+        due = None
+        if settings.DELIVERY_LOCAL_MAX:
+            # Few due messages: no Spark job (a job's own cost is most of a small run's).
+            due = due_rows(
+                params.snapshot_paths, params.event_paths, queues=run.queues, now=params.now
+            )
+        if due is not None and due.num_rows <= settings.DELIVERY_LOCAL_MAX:
+            result = run_delivery_local(params, due, on_claimed=on_claimed, spark=session)
+        else:
+            result = run_delivery(session(), params, on_claimed=on_claimed)
     except Exception as exc:
         heartbeat.stop()
         log.exception("delivery run %s failed", run.id)

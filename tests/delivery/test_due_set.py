@@ -9,6 +9,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from console.delivery.services import delivery_run
 from console.lake.models import LakeCommit
 from console.lake.selectors import lake_due_inputs
 from console.lake.services import lake, lake_state_compact_if_due
@@ -126,3 +127,34 @@ def test_only_the_due_messages_rows_are_read_every_version_of_them(tmp_path):
         {"message_id": "m0500", "version": 1, "body": b"body 500"},
         {"message_id": "m0500", "version": 2, "body": b"edited"},
     ]
+
+
+@pytest.mark.spark
+def test_a_small_run_starts_no_spark_job(engine, settings, monkeypatch):
+    settings.DELIVERY_LOCAL_MAX = 1000
+    engine.queue()
+    ids = engine.ingest("orders", ["ok", "ok"])
+
+    def no_spark(*args, **kwargs):
+        raise AssertionError("a Spark job was started")
+
+    monkeypatch.setattr("console.spark.spark_from_settings", no_spark)
+    run = delivery_run(queues=["orders"], now=engine.now, fixed_clock=True)
+
+    assert run.outcomes["states"] == {S.DLVD: 2}
+    assert [engine.transitions(m)[-1] for m in ids] == [(S.DLNG, S.DLVD)] * 2
+
+
+@pytest.mark.spark
+def test_a_run_with_more_due_messages_than_the_local_maximum_is_a_spark_job(
+    engine, settings, monkeypatch
+):
+    settings.DELIVERY_LOCAL_MAX = 1
+    engine.queue()
+    engine.ingest("orders", ["ok", "ok"])
+    jobs = []
+    monkeypatch.setattr("console.spark.spark_from_settings", lambda: jobs.append(1) or engine.spark)
+
+    run = delivery_run(queues=["orders"], now=engine.now, fixed_clock=True)
+
+    assert (run.outcomes["states"], jobs) == ({S.DLVD: 2}, [1])

@@ -294,6 +294,13 @@ def run_delivery(spark, params: DeliveryParams, *, on_claimed=None) -> DeliveryR
     return result
 
 
+def end_conversations_of_run(spark, params: DeliveryParams, result: DeliveryResult):
+    """R6 for a run delivered without Spark (workers.jobs.delivery_local): as run_delivery ends
+    the conversations of the messages it ENDED, from the same inputs."""
+    before = extract_events(spark, [*params.snapshot_paths, *params.event_paths])
+    _end_conversations(spark, params, before, extract_messages(spark, params.message_paths), result)
+
+
 # The claim's events come first among a run's events of a message: every step the executors
 # number is 1 or more (runner.Sequence).
 STEP_DUE, STEP_TAKEN = -2, -1
