@@ -13,6 +13,7 @@ from console.delivery.services import delivery_run
 from console.lake.models import LakeCommit
 from console.lake.selectors import lake_due_inputs
 from console.lake.services import lake, lake_state_compact_if_due
+from tests.delivery.conftest import both_paths
 from workers.engine import states as S
 from workers.jobs.delivery import write_bodies
 from workers.lake.schema import MESSAGE_SCHEMA
@@ -40,6 +41,7 @@ def test_compaction_keeps_an_open_snapshot_of_the_messages_that_are_not_final(en
 
 
 @pytest.mark.spark
+@both_paths
 def test_the_next_open_snapshot_is_folded_from_the_last_one_and_the_new_events(engine):
     engine.queue(max_failed_deliveries=0, backoff_delays=[60])
     ids = engine.ingest("orders", ["ok", "transient", "permanent"])
@@ -60,6 +62,7 @@ def test_the_next_open_snapshot_is_folded_from_the_last_one_and_the_new_events(e
 
 
 @pytest.mark.spark
+@both_paths
 def test_a_run_reads_the_open_snapshot_not_the_state_snapshot(engine):
     engine.queue(max_failed_deliveries=0, backoff_delays=[60])
     ids = engine.ingest("orders", ["ok", "transient"])
@@ -79,6 +82,7 @@ def test_a_run_reads_the_open_snapshot_not_the_state_snapshot(engine):
 
 
 @pytest.mark.spark
+@both_paths
 def test_a_lake_without_an_open_snapshot_yet_is_read_whole(engine):
     engine.queue(max_failed_deliveries=0, backoff_delays=[60])
     ids = engine.ingest("orders", ["ok", "transient"])
@@ -158,3 +162,43 @@ def test_a_run_with_more_due_messages_than_the_local_maximum_is_a_spark_job(
     run = delivery_run(queues=["orders"], now=engine.now, fixed_clock=True)
 
     assert (run.outcomes["states"], jobs) == ({S.DLVD: 2}, [1])
+
+
+def _state_rows(directory, rows):
+    """Write events-like rows [(id, epoch, step, to_state, next_attempt_at)] into a directory."""
+    from workers.lake.schema import EVENT_SCHEMA
+
+    directory.mkdir()
+    table = pa.Table.from_pylist(
+        [
+            {"message_id": mid, "epoch": epoch, "step": step, "to_state": to, "queue": "orders",
+             "next_attempt_at": at, "delivery_count": 0, "body_version": 1}
+            for mid, epoch, step, to, at in rows
+        ],
+        schema=EVENT_SCHEMA,
+    )  # fmt: skip
+    pq.write_table(table, directory / "part-0.parquet")
+    return str(directory)
+
+
+def test_the_local_due_set_is_each_messages_latest_row_by_epoch_and_step(tmp_path):
+    from workers.jobs.delivery_local import due_rows
+
+    now = datetime(2026, 3, 1, 12, tzinfo=UTC)
+    soon, later = datetime(2026, 3, 1, 11, tzinfo=UTC), datetime(2026, 3, 1, 13, tzinfo=UTC)
+    snapshot = _state_rows(
+        tmp_path / "open",
+        [("tbdl", 1, 1, S.TBDL, None), ("wait-due", 1, 2, S.WAIT, soon),
+         ("wait-later", 1, 3, S.WAIT, later), ("ndlv", 5, 4, S.NDLV, None),
+         ("taken", 1, 5, S.TBDL, None)],
+    )  # fmt: skip
+    events = _state_rows(
+        tmp_path / "events",
+        # An older writer's event committed after the snapshot does not outrank its row; a newer
+        # one does.
+        [("ndlv", 2, 1, S.TBDL, None), ("taken", 3, 1, S.DLNG, None), ("new", 3, 2, S.TBDL, None)],
+    )  # fmt: skip
+
+    due = due_rows([snapshot], [events], queues=["orders"], now=now)
+
+    assert sorted(due.column("message_id").to_pylist()) == ["new", "tbdl", "wait-due"]

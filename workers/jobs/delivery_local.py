@@ -37,18 +37,32 @@ from workers.lake.schema import CLAIM_SCHEMA, EVENT_SCHEMA, MESSAGE_CONTENT_COLU
 from workers.lake.store import conform, parquet_files
 
 SAME_BODY = "same body as a poisoned message: "
+# Above this many events after the snapshot (a fresh lake's first big ingest, say), a run is a
+# Spark job without looking: reading them here would cost more than the job saves.
+SCAN_MAX_EVENTS = 200_000
+# What a claim carries of its state row (the stacks, most of a quarantined row's bytes, are not).
+_READ = [f.name for f in CLAIM_SCHEMA]
 
 
 def _read(directories, filter=None):
-    """Rows of committed events-like directories (events, state or open snapshots) in the
-    ledger's layout, whoever wrote them (Spark's timestamps included)."""
+    """The claims' columns of committed events-like directories (events, state or open
+    snapshots) in the ledger's layout, whoever wrote them (Spark's timestamps included)."""
     tables = []
     for directory in directories:
         for path in parquet_files(directory):
-            table = pads.dataset(path, format="parquet").to_table(filter=filter)
+            table = pads.dataset(path, format="parquet").to_table(columns=_READ, filter=filter)
             if table.num_rows:
                 tables.append(conform(table, EVENT_SCHEMA))
     return pa.concat_tables(tables) if tables else EVENT_SCHEMA.empty_table()
+
+
+def _rows(directories):
+    """Rows in committed directories, from the Parquet footers alone."""
+    return sum(
+        pq.ParquetFile(path).metadata.num_rows
+        for directory in directories
+        for path in parquet_files(directory)
+    )
 
 
 def latest(events: pa.Table) -> pa.Table:
@@ -63,11 +77,14 @@ def latest(events: pa.Table) -> pa.Table:
     return ordered.filter(pa.concat_arrays([last.combine_chunks(), pa.array([True])]))
 
 
-def due_rows(snapshot_paths, event_paths, *, queues, now) -> pa.Table:
+def due_rows(snapshot_paths, event_paths, *, queues, now):
     """The state of the due messages of `queues` (TBDL, or WAIT and due by `now`), as
     workers.jobs.delivery.due_state finds it: of the snapshot, only the rows that may be due and
     those of the messages the events after it touch are read (a row the snapshot holds in another
-    state may still be the latest of its message, by (epoch, step))."""
+    state may still be the latest of its message, by (epoch, step)). None when there are more
+    than SCAN_MAX_EVENTS events after the snapshot."""
+    if _rows(event_paths) > SCAN_MAX_EVENTS:
+        return None
     events = _read(event_paths)
     touched = pc.unique(events.column("message_id"))
     field = pc.field
