@@ -271,6 +271,10 @@ INBOX_POLL_SECONDS = envint("INBOX_POLL_SECONDS", 10, minimum=1)
 # An isolation batch is the unit a handler crash takes down (R8): at most this many messages.
 DELIVERY_BATCH_SIZE = envint("DELIVERY_BATCH_SIZE", 5000, minimum=1)
 DELIVERY_BATCH_BYTES = envint("DELIVERY_BATCH_BYTES", 64 * 1024 * 1024, minimum=1)
+# A run with at most this many due messages delivers them in the worker's process with pyarrow,
+# without a Spark job (workers.jobs.delivery_local): a trickle is delivered in about a second.
+# 0: every run is a Spark job.
+DELIVERY_LOCAL_MAX = envint("DELIVERY_LOCAL_MAX", 1000, minimum=0)
 # A handler call that runs longer than this is killed and treated as a crash (R7, R10).
 HANDLER_TIMEOUT_SECONDS = envint("HANDLER_TIMEOUT_SECONDS", 300, minimum=1)
 DELIVERY_INTERVAL_SECONDS = envint("DELIVERY_INTERVAL_SECONDS", 15, minimum=1)

@@ -24,7 +24,7 @@ from console.delivery.models import DeliveryLock, DeliveryRun
 from console.delivery.poison import poison_entries_put, poison_feed_dir, poison_snapshot
 from console.delivery.signals import queues_wanted
 from console.heartbeat import Heartbeat
-from console.lake.selectors import lake_committed, lake_paths, lake_state_inputs
+from console.lake.selectors import lake_committed, lake_due_inputs, lake_paths
 from console.lake.services import epoch_allocate, lake, lake_commit_record
 from console.queues.models import Queue
 from console.readmodels.selectors import read_models_due_queues
@@ -135,6 +135,7 @@ def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, s
     let tests and simulations choose the time the run happens at."""
     from console.spark import spark_from_settings
     from workers.jobs.delivery import DeliveryParams, run_delivery
+    from workers.jobs.delivery_local import due_rows, run_delivery_local
 
     enabled = list(Queue.objects.filter(enabled=True).values_list("name", flat=True))
     if queues:
@@ -146,8 +147,9 @@ def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, s
         return None
     # The inputs are read before the run's epoch is allocated: every commit the run sees then has
     # an older epoch than the run's, so the run's events outrank them (a decision committed in
-    # between would otherwise outrank the delivery of the message it put back in TBDL).
-    inputs = lake_state_inputs()
+    # between would otherwise outrank the delivery of the message it put back in TBDL). Only the
+    # messages that are not final can be due: the open snapshot and the events after it.
+    inputs = lake_due_inputs()
     run = _run_start(enabled)
     if run is None:
         log.info("every queue of this run is held by another run; this one is skipped")
@@ -161,6 +163,7 @@ def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, s
         "events": store.new_dir("events", label),
         "conversation": store.new_dir("events", f"{label}-conversations"),
         "notifications": store.new_dir("notifications", label),
+        "scratch": store.new_dir("claims", f"{label}-scratch"),
     }
     params = DeliveryParams(
         run_id=str(run.id),
@@ -176,6 +179,7 @@ def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, s
         events_path=store.path(paths["events"]),
         conversation_events_path=store.path(paths["conversation"]),
         notifications_path=store.path(paths["notifications"]),
+        scratch_path=store.path(paths["scratch"]),
         poison_ids=poison_ids,
         poison_hashes=poison_hashes,
         poison_cursor=poison_cursor,
@@ -205,15 +209,29 @@ def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, s
                 epoch=run.epoch,
             )
 
+    def session():
+        return spark or spark_from_settings()
+
     heartbeat = Heartbeat(DeliveryRun, run.id, settings.HEARTBEAT_SECONDS)
     heartbeat.start()
     try:
-        result = run_delivery(spark or spark_from_settings(), params, on_claimed=on_claimed)
+        due = None
+        if settings.DELIVERY_LOCAL_MAX:
+            # Few due messages: no Spark job (a job's own cost is most of a small run's).
+            due = due_rows(
+                params.snapshot_paths, params.event_paths, queues=run.queues, now=params.now
+            )
+        if due is not None and due.num_rows <= settings.DELIVERY_LOCAL_MAX:
+            result = run_delivery_local(params, due, on_claimed=on_claimed, spark=session)
+        else:
+            result = run_delivery(session(), params, on_claimed=on_claimed)
     except Exception as exc:
         heartbeat.stop()
         log.exception("delivery run %s failed", run.id)
         _run_fail(run, f"{exc.__class__.__name__}: {exc}")
         raise
+    finally:
+        shutil.rmtree(params.scratch_path, ignore_errors=True)
     heartbeat.stop()
     _run_commit(run, result, paths)
     run.refresh_from_db()

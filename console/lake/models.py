@@ -16,7 +16,7 @@ class LakeCommit(models.Model):
     """One directory of lake output that readers may see. A directory with no row here does not
     exist as far as any reader is concerned (ARCHITECTURE: lake commits)."""
 
-    DATASETS = [(d, d) for d in ("messages", "events", "state", "notifications", "history")]
+    DATASETS = [(d, d) for d in ("messages", "events", "state", "open", "notifications", "history")]
 
     dataset = models.CharField(max_length=32, choices=DATASETS)
     path = models.CharField(max_length=500, unique=True)
@@ -29,7 +29,8 @@ class LakeCommit(models.Model):
     # When compaction or a purge retired it: a history generation's directory is deleted a grace
     # period later (a reader that listed it just before may still be reading it).
     retired_at = models.DateTimeField(null=True, blank=True)
-    # For a state snapshot or a history generation: the id of the last events commit folded in.
+    # For a state or open snapshot or a history generation: the id of the last events commit
+    # folded in.
     covers_upto = models.BigIntegerField(null=True, blank=True)
     # For a history generation: how many bucket files its events are spread over, by a hash of
     # the message id (workers.lake.history); the file that holds a message is computed from it.

@@ -27,6 +27,9 @@ class StateInputs:
     event_paths: list
     snapshot_id: int | None
     last_event_commit: int | None
+    # "open" when snapshot_paths is an open snapshot (lake_due_inputs): only the messages that
+    # were not final.
+    dataset: str = "state"
 
 
 def lake_state_inputs():
@@ -40,6 +43,27 @@ def lake_state_inputs():
         event_paths=[p for _, p in events],
         snapshot_id=snapshot.id if snapshot else None,
         last_event_commit=events[-1][0] if events else (snapshot.covers_upto if snapshot else None),
+    )
+
+
+def lake_due_inputs(*, upto=None):
+    """What a reader folds to get the current state of every message that is not final: the
+    newest open snapshot and the event commits after it (up to `upto`, when given). A message in
+    neither was final when the snapshot was folded and has had no event since (R15), so it is
+    final still. With no open snapshot yet, the whole state's inputs (lake_state_inputs)."""
+    snapshot = LakeCommit.objects.filter(dataset="open", retired=False).order_by("-id").first()
+    if snapshot is None:
+        return lake_state_inputs()
+    events = LakeCommit.objects.filter(dataset="events", retired=False, id__gt=snapshot.covers_upto)
+    if upto is not None:
+        events = events.filter(id__lte=upto)
+    events = list(events.order_by("id").values_list("id", "path"))
+    return StateInputs(
+        snapshot_paths=[snapshot.path],
+        event_paths=[p for _, p in events],
+        snapshot_id=snapshot.id,
+        last_event_commit=events[-1][0] if events else snapshot.covers_upto,
+        dataset="open",
     )
 
 
@@ -95,6 +119,7 @@ class PurgeInputs:
     events: list  # every events commit up to state.last_event_commit
     messages: list  # every messages commit
     history: list  # every history generation (Generation), in the order of their coverage
+    open_snapshot: tuple | None = None  # (id, path) of the newest open snapshot
 
 
 def lake_purge_inputs():
@@ -111,4 +136,10 @@ def lake_purge_inputs():
         events=list(events.values_list("id", "path")),
         messages=list(live.filter(dataset="messages").values_list("id", "path")),
         history=lake_history_generations(),
+        open_snapshot=(
+            LakeCommit.objects.filter(dataset="open", retired=False)
+            .order_by("-id")
+            .values_list("id", "path")
+            .first()
+        ),
     )

@@ -101,10 +101,16 @@ def _rewrite_under_way():
 
 def lake_state_compact_if_due(*, force=False, spark=None):
     """Fold the newest snapshot and the event commits after it into a new state snapshot, and
-    swap it in with one transaction. Returns the new snapshot's commit, or None."""
-    from console.lake.selectors import lake_state_inputs
+    the newest open snapshot and the same event commits into a new open snapshot (only the
+    messages that are not final: what a delivery run reads), and swap both in with one
+    transaction. Returns the new state snapshot's commit, or None.
+
+    The open snapshot is folded from the previous one, not from the whole state: its cost
+    follows the messages in flight and the new events, not the lake's size. The first time (no
+    open snapshot yet) it is taken from the new state snapshot."""
+    from console.lake.selectors import lake_due_inputs, lake_state_inputs
     from console.spark import spark_from_settings
-    from workers.jobs.state import extract_state
+    from workers.jobs.state import extract_events, extract_state, open_state
 
     if _rewrite_under_way():
         return None
@@ -113,20 +119,31 @@ def lake_state_compact_if_due(*, force=False, spark=None):
         return None
     if not force and len(inputs.event_paths) < settings.COMPACT_AFTER_COMMITS:
         return None
+    due = lake_due_inputs(upto=inputs.last_event_commit)
     store = lake()
     session = spark or spark_from_settings()
     path = store.new_dir("state", "snapshot")
+    open_path = store.new_dir("open", "snapshot")
     state = extract_state(
         session, store.paths(inputs.snapshot_paths), store.paths(inputs.event_paths)
     )
     state.write.parquet(store.path(path))
     rows = session.read.parquet(store.path(path)).count()
+    if due.dataset == "open":
+        folded = extract_state(
+            session, store.paths(due.snapshot_paths), store.paths(due.event_paths)
+        )
+    else:
+        folded = extract_events(session, [store.path(path)])
+    open_state(folded).write.parquet(store.path(open_path))
+    open_rows = session.read.parquet(store.path(open_path)).count()
     with transaction.atomic():
         lake_commit_lock()
-        if _rewrite_under_way() or _state_inputs_changed(inputs):
+        if _rewrite_under_way() or _state_inputs_changed(inputs, due):
             # A purge rewrote what this snapshot was folded from (R15): committing it would bring
             # purged messages back. The next compaction folds the lake as it is now.
-            shutil.rmtree(store.path(path), ignore_errors=True)
+            for written in (path, open_path):
+                shutil.rmtree(store.path(written), ignore_errors=True)
             return None
         commit = lake_commit_record(
             dataset="state",
@@ -135,25 +152,41 @@ def lake_state_compact_if_due(*, force=False, spark=None):
             idempotency_key=f"state:upto:{inputs.last_event_commit}",
             covers_upto=inputs.last_event_commit,
         )
-        if inputs.snapshot_id is not None:
-            lake_commits_retire(ids=[inputs.snapshot_id])
+        lake_commit_record(
+            dataset="open",
+            path=open_path,
+            row_count=open_rows,
+            idempotency_key=f"open:upto:{inputs.last_event_commit}",
+            covers_upto=inputs.last_event_commit,
+        )
+        retired = [inputs.snapshot_id] if inputs.snapshot_id is not None else []
+        if due.dataset == "open":
+            retired.append(due.snapshot_id)
+        lake_commits_retire(ids=retired)
     return commit
 
 
-def _state_inputs_changed(inputs):
-    """Is the newest snapshot, or any events commit after it, not what `inputs` read?"""
-    newest = (
-        LakeCommit.objects.filter(dataset="state", retired=False)
+def _newest(dataset):
+    return (
+        LakeCommit.objects.filter(dataset=dataset, retired=False)
         .order_by("-id")
         .values_list("id", flat=True)
         .first()
     )
-    if newest != inputs.snapshot_id:
+
+
+def _state_inputs_changed(inputs, due):
+    """Is the newest state or open snapshot, or any events commit after them, not what
+    `inputs` and `due` (lake_due_inputs) read?"""
+    if _newest("state") != inputs.snapshot_id:
         return True
+    if _newest("open") != (due.snapshot_id if due.dataset == "open" else None):
+        return True
+    paths = set(inputs.event_paths) | set(due.event_paths)
     unchanged = LakeCommit.objects.filter(
-        dataset="events", retired=False, path__in=inputs.event_paths
+        dataset="events", retired=False, path__in=list(paths)
     ).count()
-    return unchanged != len(inputs.event_paths)
+    return unchanged != len(paths)
 
 
 def lake_history_compact_if_due(*, force=False, spark=None):
@@ -298,7 +331,15 @@ class LakeChanged(Exception):
 
 
 def lake_commits_rewrite(
-    *, rewritten, emptied, snapshot_read, snapshot_new, idempotency_key, history_read=()
+    *,
+    rewritten,
+    emptied,
+    snapshot_read,
+    snapshot_new,
+    idempotency_key,
+    history_read=(),
+    open_read=None,
+    open_new=None,
 ):
     """Swap in a rewrite of committed directories (a purge's, console.retention). Must run inside
     the caller's transaction, which it holds the lake commit lock for.
@@ -311,6 +352,8 @@ def lake_commits_rewrite(
       `snapshot_new`: (path, rows) of its rewrite, committed with the same coverage, or None.
     - `history_read`: the ids of every history generation the rewrite read (those that held
       none of the rewritten rows included).
+    - `open_read`, `open_new`: the same as `snapshot_read`, `snapshot_new` for the newest open
+      snapshot (lake_due_inputs); `open_new` None when it held none of the rewritten rows.
 
     Raises LakeChanged when any of them is not as read (retired or rewritten by someone else
     meanwhile, or a newer snapshot or history generation built from the old data). Returns the
@@ -329,14 +372,10 @@ def lake_commits_rewrite(
     if found != expected:
         changed = sorted(i for i in expected if found.get(i) != expected[i])
         raise LakeChanged(f"commits {changed[:10]} changed since they were read")
-    newest = (
-        LakeCommit.objects.filter(dataset="state", retired=False)
-        .order_by("-id")
-        .values_list("id", flat=True)
-        .first()
-    )
-    if newest != (snapshot_read[0] if snapshot_read else None):
-        raise LakeChanged(f"a state snapshot ({newest}) was committed since the lake was read")
+    for dataset, read in (("state", snapshot_read), ("open", open_read)):
+        newest = _newest(dataset)
+        if newest != (read[0] if read else None):
+            raise LakeChanged(f"{dataset} snapshot {newest} was committed since the lake was read")
     LakeCommit.objects.bulk_update(
         [LakeCommit(id=i, path=new, row_count=rows) for i, (_, new, rows) in rewritten.items()],
         ["path", "row_count"],
@@ -355,4 +394,14 @@ def lake_commits_rewrite(
         )
         lake_commits_retire(ids=[snapshot_read[0]])
         gone.append(snapshot_read[1])
+    if open_new is not None:
+        lake_commit_record(
+            dataset="open",
+            path=open_new[0],
+            row_count=open_new[1],
+            idempotency_key=f"open:{idempotency_key}",
+            covers_upto=LakeCommit.objects.get(id=open_read[0]).covers_upto,
+        )
+        lake_commits_retire(ids=[open_read[0]])
+        gone.append(open_read[1])
     return gone

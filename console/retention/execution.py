@@ -175,6 +175,7 @@ def _params(purge, inputs, ids_dir, dry_run):
         lake_root=str(store.root),
         state_paths=store.paths([*inputs.state.snapshot_paths, *inputs.state.event_paths]),
         snapshot_path=store.path(inputs.snapshot_path) if inputs.snapshot_path else None,
+        open_path=store.path(inputs.open_snapshot[1]) if inputs.open_snapshot else None,
         events=inputs.events,
         messages=inputs.messages,
         history=inputs.history,
@@ -262,6 +263,12 @@ def _purge(purge, worker, spark, written, refresh_lock):
         written.append(new)
         snapshot_new = (new, result.state_rows)
     changes["state"] = {"rewritten": int(snapshot_new is not None)}
+    open_read, open_new = inputs.open_snapshot, None
+    changes["open"] = {"rewritten": int(result.open_rows is not None)}
+    if result.open_rows is not None:
+        new = _move(f"{params.out_dir}/open", "open", f"purge{purge.id}")
+        written.append(new)
+        open_new = (new, result.open_rows)
     inflow = J.inflow_rows(params.out_dir)
     clock["moved"] = time.perf_counter()
     with purged_staged(J.ids_batches(params.ids_path)) as staged:
@@ -280,6 +287,8 @@ def _purge(purge, worker, spark, written, refresh_lock):
                 snapshot_new=snapshot_new,
                 idempotency_key=f"state:purge:{purge.id}",
                 history_read=[g.id for g in inputs.history],
+                open_read=open_read,
+                open_new=open_new,
             )
             _message_keys_forget(staged)
             read_models_forget(

@@ -72,5 +72,18 @@ class Engine:
 
 
 @pytest.fixture
-def engine(transactional_db, lake_root, spark):
+def delivery_path(request, settings):
+    """How runs deliver: "spark" (every run a Spark job), unless a test is parametrized with
+    "local" too (runs of at most DELIVERY_LOCAL_MAX due messages without Spark)."""
+    path = getattr(request, "param", "spark")
+    settings.DELIVERY_LOCAL_MAX = 0 if path == "spark" else 1000
+    return path
+
+
+# The key behaviour tests run on both paths: `pytestmark = both_paths`.
+both_paths = pytest.mark.parametrize("delivery_path", ["spark", "local"], indirect=True)
+
+
+@pytest.fixture
+def engine(transactional_db, lake_root, spark, delivery_path):
     return Engine(spark)

@@ -7,10 +7,11 @@ import hashlib
 import pytest
 
 from console.delivery.poison import poison_entries_put
+from tests.delivery.conftest import both_paths
 from tests.poison_client import poison_list
 from workers.engine import states as S
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+pytestmark = [pytest.mark.spark, pytest.mark.slow, both_paths]
 
 
 def test_a_message_an_application_reported_is_quarantined_without_calling_its_handler(

@@ -1,4 +1,5 @@
-"""One test per rule (R1-R11, R14), each running the real delivery job on local Spark."""
+"""One test per rule (R1-R11, R14), each running the real delivery job on local Spark, and the
+same run without Spark (a small run, delivered in the worker's process: delivery_local)."""
 
 import hashlib
 import math
@@ -11,9 +12,10 @@ from console.delivery.models import PoisonEntry
 from console.lake.selectors import lake_paths
 from console.lake.services import lake
 from console.queues.models import Queue
+from tests.delivery.conftest import both_paths
 from workers.engine import states as S
 
-pytestmark = [pytest.mark.spark]
+pytestmark = [pytest.mark.spark, both_paths]
 
 
 def test_r1_a_new_message_is_tbdl_and_a_successful_attempt_delivers_it(engine):

@@ -104,13 +104,14 @@ def test_the_product_runs_through_a_spark_connect_server(processes, tmp_path, se
     print(f"Connect server up in {server_up - started:.1f} s")
 
     # 1. A delivery run, in its own process, through the server. Small isolation batches: the
-    # crasher's batch is halved down to it in three runs (R8), not six.
+    # crasher's batch is halved down to it in three runs (R8), not six. Through the server, not
+    # without Spark as a run this small would be (DELIVERY_LOCAL_MAX).
     deliver = processes.start(
         "manage.py",
         "deliver",
         "--until-idle",
         log=tmp_path / "deliver.log",
-        env={**remote, "DELIVERY_BATCH_SIZE": "4"},
+        env={**remote, "DELIVERY_BATCH_SIZE": "4", "DELIVERY_LOCAL_MAX": "0"},
     )
     assert deliver.wait(timeout=300) == 0, (tmp_path / "deliver.log").read_text()
     delivered = time.monotonic()

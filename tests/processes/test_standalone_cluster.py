@@ -79,7 +79,8 @@ def test_a_delivery_run_applies_the_rules_on_a_standalone_cluster(processes, tmp
         "deliver",
         "--until-idle",
         log=tmp_path / "deliver.log",
-        env={"SPARK_MASTER": f"spark://127.0.0.1:{port}"},
+        # Five messages would be delivered without Spark (DELIVERY_LOCAL_MAX): on the cluster.
+        env={"SPARK_MASTER": f"spark://127.0.0.1:{port}", "DELIVERY_LOCAL_MAX": "0"},
     )
     assert deliver.wait(timeout=600) == 0, (tmp_path / "deliver.log").read_text()
     assert re.search(r"^run \d+: 5 claimed", (tmp_path / "deliver.log").read_text(), re.M)

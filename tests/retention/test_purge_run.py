@@ -130,6 +130,8 @@ def test_only_the_final_messages_are_purged_and_their_bodies_leave_the_lake(
 def test_every_commit_keeps_its_id_and_the_commits_left_empty_are_retired(shore, lived):
     before = dict(LakeCommit.objects.filter(retired=False).values_list("id", "path"))
     snapshot = LakeCommit.objects.get(dataset="state", retired=False)
+    # It holds none of the final messages: left as it is.
+    opened = LakeCommit.objects.get(dataset="open", retired=False)
 
     purge = shore.purge()
 
@@ -140,14 +142,16 @@ def test_every_commit_keeps_its_id_and_the_commits_left_empty_are_retired(shore,
     new_snapshot = LakeCommit.objects.get(id=max(after))
     assert (new_snapshot.dataset, new_snapshot.covers_upto) == ("state", snapshot.covers_upto)
     assert new_snapshot.row_count == 4
-    assert all(after[i] != before[i] for i in set(before) - {snapshot.id})
+    assert after[opened.id] == before[opened.id]
+    assert all(after[i] != before[i] for i in set(before) - {snapshot.id, opened.id})
     assert purge.lake_changes == {
         "events": {"rewritten": 2, "retired": 0},
         "messages": {"rewritten": 1, "retired": 0},
         "state": {"rewritten": 1},
         "history": {"rewritten": 0, "retired": 0},  # no history generation yet
+        "open": {"rewritten": 0},  # the final messages were not open when it was folded
     }
-    assert sorted(purge.pending_dirs) == sorted(before.values())
+    assert sorted(purge.pending_dirs) == sorted(set(before.values()) - {opened.path})
 
 
 def test_a_commit_whose_messages_are_all_purged_is_retired(shore, lived):
@@ -222,3 +226,25 @@ def test_each_queue_keeps_its_own_retention_and_one_queue_may_be_purged_alone(sh
     assert everything.counts == {
         "archive": {"count": 1, "sha256": hashlib.sha256(b"a-1\n").hexdigest()}
     }
+
+
+def test_a_message_open_at_the_last_compaction_and_purged_since_is_not_delivered_again(
+    shore, lived
+):
+    from console.delivery.services import delivery_run
+
+    shore.ingest("orders", {"late": "late body"})
+    lake_state_compact_if_due(force=True, spark=shore.spark)
+    opened = LakeCommit.objects.get(dataset="open", retired=False)
+    # TBDL in the open snapshot; delivered since, with no compaction after.
+    shore.live({"late": "DLVD"})
+
+    purge = shore.purge()
+
+    assert purge.total == 4  # DLVD, FAIL, ENDED and late
+    assert purge.lake_changes["open"] == {"rewritten": 1}
+    rewritten = LakeCommit.objects.get(dataset="open", retired=False)
+    assert rewritten.covers_upto == opened.covers_upto
+    assert rewritten.row_count == opened.row_count - 1
+    # m-tbdl alone: late is gone from the open snapshot as from the rest of the lake.
+    assert delivery_run(queues=["orders"], spark=shore.spark).claimed == 1

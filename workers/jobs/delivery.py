@@ -1,6 +1,9 @@
 """The delivery run as a Spark job (R1-R11, R14).
 
-extract: current state (snapshot + newer events), message bodies, the poison list.
+extract: the current state of the messages that are not final (the open snapshot + newer
+  events: console.lake.selectors.lake_due_inputs), the poison list, and the message rows of the
+  due ones alone (`write_bodies`: row-group statistics skip the rest of the lake), so that a run
+  costs what is due, not what the lake holds.
 transform: pick the due messages of enabled queues (`due_state`), mark those on the poison list
   (`mark_poisoned`), join the claims to their bodies (`with_bodies`), and deliver each partition
   through workers.engine.runner in the executors (`deliver`), which calls handlers in isolated
@@ -34,12 +37,18 @@ from workers.lake.schema import (
     CLAIM_SCHEMA,
     EVENT_SCHEMA,
     MESSAGE_CONTENT_COLUMNS,
+    MESSAGE_SCHEMA,
     STATE_FIELDS,
     ddl,
 )
+from workers.lake.store import conform, messages_rows, parquet_files
 from workers.spark import default_parallelism
 
 CLAIM_COLUMNS = [f.name for f in CLAIM_SCHEMA]
+# Up to this many due messages, their rows are looked up in the messages commits by id
+# (`write_bodies`, in the driver); above it, a run reads most row groups anyway, and Spark's join
+# over every messages commit spreads that over the executors.
+BODY_LOOKUP_MAX = 100_000
 
 
 @dataclass
@@ -50,13 +59,16 @@ class DeliveryParams:
     policies: dict  # every queue's policy as a dict (exception queues need theirs too)
     queues: list  # the queues this run delivers: enabled ones, maybe narrowed by --queue
     message_paths: list
-    snapshot_paths: list
+    snapshot_paths: list  # the open snapshot (or, before the first one, the state snapshot)
     event_paths: list
     claims_path: str
     claim_events_path: str
     events_path: str
     conversation_events_path: str
     notifications_path: str
+    # A directory of the run's own (which must not exist yet), for what it reads back: the due
+    # set and its messages' rows. The caller removes it after the run.
+    scratch_path: str = ""
     poison_ids: list = field(default_factory=list)  # [(message_id, reason)]
     poison_hashes: list = field(default_factory=list)  # [(body_sha256, reason)]
     # R9: the list above as of this change-log cursor; the executors follow the feed of its
@@ -139,6 +151,41 @@ def mark_poisoned(
     )
 
 
+def write_bodies(message_paths, message_ids, out_path):
+    """The rows (every version) of the messages `message_ids` (sorted) in the committed
+    directories `message_paths`, into one Parquet file under `out_path`: a row group is read
+    only when its id statistics admit one of them (workers.lake.store.messages_rows). Returns
+    how many rows it wrote."""
+    os.makedirs(out_path)
+    tmp = os.path.join(out_path, ".part-00000.parquet.tmp")
+    rows = 0
+    with pq.ParquetWriter(tmp, MESSAGE_SCHEMA, compression="zstd") as writer:
+        if message_ids:
+            for directory in message_paths:
+                for path in parquet_files(directory):
+                    found = messages_rows(path, message_ids)
+                    if found is not None:
+                        writer.write_table(conform(found, MESSAGE_SCHEMA))
+                        rows += found.num_rows
+    os.replace(tmp, os.path.join(out_path, "part-00000.parquet"))
+    return rows
+
+
+def _messages_of(spark, params, due_path, every_message):
+    """The message rows of the messages in `due_path` (a written due set, or the claims): read
+    by id when they are few, else every message, for Spark to join."""
+    if count_rows(due_path) > BODY_LOOKUP_MAX:
+        return every_message
+    ids = pads.dataset(due_path, format="parquet").to_table(columns=["message_id"])
+    bodies_path = os.path.join(params.scratch_path, "bodies")
+    write_bodies(
+        params.message_paths,
+        sorted(pc.unique(ids.column("message_id")).to_pylist()),
+        bodies_path,
+    )
+    return extract_messages(spark, [bodies_path])
+
+
 def deliver(due: DataFrame, ctx: RunContext) -> DataFrame:
     """The engine in the executors: one events row per transition (lazy until written)."""
     from pyspark import TaskContext
@@ -182,19 +229,28 @@ def run_delivery(spark, params: DeliveryParams, *, on_claimed=None) -> DeliveryR
     if not queues:
         return result
     before = extract_events(spark, [*params.snapshot_paths, *params.event_paths])
-    messages = extract_messages(spark, params.message_paths)
+    every_message = extract_messages(spark, params.message_paths)
+    messages = None
+    due = due_state(fold_state(before), queues=queues, now=params.now)
     poison_ids = spark.createDataFrame(params.poison_ids, "message_id string, reason string")
     poison_hashes = None
-    if params.poison_hashes:
+    body_match_queues = [q for q, p in policies.items() if p.poison_match == "id_or_body"]
+    if params.poison_hashes and body_match_queues:
         poison_hashes = spark.createDataFrame(
             params.poison_hashes, "body_sha256 string, reason string"
         )
+        # The bodies' hashes are wanted before the claims are written: the due set is written
+        # and read back, and its ids say which message rows to read.
+        due_path = os.path.join(params.scratch_path, "due")
+        due.write.parquet(due_path)
+        due = spark.read.parquet(due_path)
+        messages = _messages_of(spark, params, due_path, every_message)
     due = mark_poisoned(
-        due_state(fold_state(before), queues=queues, now=params.now),
-        messages,
+        due,
+        messages if messages is not None else every_message,
         poison_ids,
         poison_hashes,
-        body_match_queues=[q for q, p in policies.items() if p.poison_match == "id_or_body"],
+        body_match_queues=body_match_queues,
     )
     # Claims are on disk before any handler runs (R7: the sweeper's record of what was held),
     # and the run delivers exactly the claims it wrote, read back.
@@ -221,6 +277,8 @@ def run_delivery(spark, params: DeliveryParams, *, on_claimed=None) -> DeliveryR
     if on_claimed is not None:
         on_claimed(result)
     claims = spark.read.parquet(params.claims_path)
+    if messages is None:
+        messages = _messages_of(spark, params, params.claims_path, every_message)
     # An isolation batch never spans two Arrow batches: let one Arrow batch hold a whole one.
     spark.conf.set(
         "spark.sql.execution.arrow.maxRecordsPerBatch", str(max(10_000, params.max_batch))
@@ -231,8 +289,16 @@ def run_delivery(spark, params: DeliveryParams, *, on_claimed=None) -> DeliveryR
     deliver(partitioned, ctx).write.parquet(params.events_path)
     summarize_run(params.events_path, policies, result)
     if result.outcomes.get(S.ENDED):
-        _end_conversations(spark, params, before, messages, result)
+        # The conversations' other messages may be anywhere in the lake.
+        _end_conversations(spark, params, before, every_message, result)
     return result
+
+
+def end_conversations_of_run(spark, params: DeliveryParams, result: DeliveryResult):
+    """R6 for a run delivered without Spark (workers.jobs.delivery_local): as run_delivery ends
+    the conversations of the messages it ENDED, from the same inputs."""
+    before = extract_events(spark, [*params.snapshot_paths, *params.event_paths])
+    _end_conversations(spark, params, before, extract_messages(spark, params.message_paths), result)
 
 
 # The claim's events come first among a run's events of a message: every step the executors

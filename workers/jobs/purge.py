@@ -9,11 +9,11 @@ transform: `current` (each message's queue, state and the time of its latest eve
   `retention_days`), `without` (a dataset's rows minus the purged ones).
 load: the purged ids, sorted by id; for each commit that held any of them, its other rows, one
   directory per commit (`<out>/<dataset>/commit_id=<id>`), sorted by message id so that reading
-  one message stays a row group's read; the state snapshot without them; and the messages that
-  entered NDLV per queue and hour among them (the quarantine inflow they had added). Each history
-  generation that held their events is rewritten without them in its own layout (the same
-  buckets: workers.jobs.history). The console moves the directories into the lake and swaps them
-  in, in one transaction (console.retention).
+  one message stays a row group's read; the state and open snapshots without them; and the
+  messages that entered NDLV per queue and hour among them (the quarantine inflow they had
+  added). Each history generation that held their events is rewritten without them in its own
+  layout (the same buckets: workers.jobs.history). The console moves the directories into the
+  lake and swaps them in, in one transaction (console.retention).
 
 Every commit keeps its id and its meaning ("these events were committed then"), minus the purged
 messages: readers that read "the commits after N" (the refresh's cursor, a decision's plan, a
@@ -62,6 +62,9 @@ class PurgeParams:
     out_dir: str  # output: work directory (must not exist yet)
     dry_run: bool = False
     history: list = field(default_factory=list)  # every history generation (Generation)
+    # absolute: the newest open snapshot, rewritten without them. It holds no final message when
+    # it is folded, but one it holds may have become final, and past retention, since.
+    open_path: str | None = None
 
 
 @dataclass
@@ -73,6 +76,8 @@ class PurgeResult:
     messages: dict = field(default_factory=dict)
     history: dict = field(default_factory=dict)
     state_rows: int | None = None  # rows of the new snapshot (None: there was no snapshot)
+    # rows of the new open snapshot (None: there was none, or it held none of the purged)
+    open_rows: int | None = None
 
 
 def _micros(moment):
@@ -240,6 +245,14 @@ def run_purge(spark, params: PurgeParams) -> PurgeResult:
         state_out = str(Path(params.out_dir) / "state")
         without(snapshot, purged).write.parquet(state_out)
         result.state_rows = _rows(state_out)
+    if params.open_path:
+        snapshot = extract_events(spark, [params.open_path])
+        open_out = str(Path(params.out_dir) / "open")
+        without(snapshot, purged).write.parquet(open_out)
+        kept = _rows(open_out)
+        # Usually none of them: a message still open at the last compaction, final and past
+        # its retention now, with no compaction since (a quiet lake).
+        result.open_rows = kept if kept != _rows(params.open_path) else None
     return result
 
 

@@ -7,6 +7,7 @@ from pathlib import Path
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 
+from workers.engine import states as S
 from workers.lake.schema import EVENT_SCHEMA, MESSAGE_SCHEMA, spark_schema
 
 EVENT_COLUMNS = [f.name for f in EVENT_SCHEMA]
@@ -44,6 +45,11 @@ def fold_state(events: DataFrame, *, carry=()) -> DataFrame:
 
 def extract_state(spark, snapshot_paths, event_paths) -> DataFrame:
     return fold_state(extract_events(spark, [*snapshot_paths, *event_paths]))
+
+
+def open_state(state: DataFrame) -> DataFrame:
+    """The rows of the messages that are not final: an open snapshot's (workers.lake.schema)."""
+    return state.where(~F.col("to_state").isin(sorted(S.FINAL_STATES)))
 
 
 def tagged(rows: DataFrame, commits: DataFrame) -> DataFrame:

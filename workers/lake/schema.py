@@ -5,6 +5,9 @@
 - events: the append-only ledger. Each row is one transition and carries the message's whole
   state after it, so the current state is the latest event per message by (epoch, step).
 - state: compacted current state: exactly the latest event per message.
+- open: the state snapshot's rows of the messages that are not final (FINAL_STATES), with the same
+  coverage: what a delivery run folds to find the due messages. A final message gets no event but
+  a purge's (R15), so one that is in neither this nor the events commits after it is final.
 - history: the events again, compacted and keyed by message (workers.lake.history): each commit
   is a generation, the events of a run of events commits spread over bucket files by a hash of
   the message id and sorted by it, so that one message's history is a few small reads.
@@ -78,6 +81,7 @@ MESSAGE_CONTENT_COLUMNS = [
 MESSAGE_COLUMNS_WITHOUT_BODY = [name for name in MESSAGE_SCHEMA.names if name != "body"]
 
 STATE_SCHEMA = EVENT_SCHEMA
+OPEN_SCHEMA = STATE_SCHEMA
 
 # A history generation's rows: the events, each with the id of the events commit that recorded it
 # (a message's events sort by (epoch, step), then by the commit they came in, as a read of the
@@ -119,6 +123,7 @@ SCHEMAS = {
     "messages": MESSAGE_SCHEMA,
     "events": EVENT_SCHEMA,
     "state": STATE_SCHEMA,
+    "open": OPEN_SCHEMA,
     "notifications": NOTIFICATION_SCHEMA,
     "history": HISTORY_SCHEMA,
 }
