@@ -87,8 +87,12 @@ def message_queryset(*, filters):
 
 
 def _failure_column(filters):
-    """The last failure as the table the filters' index is on holds it (both hold it)."""
+    """The last failure as the table the filters' index is on holds it (both hold it). The
+    candidate index holds the candidates only: "not a candidate" (most messages) walks the
+    last failure's index of MessageIndex."""
     active = {name for name, value in filters.items() if value}
+    if filters.get("candidate") != "yes":
+        active.discard("candidate")
     if active & _STATE_FILTERS and not active & _OWN_FILTERS:
         return "failure_at"
     return "last_failure_at"

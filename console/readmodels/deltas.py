@@ -72,6 +72,29 @@ def decided_staged(decided):
             cursor.execute(f"DROP TABLE IF EXISTS {STAGED}")
 
 
+@contextlib.contextmanager
+def _joins_by_key(cursor):
+    """On PostgreSQL, for the duration (inside a transaction): joins as nested loops, so that a
+    chunk's staged rows each find their index rows by primary key. Left to itself the planner
+    hashes the whole index table for 10,000 rows (a read of every row, growing with the index:
+    measured at 300k rows, 90 ms against 25 ms a statement)."""
+    if connection.vendor != "postgresql":
+        yield
+        return
+    cursor.execute("SELECT current_setting('enable_hashjoin'), current_setting('enable_mergejoin')")
+    saved = cursor.fetchone()
+    cursor.execute("SET LOCAL enable_hashjoin = off")
+    cursor.execute("SET LOCAL enable_mergejoin = off")
+    try:
+        yield
+    finally:
+        cursor.execute(
+            "SELECT set_config('enable_hashjoin', %s, true), "
+            "set_config('enable_mergejoin', %s, true)",
+            saved,
+        )
+
+
 def read_models_apply(*, decided, staged, at, reset=False, target_queue="", body=None):
     """`decided`: a table (message_id, from_queue, from_state, queue, to_state) of one chunk,
     staged by `decided_staged`. `reset`: a reprocess (R13: count reset, candidate cleared);
@@ -79,10 +102,10 @@ def read_models_apply(*, decided, staged, at, reset=False, target_queue="", body
     message). Call inside the chunk's transaction."""
     index, states = _q(MessageIndex._meta.db_table), _q(MessageState._meta.db_table)
     mid, group, state = _q("message_id"), _q("group_id"), _q("state")
-    with connection.cursor() as cursor:
+    with connection.cursor() as cursor, _joins_by_key(cursor):
         # The chunk's rows drive the join, each finding its rows by primary key: SQLite would
-        # otherwise scan the whole index table (CROSS JOIN fixes its join order; PostgreSQL plans
-        # it the same either way).
+        # otherwise scan the whole index table (CROSS JOIN fixes its join order; on PostgreSQL,
+        # _joins_by_key).
         cursor.execute(
             f"SELECT i.{group}, s.{state}, d.to_state, COUNT(*) FROM {staged} d "  # noqa: S608
             f"CROSS JOIN {index} i CROSS JOIN {states} s "

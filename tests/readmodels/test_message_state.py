@@ -114,6 +114,8 @@ def test_a_decision_chunk_leaves_the_browser_filters_by_state_and_candidate_corr
     # A reprocess clears the candidate flag (R13): m-06 was one, m-00, m-03 and m-09 still are.
     candidates = message_page(filters={"candidate": "yes"}, sort="last_failure")
     assert _ids(candidates) == ["m-00", "m-03", "m-09"]
+    others = message_page(filters={"candidate": "no", "state": "NDLV"}, sort="last_failure")
+    assert _ids(others) == ["m-01", "m-05", "m-07", "m-08"]
     assert (
         message_match_count(filters={"state": "TBDL", "since": T0 - timedelta(minutes=6)}).count
         == 2
@@ -196,3 +198,26 @@ def test_the_migration_carries_every_existing_index_row_into_its_state_row():
     assert (wait["reason"], wait["updated_at"]) == ("boom", T0)
     assert (dlng["state"], dlng["run_id"], dlng["failure_at"]) == ("DLNG", "run-7", None)
     assert message_page(filters={"state": "WAIT"}, sort="-last_failure").rows[0].reason == "boom"
+
+
+def test_a_decision_chunk_leaves_the_planner_settings_of_its_transaction_as_they_were(quarantined):
+    with transaction.atomic():
+        _decide(quarantined[:2])
+        if connection.vendor == "postgresql":
+            with connection.cursor() as cursor:
+                cursor.execute(
+                    "SELECT current_setting('enable_hashjoin'), current_setting('enable_mergejoin')"
+                )
+                assert cursor.fetchone() == ("on", "on")
+    assert MessageIndex.objects.filter(state="TBDL").count() == 2
+
+
+@pytest.mark.skipif(connection.vendor != "postgresql", reason="PostgreSQL's own index")
+def test_the_state_table_has_no_pattern_index_for_its_ids(db):
+    with connection.cursor() as cursor:
+        cursor.execute(
+            "SELECT indexname FROM pg_indexes WHERE tablename = 'readmodels_messagestate'"
+        )
+        names = {name for (name,) in cursor.fetchall()}
+    assert not [name for name in names if name.endswith("_like")]
+    assert {"ix_state_failure", "ix_candidate_failure", "ix_delivery_count_id"} <= names
