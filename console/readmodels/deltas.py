@@ -176,19 +176,21 @@ def _by_key(deltas):
 
 def _groups_move(deltas):
     by_group = _by_key(deltas)
-    for group in FailureGroup.objects.select_for_update().filter(fingerprint__in=list(by_group)):
+    groups = list(FailureGroup.objects.select_for_update().filter(fingerprint__in=list(by_group)))
+    for group in groups:
         group.states_set(_moved(group.states, by_group[group.fingerprint]))
-        group.save(update_fields=["states", "ndlv", "wait"])
+    # One statement for the chunk's groups (a chunk of a large request touches them all).
+    FailureGroup.objects.bulk_update(groups, ["states", "ndlv", "wait"])
 
 
 def _queues_move(deltas):
     by_queue = _by_key(deltas)
     now = timezone.now()
-    existing = QueueStat.objects.select_for_update().filter(queue__in=list(by_queue))
+    existing = list(QueueStat.objects.select_for_update().filter(queue__in=list(by_queue)))
     for stat in existing:
         stat.counts = _moved(stat.counts, by_queue.pop(stat.queue))
         stat.updated_at = now
-        stat.save(update_fields=["counts", "updated_at"])
+    QueueStat.objects.bulk_update(existing, ["counts", "updated_at"])
     QueueStat.objects.bulk_create(
         [QueueStat(queue=q, counts=_moved({}, d), updated_at=now) for q, d in by_queue.items()]
     )
