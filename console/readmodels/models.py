@@ -73,6 +73,7 @@ class MessageIndexQuerySet(models.QuerySet):
         return objs
 
     def update(self, **kwargs):
+        # MessageState's copy of the last failure follows it (the state filters sort on it).
         if "last_failure_at" in kwargs:
             kwargs["failure_at"] = kwargs["last_failure_at"]
         return super().update(**kwargs)
