@@ -219,7 +219,7 @@ def seed(n, *, lake_store, epoch):
             for row in key_rows:
                 row.update(commit_id=commit.id, ingested_at=now)
             _insert("ingest_messagekey", key_rows)
-            _insert("readmodels_messageindex", index_rows)
+            _index_insert(index_rows)
 
     now = datetime.now(UTC)
     with transaction.atomic():
@@ -318,6 +318,20 @@ def _events_table(rows, *, epoch):
     )
 
 
+def _index_insert(rows):
+    """Index rows into the index's two tables (console.readmodels.models: MessageState holds what
+    moves, with a copy of the last failure; MessageIndex the rest)."""
+    from console.readmodels.models import MessageIndex, MessageState
+
+    moving = [f.column for f in MessageState._meta.concrete_fields if f.column != "failure_at"]
+    own = [f.column for f in MessageIndex._meta.local_concrete_fields]
+    _insert(
+        "readmodels_messagestate",
+        [{**{c: r[c] for c in moving if c in r}, "failure_at": r["last_failure_at"]} for r in rows],
+    )
+    _insert("readmodels_messageindex", [{c: r[c] for c in own if c in r} for r in rows])
+
+
 def _insert(table, rows):
     """Bulk insert of dicts (one column set): COPY on PostgreSQL, executemany on SQLite."""
     if not rows:
@@ -347,6 +361,7 @@ def clear():
     """Empty the read models (the benchmark's fresh_state empties the rest)."""
     tables = [
         "readmodels_messageindex",
+        "readmodels_messagestate",
         "readmodels_failuregroup",
         "readmodels_queuestat",
         "readmodels_quarantineinflow",

@@ -41,6 +41,12 @@ SORTS = {
     "queue": ("queue", False),
 }
 _DATETIME_COLUMNS = {"last_failure_at", "enqueued_at"}
+# The index is two tables (console.readmodels.models): the state, candidate and delivery count
+# are MessageState's, with their own indexes, the rest MessageIndex's. A keyset page walks one
+# index, so it orders by one table's columns: with a state or candidate filter and none of the
+# others, by MessageState's copy of the last failure, failure_at.
+_STATE_FILTERS = {"state", "candidate"}
+_OWN_FILTERS = {"queue", "group", "exception_type", "sender", "conversation"}
 _CURSOR_SALT = "browse.cursor"
 
 
@@ -68,15 +74,35 @@ def message_queryset(*, filters):
     for name, column in exact.items():
         if filters.get(name):
             qs = qs.filter(**{column: filters[name]})
+    failure = _failure_column(filters)
     if filters.get("since"):
-        qs = qs.filter(last_failure_at__gte=filters["since"])
+        qs = qs.filter(**{f"{failure}__gte": filters["since"]})
     if filters.get("until"):
-        qs = qs.filter(last_failure_at__lt=filters["until"])
+        qs = qs.filter(**{f"{failure}__lt": filters["until"]})
     if filters.get("candidate") in ("yes", "no"):
         qs = qs.filter(candidate=filters["candidate"] == "yes")
     if filters.get("q"):
         qs = qs.filter(reason__icontains=filters["q"])
     return qs
+
+
+def _failure_column(filters):
+    """The last failure as the table the filters' index is on holds it (both hold it). The
+    candidate index holds the candidates only: "not a candidate" (most messages) walks the
+    last failure's index of MessageIndex."""
+    active = {name for name, value in filters.items() if value}
+    if filters.get("candidate") != "yes":
+        active.discard("candidate")
+    if active & _STATE_FILTERS and not active & _OWN_FILTERS:
+        return "failure_at"
+    return "last_failure_at"
+
+
+def _id_column(column):
+    """message_id beside `column` in the same table: an index on (column, id) orders by both
+    only if both are its table's (SQLite does not see that the join makes them equal)."""
+    own = MessageIndex._meta.get_field(column).model is MessageIndex
+    return "pk" if own else "message_id"
 
 
 @dataclass
@@ -93,6 +119,8 @@ def message_page(*, filters, sort=DEFAULT_SORT, after=None, before=None, size=PA
     BadCursor if one is not ours or was made for another sort."""
     key, desc = _sort_parts(sort)
     column, nullable = SORTS[key]
+    if column == "last_failure_at":
+        column = _failure_column(filters)
     backward = bool(before)
     cursor = cursor_decode(before or after, sort=sort) if (before or after) else None
     base = message_queryset(filters=filters)
@@ -139,9 +167,10 @@ def _keyset_rows(base, *, column, desc, nullable, cursor, backward, limit):
     """
     descending = desc != backward  # walking backwards flips the order of the query
     sign = "-" if descending else ""
+    mid = _id_column(column)
     valued = base.filter(**{f"{column}__isnull": False}) if nullable else base
-    valued = valued.order_by(f"{sign}{column}", f"{sign}message_id")
-    empty = base.filter(**{f"{column}__isnull": True}).order_by(f"{sign}message_id")
+    valued = valued.order_by(f"{sign}{column}", f"{sign}{mid}")
+    empty = base.filter(**{f"{column}__isnull": True}).order_by(f"{sign}{mid}")
     onward = "lt" if descending else "gt"  # the lookup that moves in the direction of travel
 
     if cursor is None:
@@ -151,13 +180,13 @@ def _keyset_rows(base, *, column, desc, nullable, cursor, backward, limit):
         if value is None:
             if not nullable:
                 raise BadCursor("cursor has no value for a column that always has one")
-            rest = empty.filter(**{f"message_id__{onward}": message_id})
+            rest = empty.filter(**{f"{mid}__{onward}": message_id})
             parts = [rest, valued] if backward else [rest]
         else:
             # (column, id) past (value, id): written so the first condition bounds an index scan.
             past = valued.filter(
                 Q(**{f"{column}__{onward}e": value})
-                & (Q(**{f"{column}__{onward}": value}) | Q(**{f"message_id__{onward}": message_id}))
+                & (Q(**{f"{column}__{onward}": value}) | Q(**{f"{mid}__{onward}": message_id}))
             )
             parts = [past] if backward or not nullable else [past, empty]
     rows = []

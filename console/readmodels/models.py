@@ -3,24 +3,118 @@
 chunks (console.readmodels.deltas). The screens and the API (console.browse) read them, and never
 the lake, except for one message's body and history on its detail page."""
 
-from django.db import models
+from django.db import models, transaction
 from django.db.models import Q
 
 from workers.engine.states import NDLV, WAIT
 
 
-class MessageIndex(models.Model):
-    """Every message that is not DLVD, and every DLVD one that ever failed."""
+class MessageState(models.Model):
+    """What changes about an indexed message as it moves (a decision chunk, a delivery run's
+    outcome, a refresh): one narrow row per index row, same message_id, with few indexes.
+
+    Why apart from the rest: PostgreSQL rewrites a row in place (HOT) only when no indexed column
+    changes, and a move changes state (and the count, the candidate flag), so every index of the
+    table gets a new entry. A bulk decision updating 10,000 wide rows with a dozen indexes (text,
+    trigram) cost seconds a chunk; these rows carry two or three (migration 0003 drops the
+    pattern-matching copy of the primary key PostgreSQL would add: nothing matches ids here).
+    MessageIndex inherits this model, so the ORM reads, filters and sorts both tables as one row."""
 
     message_id = models.CharField(max_length=200, primary_key=True)
-    queue = models.CharField(max_length=100)
-    original_queue = models.CharField(max_length=100)
     state = models.CharField(max_length=8)
     # R1: while DLNG, the delivery run that holds it ("" in every other state).
     run_id = models.CharField(max_length=64, blank=True, db_default="")
     delivery_count = models.IntegerField(default=0)
     candidate = models.BooleanField(default=False)
     next_attempt_at = models.DateTimeField(null=True, blank=True)
+    updated_at = models.DateTimeField()  # time of its latest event
+    # A copy of MessageIndex.last_failure_at, which changes only with a refresh: the filters on
+    # this table page by keyset on (their column, last failure, id), and an index holds the
+    # columns of one table only. MessageIndex.save and every loader keep it equal.
+    failure_at = models.DateTimeField(null=True, blank=True)
+
+    class Meta:
+        indexes = [
+            models.Index(fields=["state", "failure_at", "message_id"], name="ix_state_failure"),
+            # Only the candidates: a reprocess clears the flag, and a row that leaves a partial
+            # index's condition adds no entry to it (each index entry costs a bulk decision).
+            models.Index(
+                fields=["failure_at", "message_id"],
+                condition=Q(candidate=True),
+                name="ix_candidate_failure",
+            ),
+            models.Index(fields=["delivery_count", "message_id"], name="ix_delivery_count_id"),
+        ]
+
+    def __str__(self):
+        return f"{self.message_id} {self.state}"
+
+
+class MessageIndexQuerySet(models.QuerySet):
+    """Writes that span both tables of the index, which Django does not do by itself for an
+    inherited model."""
+
+    def bulk_create(self, objs, batch_size=None, **kwargs):
+        """Both tables' rows, in one transaction (Django refuses bulk_create for a model with a
+        concrete parent). No conflict options: the index is bulk-loaded by the refresh in SQL."""
+        if kwargs:
+            raise TypeError(f"MessageIndex.bulk_create takes no {', '.join(kwargs)}")
+        objs = list(objs)
+        own = list(self.model._meta.local_concrete_fields)
+        with transaction.atomic(using=self.db, savepoint=False):
+            MessageState.objects.using(self.db).bulk_create(
+                [o.state_copy() for o in objs], batch_size=batch_size
+            )
+            for o in objs:
+                o.state_row_id = o.message_id
+            self._batched_insert(objs, own, batch_size)
+        for o in objs:
+            o._state.adding, o._state.db = False, self.db
+        return objs
+
+    def update(self, **kwargs):
+        # MessageState's copy of the last failure follows it (the state filters sort on it).
+        if "last_failure_at" in kwargs:
+            kwargs["failure_at"] = kwargs["last_failure_at"]
+        return super().update(**kwargs)
+
+    update.alters_data = True
+
+    def delete(self):
+        """The rows, then the state rows left without theirs: a statement each (Django's delete of
+        an inherited model fetches every row first, a million of them for a bench's reset)."""
+        with transaction.atomic(using=self.db, savepoint=False):
+            base = MessageIndex._base_manager.using(self.db)
+            if not self.query.where:
+                gone = base.all()._raw_delete(self.db)
+                MessageState._base_manager.using(self.db).all()._raw_delete(self.db)
+                return gone, {self.model._meta.label: gone}
+            gone = base.filter(pk__in=self.values("pk"))._raw_delete(self.db)
+            MessageState._base_manager.using(self.db).filter(index_row__isnull=True)._raw_delete(
+                self.db
+            )
+        return gone, {self.model._meta.label: gone}
+
+    delete.alters_data = True
+
+
+class MessageIndex(MessageState):
+    """Every message that is not DLVD, and every DLVD one that ever failed: what the message
+    browser lists. Its own table holds what changes rarely (a refresh rewrites it when a message
+    fails again) and the text the browser filters on; MessageState, its parent, what moves."""
+
+    # The parent's row, by the same message_id column (no constraint: both are bulk-loaded).
+    state_row = models.OneToOneField(
+        MessageState,
+        on_delete=models.DO_NOTHING,
+        parent_link=True,
+        primary_key=True,
+        db_column="message_id",
+        db_constraint=False,
+        related_name="index_row",
+    )
+    queue = models.CharField(max_length=100)
+    original_queue = models.CharField(max_length=100)
     first_failure_at = models.DateTimeField(null=True, blank=True)
     last_failure_at = models.DateTimeField(null=True, blank=True)
     reason = models.TextField(blank=True, default="")  # the latest failure's, shortened
@@ -34,28 +128,42 @@ class MessageIndex(models.Model):
     body_version = models.IntegerField(default=1)
     body_path = models.CharField(max_length=500)  # lake directory holding its current body
     enqueued_at = models.DateTimeField()
-    updated_at = models.DateTimeField()  # time of its latest event
+
+    objects = MessageIndexQuerySet.as_manager()
 
     class Meta:
         # The browser pages by keyset on (sort column, message_id); each filter has an index
-        # that starts with it so no filter scans the table.
+        # that starts with it so no filter scans the table (state, candidate and the delivery
+        # count: MessageState's).
         indexes = [
-            models.Index(fields=["last_failure_at", "message_id"], name="ix_failure_id"),
-            models.Index(fields=["state", "last_failure_at", "message_id"], name="ix_state"),
-            models.Index(fields=["queue", "last_failure_at", "message_id"], name="ix_queue"),
-            models.Index(fields=["group_id", "last_failure_at", "message_id"], name="ix_group"),
+            models.Index(fields=["last_failure_at", "state_row"], name="ix_failure_id"),
+            models.Index(fields=["queue", "last_failure_at", "state_row"], name="ix_queue"),
+            models.Index(fields=["group_id", "last_failure_at", "state_row"], name="ix_group"),
             models.Index(fields=["exception_type", "last_failure_at"], name="ix_exception"),
             models.Index(fields=["sender", "last_failure_at"], name="ix_sender"),
             models.Index(fields=["conversation_id", "enqueued_at"], name="ix_conversation"),
-            models.Index(fields=["candidate", "last_failure_at"], name="ix_candidate"),
-            models.Index(fields=["enqueued_at", "message_id"], name="ix_enqueued"),
-            models.Index(fields=["queue", "message_id"], name="ix_queue_id"),
-            models.Index(fields=["delivery_count", "message_id"], name="ix_delivery_count"),
+            models.Index(fields=["enqueued_at", "state_row"], name="ix_enqueued"),
+            models.Index(fields=["queue", "state_row"], name="ix_queue_id"),
         ]
         permissions = [("view_body", "Can read message bodies (they may hold personal data)")]
 
     def __str__(self):
         return self.message_id
+
+    def save(self, *args, **kwargs):
+        self.failure_at = self.last_failure_at
+        super().save(*args, **kwargs)
+
+    def state_copy(self):
+        """Its MessageState row, as a separate object (for bulk_create)."""
+        return MessageState(
+            **{
+                f.attname: getattr(self, f.attname)
+                for f in MessageState._meta.concrete_fields
+                if f.name != "failure_at"
+            },
+            failure_at=self.last_failure_at,
+        )
 
 
 class FailureGroup(models.Model):

@@ -34,6 +34,7 @@ from console.lake.signals import events_to_fold
 from console.readmodels.models import (
     FailureGroup,
     MessageIndex,
+    MessageState,
     QuarantineInflow,
     QueueStat,
     RefreshRun,
@@ -191,7 +192,12 @@ def _table(model):
     return _q(model._meta.db_table)
 
 
-INDEX_COLUMNS = [f.column for f in MessageIndex._meta.concrete_fields]
+# The index's two tables and the columns the refresh loads into each; the job writes one row of
+# INDEX_COLUMNS a message. MessageState's failure_at is a copy of the row's last_failure_at.
+STATE_COLUMNS = [f.column for f in MessageState._meta.concrete_fields]
+OWN_COLUMNS = [f.column for f in MessageIndex._meta.local_concrete_fields]
+INDEX_COLUMNS = list(dict.fromkeys(c for c in [*STATE_COLUMNS, *OWN_COLUMNS] if c != "failure_at"))
+_STATE_SOURCES = [c if c != "failure_at" else "last_failure_at" for c in STATE_COLUMNS]
 # What a failure group is made of; the rest (count, first and last seen, states) is recomputed
 # from the index after every load.
 GROUP_AGGREGATES = ("count", "first_seen", "last_seen", "states", "ndlv", "wait")
@@ -248,10 +254,13 @@ def _applied_meanwhile_refold(upto):
 
 def _temp_tables_create(cursor):
     _temp_tables_drop(cursor)
-    index = _table(MessageIndex)
-    names = ", ".join(_q(c) for c in INDEX_COLUMNS)
+    index, states = _table(MessageIndex), _table(MessageState)
+    names = ", ".join(f"{'i' if c in OWN_COLUMNS else 's'}.{_q(c)}" for c in INDEX_COLUMNS)
     # Same columns as the index, no constraints and no indexes: the fastest thing to fill.
-    cursor.execute(f"CREATE TEMPORARY TABLE refresh_index AS SELECT {names} FROM {index} WHERE 1=0")  # noqa: S608
+    cursor.execute(
+        f"CREATE TEMPORARY TABLE refresh_index AS SELECT {names} FROM {index} i "  # noqa: S608
+        f"JOIN {states} s ON s.{_q('message_id')} = i.{_q('message_id')} WHERE 1=0"
+    )
     cursor.execute("CREATE TEMPORARY TABLE refresh_gone (message_id varchar(200) PRIMARY KEY)")
     cursor.execute("CREATE TEMPORARY TABLE refresh_groups (fingerprint varchar(64) PRIMARY KEY)")
 
@@ -312,13 +321,22 @@ def _sqlite_values(array):
 
 
 def _index_apply(cursor, *, full):
-    index = _table(MessageIndex)
+    index, states = _table(MessageIndex), _table(MessageState)
     group = _q("group_id")
     mid = _q("message_id")
-    names = ", ".join(_q(c) for c in INDEX_COLUMNS)
+    # (table, its columns, what fills each from refresh_index)
+    loads = [
+        (states, STATE_COLUMNS, _STATE_SOURCES),
+        (index, OWN_COLUMNS, OWN_COLUMNS),
+    ]
     if full:
-        cursor.execute(f"DELETE FROM {index}")  # noqa: S608
-        cursor.execute(f"INSERT INTO {index} ({names}) SELECT {names} FROM refresh_index")  # noqa: S608
+        for table, columns, sources in loads:
+            names = ", ".join(_q(c) for c in columns)
+            cursor.execute(f"DELETE FROM {table}")  # noqa: S608
+            cursor.execute(
+                f"INSERT INTO {table} ({names}) "  # noqa: S608
+                f"SELECT {', '.join(_q(c) for c in sources)} FROM refresh_index"
+            )
         return
     # The groups the changed rows leave must be recounted as well as those they join.
     cursor.execute(
@@ -326,13 +344,16 @@ def _index_apply(cursor, *, full):
         f"WHERE {group} <> '' AND {mid} IN "
         f"(SELECT message_id FROM refresh_index UNION SELECT message_id FROM refresh_gone)"
     )
-    cursor.execute(f"DELETE FROM {index} WHERE {mid} IN (SELECT message_id FROM refresh_gone)")  # noqa: S608
-    updates = ", ".join(f"{_q(c)} = excluded.{_q(c)}" for c in INDEX_COLUMNS if c != "message_id")
-    # WHERE true: SQLite needs it to tell ON CONFLICT from a join constraint.
-    cursor.execute(
-        f"INSERT INTO {index} ({names}) SELECT {names} FROM refresh_index WHERE true "  # noqa: S608
-        f"ON CONFLICT ({mid}) DO UPDATE SET {updates}"
-    )
+    for table, columns, sources in loads:
+        names = ", ".join(_q(c) for c in columns)
+        cursor.execute(f"DELETE FROM {table} WHERE {mid} IN (SELECT message_id FROM refresh_gone)")  # noqa: S608
+        updates = ", ".join(f"{_q(c)} = excluded.{_q(c)}" for c in columns if c != "message_id")
+        # WHERE true: SQLite needs it to tell ON CONFLICT from a join constraint.
+        cursor.execute(
+            f"INSERT INTO {table} ({names}) "  # noqa: S608
+            f"SELECT {', '.join(_q(c) for c in sources)} FROM refresh_index WHERE true "
+            f"ON CONFLICT ({mid}) DO UPDATE SET {updates}"
+        )
 
 
 def _groups_apply(cursor, path, *, full):
@@ -370,10 +391,12 @@ def _groups_apply(cursor, path, *, full):
         )
     group = _q("group_id")
     touched = "SELECT fingerprint FROM refresh_groups"
-    where = f"{group} <> ''" if full else f"{group} IN ({touched})"
+    where = f"i.{group} <> ''" if full else f"i.{group} IN ({touched})"
     cursor.execute(
-        f"SELECT {group}, {_q('state')}, COUNT(*), MIN({_q('first_failure_at')}), "  # noqa: S608
-        f"MAX({_q('last_failure_at')}) FROM {index} WHERE {where} GROUP BY {group}, {_q('state')}"
+        f"SELECT i.{group}, s.{_q('state')}, COUNT(*), MIN(i.{_q('first_failure_at')}), "  # noqa: S608
+        f"MAX(i.{_q('last_failure_at')}) FROM {index} i JOIN {_table(MessageState)} s "
+        f"ON s.{_q('message_id')} = i.{_q('message_id')} WHERE {where} "
+        f"GROUP BY i.{group}, s.{_q('state')}"
     )
     totals = {}
     for fingerprint, state, count, first, last in cursor.fetchall():
