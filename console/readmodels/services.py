@@ -28,7 +28,7 @@ from django.utils import timezone
 
 from console.heartbeat import Heartbeat
 from console.lake.models import LakeCommit
-from console.lake.selectors import lake_history_inputs, lake_paths
+from console.lake.selectors import lake_count_inputs, lake_history_inputs, lake_paths
 from console.lake.services import lake, lake_commit_lock
 from console.lake.signals import events_to_fold
 from console.readmodels.models import (
@@ -122,12 +122,16 @@ def read_models_refresh(*, full=False, spark=None):
         return None
     store = lake()
     staging = store.new_dir("refresh-staging", f"refresh{run.id}")
+    # The queue counts: from the open snapshot and the final messages' counts when there are
+    # (a cost that follows the messages in flight), else from every message's state.
+    counted = None if full else lake_count_inputs(upto=upto)
     params = RefreshParams(
         full=full,
         event_paths=store.paths([p for i, p in commits if i > history.covers_upto]),
         new_event_paths=store.paths([p for _, p, _ in new]),
         message_paths=store.paths(lake_paths(dataset="messages")),
-        state_paths=store.paths(_state_paths(commits, upto)),
+        state_paths=store.paths(counted.paths if counted else _state_paths(commits, upto)),
+        final_counts=counted.final_counts if counted else None,
         out_dir=store.path(staging),
         generations=[(store.path(g.path), g.buckets, g.rows) for g in history.generations],
         new_event_rows=sum(n for _, _, n in new),

@@ -11,11 +11,14 @@ from django.db import transaction
 from django.utils import timezone
 
 from console.ingest.services import messages_ingest
+from console.lake.models import LakeCommit
+from console.lake.selectors import lake_count_inputs
 from console.lake.services import (
     epoch_allocate,
     lake,
     lake_commit_record,
     lake_history_compact_if_due,
+    lake_state_compact_if_due,
 )
 from console.queues.models import Queue
 from console.readmodels.services import read_models_refresh
@@ -135,3 +138,35 @@ def test_a_reprocessed_old_failure_leaves_its_group_described_by_the_latest(quar
     read_models_refresh(spark=spark)
 
     assert FailureGroup.objects.get().sample_message_id == quarantined[-1]
+
+
+def test_the_queue_counts_are_the_open_messages_folded_and_the_snapshots_final_ones(
+    quarantined, spark
+):
+    commit([(m, "NDLV", "TBDL") for m in quarantined[:50]])
+    commit(
+        [(m, "TBDL", "DLNG") for m in quarantined[:50]]
+        + [(m, "DLNG", "DLVD") for m in quarantined[:30]]
+    )
+    lake_state_compact_if_due(force=True, spark=spark)
+    assert LakeCommit.objects.get(dataset="state", retired=False).final_counts == {
+        "orders": {"DLVD": 30}
+    }
+    commit(
+        [(m, "NDLV", "TBDL") for m in quarantined[100:110]]
+        + [(m, "DLNG", "DLVD") for m in quarantined[30:40]]
+    )
+    upto = LakeCommit.objects.filter(dataset="events").latest("id").id
+    # What the refresh counts from: the open snapshot and the commit after it, not the state.
+    counted = lake_count_inputs(upto=upto)
+    assert counted.final_counts == {"orders": {"DLVD": 30}}
+    assert [p.split("/")[0] for p in counted.paths] == ["open", "events"]
+
+    read_models_refresh(spark=spark)
+    incremental = read_models()
+    read_models_refresh(full=True, spark=spark)
+
+    assert read_models() == incremental
+    assert incremental["stats"] == {
+        "orders": {"DLVD": 40, "DLNG": 10, "TBDL": 10, "NDLV": MESSAGES - 60}
+    }

@@ -97,11 +97,15 @@ class RefreshParams:
     event_paths: list  # every committed events directory the history generations do not hold
     new_event_paths: list  # the events commits to fold (all of them when full)
     message_paths: list
-    state_paths: list  # the newest state snapshot and the events commits after it
+    # The newest state snapshot and the events commits after it; or, with final_counts, the
+    # open snapshot (the messages not final) and the events commits after it.
+    state_paths: list
     out_dir: str  # staging directory: must not exist yet
     # The history generations, [(directory, buckets, rows)]: with event_paths, the whole ledger.
     generations: list = field(default_factory=list)
     new_event_rows: int = 0  # rows of new_event_paths (the catalog's count)
+    # {queue: {state: n}}: the final messages the open snapshot leaves out (console.lake).
+    final_counts: dict | None = None
 
 
 @dataclass
@@ -294,6 +298,20 @@ def queue_counts(state_events: DataFrame) -> DataFrame:
     ).count()
 
 
+def with_final_counts(spark, counts: DataFrame, final_counts) -> DataFrame:
+    """The counts of the messages folded (the open ones, and those that became final since the
+    snapshot) plus the snapshot's final messages, which nothing folded again."""
+    finals = spark.createDataFrame(
+        [(q, state, n) for q, by_state in final_counts.items() for state, n in by_state.items()],
+        "queue string, state string, count long",
+    )
+    return (
+        counts.unionByName(finals)
+        .groupBy("queue", "state")
+        .agg(F.sum("count").cast("long").alias("count"))
+    )
+
+
 def quarantine_inflow(events: DataFrame) -> DataFrame:
     """Events entering NDLV, per queue and hour (UTC: the session's time zone)."""
     return (
@@ -400,6 +418,8 @@ def run_refresh(spark, params: RefreshParams) -> RefreshResult:
                 "message_id", "epoch", "step", "queue", "to_state"
             )
         )
+        if params.final_counts is not None:
+            counts = with_final_counts(spark, counts, params.final_counts)
     counts.coalesce(1).write.parquet(staging(params.out_dir, "stats"))
     quarantine_inflow(new_events).coalesce(1).write.parquet(staging(params.out_dir, "inflow"))
 
