@@ -16,7 +16,7 @@ import io
 import logging
 import shutil
 import time
-from datetime import timedelta
+from datetime import UTC, timedelta
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,6 +25,7 @@ import pyarrow.dataset as pads
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from console.heartbeat import Heartbeat
 from console.lake.models import LakeCommit
@@ -235,8 +236,8 @@ def _load(run, out_dir, *, full, changed):
                 ["message_id"],
                 _batches(rows, ["message_id"], ~pc.field("indexed")),
             )
-            _index_apply(cursor, full=full)
-            _groups_apply(cursor, f"{out_dir}/groups", full=full)
+            before = _index_apply(cursor, full=full)
+            _groups_apply(cursor, f"{out_dir}/groups", full=full, before=before)
             _temp_tables_drop(cursor)
         _queue_stats_replace(f"{out_dir}/stats")
         _inflow_add(f"{out_dir}/inflow", full=full)
@@ -342,11 +343,21 @@ def _index_apply(cursor, *, full):
                 f"SELECT {', '.join(_q(c) for c in sources)} FROM refresh_index"
             )
         return
-    # The groups the changed rows leave must be recounted as well as those they join.
+    changed = "SELECT message_id FROM refresh_index UNION SELECT message_id FROM refresh_gone"
+    # What the changed rows counted in their groups before: taken off the groups' counts.
     cursor.execute(
-        f"INSERT INTO refresh_groups (fingerprint) SELECT DISTINCT {group} FROM {index} "  # noqa: S608
-        f"WHERE {group} <> '' AND {mid} IN "
-        f"(SELECT message_id FROM refresh_index UNION SELECT message_id FROM refresh_gone)"
+        f"SELECT i.{group}, s.{_q('state')}, COUNT(*) FROM {index} i "  # noqa: S608
+        f"JOIN {states} s ON s.{mid} = i.{mid} "
+        f"WHERE i.{group} <> '' AND i.{mid} IN ({changed}) GROUP BY i.{group}, s.{_q('state')}"
+    )
+    before = {(g, state): n for g, state, n in cursor.fetchall()}
+    # A group a changed row leaves (gone, or failing another way now) may lose its first or
+    # last failure with it: those few are recounted over the index instead.
+    cursor.execute(
+        f"INSERT INTO refresh_groups (fingerprint) SELECT DISTINCT i.{group} FROM {index} i "  # noqa: S608
+        f"LEFT JOIN refresh_index r ON r.message_id = i.{mid} "
+        f"WHERE i.{group} <> '' AND i.{mid} IN ({changed}) "
+        f"AND (r.message_id IS NULL OR r.group_id <> i.{group})"
     )
     for table, columns, sources in loads:
         names = ", ".join(_q(c) for c in columns)
@@ -358,11 +369,15 @@ def _index_apply(cursor, *, full):
             f"SELECT {', '.join(_q(c) for c in sources)} FROM refresh_index WHERE true "
             f"ON CONFLICT ({mid}) DO UPDATE SET {updates}"
         )
+    return before
 
 
-def _groups_apply(cursor, path, *, full):
-    """Upsert the touched groups' descriptions, then count each touched group's messages by
-    state with one GROUP BY over the index."""
+def _groups_apply(cursor, path, *, full, before=None):
+    """Upsert the touched groups' descriptions, then their counts: a full refresh counts every
+    group with one GROUP BY over the index; an incremental one moves the counts of the groups
+    its rows stay in or join by what changed (`before`: what the changed rows counted, by group
+    and state, from `_index_apply`; the rows staged: what they count now), at a cost that
+    follows the changes, and recounts over the index only the groups a row left."""
     groups = _table(FailureGroup)
     index = _table(MessageIndex)
     names = ", ".join(_q(c) for c in GROUP_FIELDS)
@@ -389,10 +404,13 @@ def _groups_apply(cursor, path, *, full):
         cursor.executemany(
             upsert, [(*row, empty, at) for *row, at in zip(*columns, sampled, strict=True)]
         )
-        cursor.executemany(
-            "INSERT INTO refresh_groups (fingerprint) VALUES (%s) ON CONFLICT DO NOTHING",
-            [(f,) for f in columns[0]],
-        )
+        if full:
+            cursor.executemany(
+                "INSERT INTO refresh_groups (fingerprint) VALUES (%s) ON CONFLICT DO NOTHING",
+                [(f,) for f in columns[0]],
+            )
+    if not full:
+        _group_counts_move(cursor, before or {})
     group = _q("group_id")
     touched = "SELECT fingerprint FROM refresh_groups"
     where = f"i.{group} <> ''" if full else f"i.{group} IN ({touched})"
@@ -433,6 +451,54 @@ def _groups_apply(cursor, path, *, full):
         f"(SELECT 1 FROM {index} WHERE {index}.{group} = {groups}.{_q('fingerprint')})"
         + ("" if full else f" AND {_q('fingerprint')} IN ({touched})")
     )
+
+
+def _group_counts_move(cursor, before):
+    """The groups the changed rows count in now (refresh_index), but those a row left
+    (refresh_groups, recounted after): their counts moved by the difference, their first and
+    last failure widened by the rows'. A row's first failure never changes and its last only
+    grows, so without a row leaving, min and max stay exact."""
+    group, state = _q("group_id"), _q("state")
+    cursor.execute(
+        f"SELECT {group}, {state}, COUNT(*), MIN({_q('first_failure_at')}), "  # noqa: S608
+        f"MAX({_q('last_failure_at')}) FROM refresh_index WHERE {group} <> '' "
+        f"AND {group} NOT IN (SELECT fingerprint FROM refresh_groups) GROUP BY {group}, {state}"
+    )
+    moves, seen = {}, {}
+    for fingerprint, at_state, count, first, last in cursor.fetchall():
+        moves.setdefault(fingerprint, {})[at_state] = count
+        span = seen.setdefault(fingerprint, [])
+        span += [_when(first), _when(last)]
+    cursor.execute("SELECT fingerprint FROM refresh_groups")
+    recounted = {f for (f,) in cursor.fetchall()}
+    for (fingerprint, at_state), count in before.items():
+        if fingerprint not in recounted:
+            states = moves.setdefault(fingerprint, {})
+            states[at_state] = states.get(at_state, 0) - count
+    groups = list(FailureGroup.objects.select_for_update().filter(fingerprint__in=list(moves)))
+    empty = []
+    for g in groups:
+        states = dict(g.states)
+        for at_state, delta in moves[g.fingerprint].items():
+            states[at_state] = states.get(at_state, 0) + delta
+        g.states_set({s: n for s, n in states.items() if n > 0})
+        g.count = sum(g.states.values())
+        if g.count == 0:
+            empty.append(g.fingerprint)
+        times = [t for t in [g.first_seen, g.last_seen, *seen.get(g.fingerprint, [])] if t]
+        g.first_seen, g.last_seen = (min(times), max(times)) if times else (None, None)
+    FailureGroup.objects.bulk_update(
+        groups, ["count", "states", "ndlv", "wait", "first_seen", "last_seen"], batch_size=500
+    )
+    FailureGroup.objects.filter(fingerprint__in=empty).delete()
+
+
+def _when(value):
+    """A time read by raw SQL: SQLite gives text (naive UTC), PostgreSQL a datetime."""
+    if value is None or not isinstance(value, str):
+        return value
+    parsed = parse_datetime(value)
+    return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
 
 
 def _queue_stats_replace(path):

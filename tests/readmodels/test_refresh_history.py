@@ -32,8 +32,9 @@ MESSAGES = 3_000
 T0 = timezone.now() - timedelta(days=1)
 
 
-def commit(transitions):
-    """One events commit of (message, from, to) transitions, a second apart."""
+def commit(transitions, exception="LookupError"):
+    """One events commit of (message, from, to) transitions, a second apart; its failures
+    raised `exception`."""
     epoch = epoch_allocate(purpose="test refresh history")
     rows = []
     for step, (mid, frm, to) in enumerate(transitions, start=1):
@@ -54,7 +55,7 @@ def commit(transitions):
                 "batch_limit": 0,
                 "body_version": 1,
                 "reason": f"lookup failed for order {mid[2:]}" if failed else None,
-                "exception_type": "LookupError" if failed else None,
+                "exception_type": exception if failed else None,
             }
         )
     store = lake()
@@ -170,3 +171,24 @@ def test_the_queue_counts_are_the_open_messages_folded_and_the_snapshots_final_o
     assert incremental["stats"] == {
         "orders": {"DLVD": 40, "DLNG": 10, "TBDL": 10, "NDLV": MESSAGES - 60}
     }
+
+
+def test_group_counts_move_with_the_changes_and_a_group_a_message_leaves_is_recounted(
+    quarantined, spark
+):
+    from console.readmodels.models import FailureGroup
+
+    # Some reprocessed (they stay in their group, counted TBDL now), one failing another way:
+    # it leaves its group for a new one, and the group's first failure with it.
+    commit([(m, "NDLV", "TBDL") for m in quarantined[10:20]])
+    commit([(quarantined[0], "NDLV", "TBDL")])
+    commit([(quarantined[0], "TBDL", "DLNG"), (quarantined[0], "DLNG", "NDLV")], "KeyError")
+    read_models_refresh(spark=spark)
+    incremental = read_models()
+    groups = {g.exception_type: g for g in FailureGroup.objects.all()}
+    assert groups["LookupError"].states == {"NDLV": MESSAGES - 11, "TBDL": 10}
+    assert groups["KeyError"].states == {"NDLV": 1}
+
+    read_models_refresh(full=True, spark=spark)
+
+    assert read_models() == incremental
