@@ -210,12 +210,12 @@ def _partitioned(due: DataFrame, policies, count, max_batch, partitions):
     return due.repartition(n, key).sortWithinPartitions("queue", "enqueued_at", "message_id")
 
 
-def run_delivery(spark, params: DeliveryParams, *, on_claimed=None) -> DeliveryResult:
-    policies = {name: policy_from_mapping(p) for name, p in params.policies.items()}
-    ctx = RunContext(
+def run_context(params: DeliveryParams) -> RunContext:
+    """What the engine needs of a run, the same whichever way it runs (Spark or local)."""
+    return RunContext(
         run_id=params.run_id,
         epoch=params.epoch,
-        policies=policies,
+        policies={name: policy_from_mapping(p) for name, p in params.policies.items()},
         now=params.now,
         fixed_clock=params.fixed_clock,
         max_batch=params.max_batch,
@@ -224,6 +224,11 @@ def run_delivery(spark, params: DeliveryParams, *, on_claimed=None) -> DeliveryR
         poison_cursor=params.poison_cursor,
         poison_feed_dir=params.poison_feed_dir,
     )
+
+
+def run_delivery(spark, params: DeliveryParams, *, on_claimed=None) -> DeliveryResult:
+    ctx = run_context(params)
+    policies = ctx.policies
     result = DeliveryResult()
     queues = [q for q in params.queues if q in policies and policies[q].enabled]
     if not queues:

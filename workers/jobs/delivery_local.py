@@ -23,12 +23,12 @@ import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 
 from workers.engine import states as S
-from workers.engine.policy import policy_from_mapping
-from workers.engine.runner import RunContext, deliver_batches
+from workers.engine.runner import deliver_batches
 from workers.jobs.delivery import (
     CLAIM_COLUMNS,
     DeliveryParams,
     DeliveryResult,
+    run_context,
     summarize_run,
     write_bodies,
     write_claim_events,
@@ -162,19 +162,8 @@ def _deliverable(claims: pa.Table, bodies: pa.Table) -> pa.Table:
 def run_delivery_local(params: DeliveryParams, due: pa.Table, *, on_claimed=None, spark=None):
     """Deliver `due` (due_rows) as workers.jobs.delivery.run_delivery would. `spark`: a callable
     giving a Spark session, called only when a message's conversation must be ended (R6)."""
-    policies = {name: policy_from_mapping(p) for name, p in params.policies.items()}
-    ctx = RunContext(
-        run_id=params.run_id,
-        epoch=params.epoch,
-        policies=policies,
-        now=params.now,
-        fixed_clock=params.fixed_clock,
-        max_batch=params.max_batch,
-        max_batch_bytes=params.max_batch_bytes,
-        handler_timeout=params.handler_timeout,
-        poison_cursor=params.poison_cursor,
-        poison_feed_dir=params.poison_feed_dir,
-    )
+    ctx = run_context(params)
+    policies = ctx.policies
     result = DeliveryResult()
     queues = {q for q in params.queues if q in policies and policies[q].enabled}
     due = due.filter(pc.is_in(due.column("queue"), pa.array(sorted(queues), pa.string())))
