@@ -35,11 +35,6 @@ class LakeCommit(models.Model):
     # For a history generation: how many bucket files its events are spread over, by a hash of
     # the message id (workers.lake.history); the file that holds a message is computed from it.
     buckets = models.PositiveIntegerField(null=True, blank=True)
-    # For a state snapshot: how many of its messages are final, by queue and state
-    # ({queue: {state: n}}). Final messages never change (R15's purge aside, which leaves its
-    # rewrite without them), so the refresh counts the queues from these and the open snapshot
-    # alone. None: not counted (a purge's rewrite); the refresh folds the whole state then.
-    final_counts = models.JSONField(null=True, blank=True)
     # The writer brought the console's read models up to date with this commit itself, in the
     # same transaction (a decision chunk): the refresh has no need to fold it again.
     views_applied = models.BooleanField(default=False)

@@ -68,50 +68,6 @@ def lake_due_inputs(*, upto=None):
 
 
 @dataclass(frozen=True)
-class CountInputs:
-    """What every message's state as of an events commit is counted from without folding the
-    final ones: the open snapshot and the events commits after it (`paths`), and the final
-    messages' counts of the state snapshot folded with it ({queue: {state: n}})."""
-
-    paths: list
-    final_counts: dict
-
-
-def lake_count_inputs(*, upto):
-    """CountInputs as of events commit `upto`, or None when there is no open snapshot covering
-    no more than it with a counted state snapshot beside it (a lake never compacted, or a purge
-    rewrote the snapshot since): the caller folds the whole state then."""
-    if upto is None:
-        return None
-    snapshot = (
-        LakeCommit.objects.filter(dataset="open", retired=False, covers_upto__lte=upto)
-        .order_by("-id")
-        .first()
-    )
-    if snapshot is None:
-        return None
-    state = (
-        LakeCommit.objects.filter(
-            dataset="state",
-            retired=False,
-            covers_upto=snapshot.covers_upto,
-            final_counts__isnull=False,
-        )
-        .order_by("-id")
-        .first()
-    )
-    if state is None:
-        return None
-    events = LakeCommit.objects.filter(
-        dataset="events", retired=False, id__gt=snapshot.covers_upto, id__lte=upto
-    )
-    return CountInputs(
-        paths=[snapshot.path, *events.order_by("id").values_list("path", flat=True)],
-        final_counts=state.final_counts,
-    )
-
-
-@dataclass(frozen=True)
 class HistoryInputs:
     """What a reader of messages' histories reads: the history generations (Generation), in the
     order of the commits they cover, and the events commits after the newest one's coverage, as

@@ -53,7 +53,6 @@ def lake_commit_record(
     covers_upto=None,
     views_applied=False,
     buckets=None,
-    final_counts=None,
 ):
     """Make one written directory visible. Must run inside the caller's transaction.
     `views_applied`: the caller brings the read models up to date itself in this transaction,
@@ -68,7 +67,6 @@ def lake_commit_record(
         covers_upto=covers_upto,
         views_applied=views_applied,
         buckets=buckets,
-        final_counts=final_counts,
     )
     if dataset == "events" and not views_applied:
         # New events change what the console shows: its read models are refreshed once they
@@ -112,7 +110,7 @@ def lake_state_compact_if_due(*, force=False, spark=None):
     open snapshot yet) it is taken from the new state snapshot."""
     from console.lake.selectors import lake_due_inputs, lake_state_inputs
     from console.spark import spark_from_settings
-    from workers.jobs.state import extract_events, extract_state, final_counts, open_state
+    from workers.jobs.state import extract_events, extract_state, open_state
 
     if _rewrite_under_way():
         return None
@@ -131,7 +129,6 @@ def lake_state_compact_if_due(*, force=False, spark=None):
     )
     state.write.parquet(store.path(path))
     rows = session.read.parquet(store.path(path)).count()
-    finals = final_counts(extract_events(session, [store.path(path)]))
     if due.dataset == "open":
         folded = extract_state(
             session, store.paths(due.snapshot_paths), store.paths(due.event_paths)
@@ -154,7 +151,6 @@ def lake_state_compact_if_due(*, force=False, spark=None):
             row_count=rows,
             idempotency_key=f"state:upto:{inputs.last_event_commit}",
             covers_upto=inputs.last_event_commit,
-            final_counts=finals,
         )
         lake_commit_record(
             dataset="open",

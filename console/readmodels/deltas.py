@@ -21,12 +21,12 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
 from console.heartbeat import Heartbeat
+from console.readmodels.counts import by_key, counts_moved, queue_counts_move
 from console.readmodels.models import (
     FailureGroup,
     MessageIndex,
     MessageState,
     QuarantineInflow,
-    QueueStat,
     RefreshRun,
 )
 from console.readmodels.services import _cursor, _stale_runs_fail
@@ -139,7 +139,7 @@ def read_models_apply(*, decided, staged, at, reset=False, target_queue="", body
     for move in moves.to_pylist():
         queues[(move["from_queue"], move["from_state"])] -= move["message_id_count"]
         queues[(move["queue"], move["to_state"])] += move["message_id_count"]
-    _queues_move(queues)
+    queue_counts_move(queues)
 
 
 def _rows_update(cursor, changes, ids_sql, ids_params):
@@ -158,42 +158,13 @@ def _rows_update(cursor, changes, ids_sql, ids_params):
         )
 
 
-def _moved(counts, deltas):
-    counts = dict(counts)
-    for state, delta in deltas.items():
-        counts[state] = counts.get(state, 0) + delta
-    # As the refresh counts them: only states that hold messages.
-    return {state: n for state, n in counts.items() if n > 0}
-
-
-def _by_key(deltas):
-    out = {}
-    for (key, state), delta in deltas.items():
-        if delta:
-            out.setdefault(key, {})[state] = delta
-    return out
-
-
 def _groups_move(deltas):
-    by_group = _by_key(deltas)
+    by_group = by_key(deltas)
     groups = list(FailureGroup.objects.select_for_update().filter(fingerprint__in=list(by_group)))
     for group in groups:
-        group.states_set(_moved(group.states, by_group[group.fingerprint]))
+        group.states_set(counts_moved(group.states, by_group[group.fingerprint]))
     # One statement for the chunk's groups (a chunk of a large request touches them all).
     FailureGroup.objects.bulk_update(groups, ["states", "ndlv", "wait"])
-
-
-def _queues_move(deltas):
-    by_queue = _by_key(deltas)
-    now = timezone.now()
-    existing = list(QueueStat.objects.select_for_update().filter(queue__in=list(by_queue)))
-    for stat in existing:
-        stat.counts = _moved(stat.counts, by_queue.pop(stat.queue))
-        stat.updated_at = now
-    QueueStat.objects.bulk_update(existing, ["counts", "updated_at"])
-    QueueStat.objects.bulk_create(
-        [QueueStat(queue=q, counts=_moved({}, d), updated_at=now) for q, d in by_queue.items()]
-    )
 
 
 # --- A purge (R15): the read models forget the purged messages --------------------------------
@@ -395,7 +366,7 @@ def read_models_forget(*, staged, queue_counts, inflow, body_paths, samples):
         cursor.execute(f"DROP TABLE IF EXISTS {PURGED_GROUPS}")
         if body_paths:
             _body_paths_move(cursor, index, body_paths)
-    _queues_forget(queue_counts)
+    queue_counts_move({key: -n for key, n in queue_counts.items()})
     _inflow_forget(inflow)
 
 
@@ -414,18 +385,6 @@ def _body_paths_move(cursor, index, body_paths):
         f"WHERE old = {index}.{path}) WHERE {path} IN (SELECT old FROM {PURGED_PATHS})"
     )
     cursor.execute(f"DROP TABLE IF EXISTS {PURGED_PATHS}")
-
-
-def _queues_forget(queue_counts):
-    deltas = _by_key({key: -n for key, n in queue_counts.items()})
-    now = timezone.now()
-    for stat in QueueStat.objects.select_for_update().filter(queue__in=list(deltas)):
-        stat.counts = _moved(stat.counts, deltas[stat.queue])
-        if stat.counts:
-            stat.updated_at = now
-            stat.save(update_fields=["counts", "updated_at"])
-        else:
-            stat.delete()
 
 
 def _inflow_forget(inflow):

@@ -16,6 +16,8 @@ import io
 import logging
 import shutil
 import time
+from collections import Counter
+from dataclasses import dataclass, field
 from datetime import UTC, timedelta
 
 import pyarrow as pa
@@ -29,9 +31,10 @@ from django.utils.dateparse import parse_datetime
 
 from console.heartbeat import Heartbeat
 from console.lake.models import LakeCommit
-from console.lake.selectors import lake_count_inputs, lake_history_inputs, lake_paths
+from console.lake.selectors import lake_history_inputs, lake_paths
 from console.lake.services import lake, lake_commit_lock
 from console.lake.signals import events_to_fold
+from console.readmodels.counts import queue_counts_move
 from console.readmodels.models import (
     FailureGroup,
     MessageIndex,
@@ -40,7 +43,7 @@ from console.readmodels.models import (
     QueueStat,
     RefreshRun,
 )
-from workers.engine.states import NDLV, WAIT
+from workers.engine.states import DLVD, NDLV, WAIT
 
 log = logging.getLogger(__name__)
 
@@ -123,16 +126,11 @@ def read_models_refresh(*, full=False, spark=None):
         return None
     store = lake()
     staging = store.new_dir("refresh-staging", f"refresh{run.id}")
-    # The queue counts: from the open snapshot and the final messages' counts when there are
-    # (a cost that follows the messages in flight), else from every message's state.
-    counted = None if full else lake_count_inputs(upto=upto)
     params = RefreshParams(
         full=full,
         event_paths=store.paths([p for i, p in commits if i > history.covers_upto]),
         new_event_paths=store.paths([p for _, p, _ in new]),
         message_paths=store.paths(lake_paths(dataset="messages")),
-        state_paths=store.paths(counted.paths if counted else _state_paths(commits, upto)),
-        final_counts=counted.final_counts if counted else None,
         out_dir=store.path(staging),
         generations=[(store.path(g.path), g.buckets, g.rows) for g in history.generations],
         new_event_rows=sum(n for _, _, n in new),
@@ -169,21 +167,6 @@ def read_models_refresh(*, full=False, spark=None):
         )
     run.refresh_from_db()
     return run
-
-
-def _state_paths(commits, upto):
-    """The newest state snapshot that covers no more than `upto`, and the events commits after
-    it up to `upto`: every message's current state as of the cursor."""
-    if upto is None:
-        return []
-    snapshot = (
-        LakeCommit.objects.filter(dataset="state", retired=False, covers_upto__lte=upto)
-        .order_by("-id")
-        .first()
-    )
-    after = snapshot.covers_upto if snapshot else 0
-    paths = [p for i, p in commits if after < i <= upto]
-    return [snapshot.path, *paths] if snapshot else paths
 
 
 # --- Loading the DB -----------------------------------------------------------------------------
@@ -236,10 +219,20 @@ def _load(run, out_dir, *, full, changed):
                 ["message_id"],
                 _batches(rows, ["message_id"], ~pc.field("indexed")),
             )
+            if not full:
+                _stage(
+                    cursor,
+                    "refresh_delivered",
+                    ["message_id", "queue"],
+                    _batches(_dataset(f"{out_dir}/delivered"), ["message_id", "queue"], None),
+                )
             before = _index_apply(cursor, full=full)
-            _groups_apply(cursor, f"{out_dir}/groups", full=full, before=before)
+            _groups_apply(cursor, f"{out_dir}/groups", full=full, before=before.groups)
             _temp_tables_drop(cursor)
-        _queue_stats_replace(f"{out_dir}/stats")
+        if full:
+            _queue_stats_replace(f"{out_dir}/stats")
+        else:
+            _queue_stats_move(f"{out_dir}/stats", before.queues)
         _inflow_add(f"{out_dir}/inflow", full=full)
     return True
 
@@ -268,10 +261,14 @@ def _temp_tables_create(cursor):
     )
     cursor.execute("CREATE TEMPORARY TABLE refresh_gone (message_id varchar(200) PRIMARY KEY)")
     cursor.execute("CREATE TEMPORARY TABLE refresh_groups (fingerprint varchar(64) PRIMARY KEY)")
+    cursor.execute(
+        "CREATE TEMPORARY TABLE refresh_delivered "
+        "(message_id varchar(200) PRIMARY KEY, queue varchar(100))"
+    )
 
 
 def _temp_tables_drop(cursor):
-    for name in ("refresh_index", "refresh_gone", "refresh_groups"):
+    for name in ("refresh_index", "refresh_gone", "refresh_groups", "refresh_delivered"):
         cursor.execute(f"DROP TABLE IF EXISTS {name}")
 
 
@@ -325,7 +322,17 @@ def _sqlite_values(array):
     return array.to_pylist()
 
 
+@dataclass
+class Before:
+    """What the changed messages counted before the load, by (group, state) and (queue, state)."""
+
+    groups: dict = field(default_factory=dict)
+    queues: Counter = field(default_factory=Counter)
+
+
 def _index_apply(cursor, *, full):
+    """Load the staged rows into the index; return, for an incremental load, what the changed
+    messages counted before it (Before)."""
     index, states = _table(MessageIndex), _table(MessageState)
     group = _q("group_id")
     mid = _q("message_id")
@@ -342,15 +349,27 @@ def _index_apply(cursor, *, full):
                 f"INSERT INTO {table} ({names}) "  # noqa: S608
                 f"SELECT {', '.join(_q(c) for c in sources)} FROM refresh_index"
             )
-        return
+        return Before()
     changed = "SELECT message_id FROM refresh_index UNION SELECT message_id FROM refresh_gone"
-    # What the changed rows counted in their groups before: taken off the groups' counts.
+    # What the changed rows counted before, in their groups and their queues: taken off the
+    # counts, which the rows staged then add to.
+    before = Before()
     cursor.execute(
-        f"SELECT i.{group}, s.{_q('state')}, COUNT(*) FROM {index} i "  # noqa: S608
+        f"SELECT i.{group}, i.{_q('queue')}, s.{_q('state')}, COUNT(*) FROM {index} i "  # noqa: S608
         f"JOIN {states} s ON s.{mid} = i.{mid} "
-        f"WHERE i.{group} <> '' AND i.{mid} IN ({changed}) GROUP BY i.{group}, s.{_q('state')}"
+        f"WHERE i.{mid} IN ({changed}) GROUP BY i.{group}, i.{_q('queue')}, s.{_q('state')}"
     )
-    before = {(g, state): n for g, state, n in cursor.fetchall()}
+    for group_id, queue, state, n in cursor.fetchall():
+        before.queues[(queue, state)] += n
+        if group_id:
+            before.groups[(group_id, state)] = before.groups.get((group_id, state), 0) + n
+    # Delivered and never failed, the others were counted in their queue but are not indexed.
+    cursor.execute(
+        f"SELECT d.queue, COUNT(*) FROM refresh_delivered d WHERE NOT EXISTS "  # noqa: S608
+        f"(SELECT 1 FROM {states} s WHERE s.{mid} = d.message_id) GROUP BY d.queue"
+    )
+    for queue, n in cursor.fetchall():
+        before.queues[(queue, DLVD)] += n
     # A group a changed row leaves (gone, or failing another way now) may lose its first or
     # last failure with it: those few are recounted over the index instead.
     cursor.execute(
@@ -499,6 +518,15 @@ def _when(value):
         return value
     parsed = parse_datetime(value)
     return parsed if parsed.tzinfo else parsed.replace(tzinfo=UTC)
+
+
+def _queue_stats_move(path, before):
+    """Move the queue counts by the changed messages' counts now (the job's) less `before`."""
+    deltas = Counter({key: -n for key, n in before.items()})
+    for batch in _batches(_dataset(path), ["queue", "state", "count"], None):
+        for row in batch.to_pylist():
+            deltas[(row["queue"], row["state"])] += row["count"]
+    queue_counts_move(deltas)
 
 
 def _queue_stats_replace(path):

@@ -8,10 +8,10 @@ from pyspark.testing import assertDataFrameEqual
 
 from workers.jobs.fingerprint import fingerprint
 from workers.jobs.refresh import (
+    delivered_before,
     group_rows,
     index_rows,
     quarantine_inflow,
-    queue_counts,
     summarize,
 )
 from workers.lake.schema import EVENT_SCHEMA, MESSAGE_SCHEMA, ddl
@@ -203,10 +203,20 @@ def test_group_rows_describe_each_group_by_its_latest_failure(spark):
     )
 
 
-def test_queue_counts_count_each_message_once_in_its_current_state(spark):
-    counts = queue_counts(events_df(spark, HISTORY).where("message_id != 'c'"))
+def test_delivered_before_names_the_messages_whose_state_before_the_new_events_was_dlvd(spark):
+    new = [
+        # b, delivered, is decided again and moved to another queue; c, ended, is too
+        event("b", 9, 1, "DLVD", "TBDL", at=T0 + 9 * MINUTE, queue="payments"),
+        event("c", 9, 2, "ENDED", "TBDL", at=T0 + 9 * MINUTE),
+        # d is new: nothing before
+        event("d", 9, 3, None, "TBDL", at=T0 + 9 * MINUTE),
+    ]
+    # The history holds the new events too (a generation may have folded them already).
+    history = events_df(spark, HISTORY + new)
 
-    assertDataFrameEqual(counts, [Row("orders", "NDLV", 1), Row("orders", "DLVD", 1)])
+    found = delivered_before(history, events_df(spark, new))
+
+    assertDataFrameEqual(found, [Row("b", "orders")])
 
 
 def test_quarantine_inflow_counts_events_entering_ndlv_per_queue_and_hour(spark):

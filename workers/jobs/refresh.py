@@ -3,12 +3,13 @@
 extract: the events commits to fold (the new ones since the last refresh, or all of them for a
   full refresh), the whole ledger restricted to the messages those touch (the history
   generations and the events commits after them; when the messages are few, only their bucket
-  files' row groups, read with pyarrow: `affected_history`), their message metadata, and, for
-  the queue counts, the newest state snapshot with the events after it.
+  files' row groups, read with pyarrow: `affected_history`) and their message metadata.
 transform: one row per affected message with its current state and failures (`summarize`),
   joined to its metadata and fingerprinted (`index_rows`); the failure groups they touch
-  (`group_rows`); every queue's counts by state (`queue_counts`); and the messages that entered
-  NDLV per queue and hour in the new commits (`quarantine_inflow`).
+  (`group_rows`); the affected messages' counts by queue and state, and those of them that
+  were delivered before the new commits (`delivered_before`: what the queue counts held for the
+  messages the index leaves out), from which the task moves the queue counts; and the
+  messages that entered NDLV per queue and hour in the new commits (`quarantine_inflow`).
 load: Parquet files in a staging directory, read back in record batches by the task
   (console.readmodels.services), which loads the console DB in bulk and removes the directory.
 
@@ -97,15 +98,10 @@ class RefreshParams:
     event_paths: list  # every committed events directory the history generations do not hold
     new_event_paths: list  # the events commits to fold (all of them when full)
     message_paths: list
-    # The newest state snapshot and the events commits after it; or, with final_counts, the
-    # open snapshot (the messages not final) and the events commits after it.
-    state_paths: list
     out_dir: str  # staging directory: must not exist yet
     # The history generations, [(directory, buckets, rows)]: with event_paths, the whole ledger.
     generations: list = field(default_factory=list)
     new_event_rows: int = 0  # rows of new_event_paths (the catalog's count)
-    # {queue: {state: n}}: the final messages the open snapshot leaves out (console.lake).
-    final_counts: dict | None = None
 
 
 @dataclass
@@ -287,28 +283,18 @@ def group_rows(rows: DataFrame) -> DataFrame:
     )
 
 
-def queue_counts(state_events: DataFrame) -> DataFrame:
-    """Messages per queue and current state, over the state snapshot and the events after it:
-    five narrow columns, whatever the ledger's size."""
-    latest = state_events.groupBy("message_id").agg(
+def delivered_before(history: DataFrame, new_events: DataFrame) -> DataFrame:
+    """(message_id, queue) of the affected messages whose state before the new events was DLVD:
+    the queue counts held them there, and the index does not hold those never failed, so this is
+    where the task learns what to take off. The new events are those of the commits being folded
+    (a history generation may hold them already)."""
+    keys = ["message_id", "epoch", "step"]
+    before = history.join(new_events.select(*keys), keys, "left_anti")
+    latest = before.groupBy("message_id").agg(
         F.max_by(F.struct("queue", "to_state"), F.struct("epoch", "step")).alias("s")
     )
-    return latest.groupBy(
-        F.col("s.queue").alias("queue"), F.col("s.to_state").alias("state")
-    ).count()
-
-
-def with_final_counts(spark, counts: DataFrame, final_counts) -> DataFrame:
-    """The counts of the messages folded (the open ones, and those that became final since the
-    snapshot) plus the snapshot's final messages, which nothing folded again."""
-    finals = spark.createDataFrame(
-        [(q, state, n) for q, by_state in final_counts.items() for state, n in by_state.items()],
-        "queue string, state string, count long",
-    )
-    return (
-        counts.unionByName(finals)
-        .groupBy("queue", "state")
-        .agg(F.sum("count").cast("long").alias("count"))
+    return latest.where(F.col("s.to_state") == S.DLVD).select(
+        "message_id", F.col("s.queue").alias("queue")
     )
 
 
@@ -402,25 +388,26 @@ def run_refresh(spark, params: RefreshParams) -> RefreshResult:
         messages = every_message(spark, params)
     else:
         affected = new_events.select("message_id").distinct()
-        history = affected_history(spark, params, affected)
+        # Read twice (the rows, what was delivered before): written once, so that the
+        # generations are scanned once.
+        path = staging(params.out_dir, "affected-history")
+        affected_history(spark, params, affected).write.parquet(path)
+        history = spark.read.parquet(path)
         messages = affected_messages(spark, params, affected)
 
     rows_path = staging(params.out_dir, "rows")
     index_rows(summarize(history), messages).write.parquet(rows_path)
     rows = spark.read.parquet(rows_path)
     group_rows(rows).write.parquet(staging(params.out_dir, "groups"))
-    if params.full:
-        # Every message was folded already: count them from the rows just written.
-        counts = rows.groupBy("queue", "state").count()
-    else:
-        counts = queue_counts(
-            extract_events(spark, params.state_paths).select(
-                "message_id", "epoch", "step", "queue", "to_state"
-            )
+    # Every queue's counts when full; else the affected messages' counts now, the task taking
+    # off what they counted before.
+    rows.groupBy("queue", "state").count().coalesce(1).write.parquet(
+        staging(params.out_dir, "stats")
+    )
+    if not params.full:
+        delivered_before(history, new_events).coalesce(1).write.parquet(
+            staging(params.out_dir, "delivered")
         )
-        if params.final_counts is not None:
-            counts = with_final_counts(spark, counts, params.final_counts)
-    counts.coalesce(1).write.parquet(staging(params.out_dir, "stats"))
     quarantine_inflow(new_events).coalesce(1).write.parquet(staging(params.out_dir, "inflow"))
 
     result.affected = _count(rows_path)

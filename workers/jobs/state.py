@@ -47,20 +47,6 @@ def extract_state(spark, snapshot_paths, event_paths) -> DataFrame:
     return fold_state(extract_events(spark, [*snapshot_paths, *event_paths]))
 
 
-def final_counts(state: DataFrame) -> dict:
-    """{queue: {state: n}} of a state snapshot's final messages: a few rows collected."""
-    rows = (
-        state.where(F.col("to_state").isin(sorted(S.FINAL_STATES)))
-        .groupBy("queue", "to_state")
-        .count()
-        .collect()
-    )
-    counts = {}
-    for row in rows:
-        counts.setdefault(row["queue"], {})[row["to_state"]] = row["count"]
-    return counts
-
-
 def open_state(state: DataFrame) -> DataFrame:
     """The rows of the messages that are not final: an open snapshot's (workers.lake.schema)."""
     return state.where(~F.col("to_state").isin(sorted(S.FINAL_STATES)))

@@ -1,0 +1,46 @@
+"""Counts by state moved by what changed. Every writer of the read models (a refresh, a
+decision's chunk, a purge) knows how many messages left and entered each (queue, state) and moves
+the queue counts (QueueStat) by that in its own transaction: a cost that follows the change, not
+the number of messages. A full refresh alone counts them whole."""
+
+from django.utils import timezone
+
+from console.readmodels.models import QueueStat
+
+
+def counts_moved(counts, deltas):
+    """{state: n} moved by {state: delta}; as a full count makes them, only the states that hold
+    messages."""
+    counts = dict(counts)
+    for state, delta in deltas.items():
+        counts[state] = counts.get(state, 0) + delta
+    return {state: n for state, n in counts.items() if n > 0}
+
+
+def by_key(deltas):
+    """{(key, state): delta} -> {key: {state: delta}}, without the zeros."""
+    out = {}
+    for (key, state), delta in deltas.items():
+        if delta:
+            out.setdefault(key, {})[state] = delta
+    return out
+
+
+def queue_counts_move(deltas):
+    """Move the queue counts by {(queue, state): delta}. A queue left with no message has no
+    counts row, as after a full refresh. Call inside the writer's transaction."""
+    by_queue = by_key(deltas)
+    if not by_queue:
+        return
+    now = timezone.now()
+    moved, emptied = [], []
+    for stat in QueueStat.objects.select_for_update().filter(queue__in=list(by_queue)):
+        stat.counts = counts_moved(stat.counts, by_queue.pop(stat.queue))
+        stat.updated_at = now
+        (moved if stat.counts else emptied).append(stat)
+    QueueStat.objects.bulk_update(moved, ["counts", "updated_at"])
+    QueueStat.objects.filter(queue__in=[s.queue for s in emptied]).delete()
+    created = [(q, counts_moved({}, d)) for q, d in by_queue.items()]
+    QueueStat.objects.bulk_create(
+        [QueueStat(queue=q, counts=c, updated_at=now) for q, c in created if c]
+    )
