@@ -96,8 +96,7 @@ def _joins_by_key(cursor):
 
 
 def read_models_apply(*, decided, staged, at, reset=False, target_queue="", body=None):
-    """`decided`: a table (message_id, from_queue, from_state, queue, to_state) of one chunk,
-    staged by `decided_staged`. `reset`: a reprocess (R13: count reset, candidate cleared);
+    """`decided`: a table (message_id, to_state, ...) of one chunk, staged by `decided_staged`. `reset`: a reprocess (R13: count reset, candidate cleared);
     `body`: an edited body's new version as {"body_version", "body_size", "body_path"} (one
     message). Call inside the chunk's transaction."""
     index, states = _q(MessageIndex._meta.db_table), _q(MessageState._meta.db_table)
@@ -106,16 +105,25 @@ def read_models_apply(*, decided, staged, at, reset=False, target_queue="", body
         # The chunk's rows drive the join, each finding its rows by primary key: SQLite would
         # otherwise scan the whole index table (CROSS JOIN fixes its join order; on PostgreSQL,
         # _joins_by_key).
+        # What the rows count in now, by group and by queue: the counts move from there. The
+        # queue counts too are moved from the index's rows, not from the lake's state the plan
+        # read: the index may not have folded a message's latest events yet, and every writer
+        # (a refresh too) must move them from what they hold.
+        queue = _q("queue")
         cursor.execute(
-            f"SELECT i.{group}, s.{state}, d.to_state, COUNT(*) FROM {staged} d "  # noqa: S608
+            f"SELECT i.{group}, i.{queue}, s.{state}, d.to_state, COUNT(*) FROM {staged} d "  # noqa: S608
             f"CROSS JOIN {index} i CROSS JOIN {states} s "
-            f"WHERE i.{mid} = d.message_id AND s.{mid} = d.message_id AND i.{group} <> '' "
-            f"GROUP BY i.{group}, s.{state}, d.to_state"
+            f"WHERE i.{mid} = d.message_id AND s.{mid} = d.message_id "
+            f"GROUP BY i.{group}, i.{queue}, s.{state}, d.to_state"
         )
-        groups = Counter()
-        for group_id, old, new, n in cursor.fetchall():
-            groups[(group_id, old)] -= n
-            groups[(group_id, new)] += n
+        groups, queues = Counter(), Counter()
+        moved_to = target_queue if reset and target_queue else None
+        for group_id, from_queue, old, new, n in cursor.fetchall():
+            if group_id:
+                groups[(group_id, old)] -= n
+                groups[(group_id, new)] += n
+            queues[(from_queue, old)] -= n
+            queues[(moved_to or from_queue, new)] += n
         for to_state in sorted(pc.unique(decided.column("to_state")).to_pylist()):
             changes = {"state": to_state, "next_attempt_at": None, "updated_at": at}
             if reset:
@@ -132,13 +140,6 @@ def read_models_apply(*, decided, staged, at, reset=False, target_queue="", body
         if wide:
             _rows_update(cursor, wide, f"SELECT message_id FROM {staged}", [])  # noqa: S608
     _groups_move(groups)
-    queues = Counter()
-    moves = decided.group_by(["from_queue", "from_state", "queue", "to_state"]).aggregate(
-        [("message_id", "count")]
-    )
-    for move in moves.to_pylist():
-        queues[(move["from_queue"], move["from_state"])] -= move["message_id_count"]
-        queues[(move["queue"], move["to_state"])] += move["message_id_count"]
     queue_counts_move(queues)
 
 

@@ -372,10 +372,13 @@ def _index_apply(cursor, *, full):
         before.queues[(queue, DLVD)] += n
     # A group a changed row leaves (gone, or failing another way now) may lose its first or
     # last failure with it: those few are recounted over the index instead.
+    # The changed ids drive the join, each finding its index row by primary key (CROSS JOIN
+    # fixes SQLite's join order: left to itself it scanned the whole index, 0.9 s at 1M rows).
     cursor.execute(
-        f"INSERT INTO refresh_groups (fingerprint) SELECT DISTINCT i.{group} FROM {index} i "  # noqa: S608
+        f"INSERT INTO refresh_groups (fingerprint) SELECT DISTINCT i.{group} "  # noqa: S608
+        f"FROM ({changed}) c CROSS JOIN {index} i "
         f"LEFT JOIN refresh_index r ON r.message_id = i.{mid} "
-        f"WHERE i.{group} <> '' AND i.{mid} IN ({changed}) "
+        f"WHERE i.{mid} = c.message_id AND i.{group} <> '' "
         f"AND (r.message_id IS NULL OR r.group_id <> i.{group})"
     )
     for table, columns, sources in loads:

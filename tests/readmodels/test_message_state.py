@@ -221,3 +221,15 @@ def test_the_state_table_has_no_pattern_index_for_its_ids(db):
         names = {name for (name,) in cursor.fetchall()}
     assert not [name for name in names if name.endswith("_like")]
     assert {"ix_state_failure", "ix_candidate_failure", "ix_delivery_count_id"} <= names
+
+
+def test_a_decision_moves_the_queue_counts_from_what_the_index_holds_not_the_lake(quarantined):
+    # The index has not folded m-00's latest failure yet: it still says WAIT there, and so do the
+    # queue counts, while the plan read NDLV from the lake. The counts move from WAIT, as a
+    # later refresh (which reads the index as what they held) expects.
+    MessageState.objects.filter(message_id="m-00").update(state="WAIT")
+    QueueStat.objects.filter(queue="orders").update(counts={"NDLV": 9, "WAIT": 1})
+
+    _decide(["m-00", "m-01"])
+
+    assert QueueStat.objects.get(queue="orders").counts == {"NDLV": 8, "TBDL": 2}
