@@ -41,11 +41,18 @@ class LeaseLost(Exception):
 
 def _run_start(queues):
     """A new run holding those of `queues` that no running run holds (R16: runs of different
-    queues go on at the same time, never two on one queue). None if every one is held."""
+    queues go on at the same time, never two on one queue). None if every one is held.
+
+    A queue found held is marked wanted: its run may have read the lake before the messages this
+    run was asked for (a wake handed the queue over just before that run took it), so it starts
+    the next run as it lets go, rather than leaving them to beat's next tick."""
     now = timezone.now()
     epoch = epoch_allocate(purpose="delivery run")
     try:
         with transaction.atomic():
+            # Marked before the holders are read, as delivery_dispatch does: a run that lets go
+            # in between has seen the mark, or waited for this transaction and then saw it.
+            DeliveryLock.objects.filter(queue__in=queues).update(wanted=True)
             held = set(
                 DeliveryLock.objects.filter(queue__in=queues).values_list("queue", flat=True)
             )

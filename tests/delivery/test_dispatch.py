@@ -10,7 +10,7 @@ from django.utils import timezone
 
 from console.delivery.models import DeliveryLock, DeliveryRun
 from console.delivery.receivers import delivery_wake
-from console.delivery.services import _run_leave, delivery_dispatch, leases_sweep
+from console.delivery.services import _run_leave, _run_start, delivery_dispatch, leases_sweep
 from console.delivery.signals import queues_wanted
 from console.ingest.services import messages_ingest
 from console.lake.models import LakeCommit
@@ -238,3 +238,18 @@ def test_a_run_nobody_asked_for_meanwhile_ends_without_handing_its_queues_over(
 
     assert cache.get("delivery:dispatched:orders") is None
     assert cache.get("delivery:dispatched:payments") == 1
+
+
+def test_a_run_that_finds_its_queue_held_asks_the_holder_for_the_next_run(
+    queues, django_capture_on_commit_callbacks
+):
+    # A wake handed "orders" over while it was free; a run beat had started took it before the
+    # wake's run began, having read the lake before the new message.
+    holder = _running("orders")
+
+    assert _run_start(["orders"]) is None
+
+    with django_capture_on_commit_callbacks(execute=True), transaction.atomic():
+        _run_leave(holder, status=DeliveryRun.COMMITTED)
+    # The holder's end handed the queue over at once (not at beat's next tick).
+    assert cache.get("delivery:dispatched:orders") == 1
