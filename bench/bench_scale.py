@@ -6,9 +6,10 @@ N messages (BENCH_MESSAGES, default 10M) go through the product's own paths, in 
    one in a thousand of them poison (a required field missing: PermanentFailure), and 10 % into
    `bench.scale.bad`, a producer's bug that the same handler refuses, every one;
 2. one delivery run on Spark over all of them: the poison and the bad producer's messages end
-   in NDLV, the rest DLVD;
-3. a full refresh of the read models (what a new console or a lost database pays), then an
-   incremental one after a small delivery run (what every run pays);
+   in NDLV, the rest DLVD; then the compactions the spark worker runs after every run;
+3. a full refresh of the read models (what a new console or a lost database pays), then a
+   delivery run of 100 new messages and the refresh of what it changed (what every run pays;
+   medians of three), compared at the end with the same on an empty lake;
 4. browse and detail pages of the console, p50 and p95 (Django's test client, in process);
 5. a bulk reprocess of the bad producer's messages (10 % of N) once "fixed": approve -> every one
    TBDL and the views current.
@@ -18,6 +19,7 @@ JVM and its Python workers: what the spark worker holds) are printed; the lake's
 
 import json
 import os
+import statistics
 import subprocess
 import time
 
@@ -110,8 +112,15 @@ def run():
     from console.decisions.execution import action_request_execute
     from console.decisions.services import Action, action_request_approve, action_request_create
     from console.delivery.services import delivery_run
+    from console.lake.services import lake_history_compact_if_due, lake_state_compact_if_due
     from console.queues.models import Queue
-    from console.readmodels.models import MessageIndex
+    from console.readmodels.models import (
+        FailureGroup,
+        MessageIndex,
+        QuarantineInflow,
+        QueueStat,
+        RefreshRun,
+    )
     from console.readmodels.services import read_models_refresh
     from console.spark import spark_from_settings
 
@@ -160,20 +169,25 @@ def run():
     assert run.outcomes["states"] == {"DLVD": good - poison, "NDLV": poison + bad}, run.outcomes
     row("delivery run (all)", seconds, memory, per_second=round(n / seconds))
 
+    # What the spark worker's delivery task does after every run: the state and open snapshots
+    # and the history generation the next runs, refreshes and detail pages read.
+    started = time.perf_counter()
+    with PeakMemory() as memory:
+        lake_state_compact_if_due(force=True, spark=spark)
+        lake_history_compact_if_due(force=True, spark=spark)
+    row("compactions after the run", time.perf_counter() - started, memory)
+
     started = time.perf_counter()
     with PeakMemory() as memory:
         read_models_refresh(full=True, spark=spark)
     row("refresh, full", time.perf_counter() - started, memory)
     assert MessageIndex.objects.filter(state="NDLV").count() == poison + bad
 
-    # A trickle after all that: what each later run and refresh costs with N in the lake.
-    _ingest(inputs, 100, queue=GOOD, prefix="t", broken=lambda i: i == 0)
-    started = time.perf_counter()
-    small = delivery_run(spark=spark)
-    row("delivery run (100 new)", time.perf_counter() - started, claimed=small.claimed)
-    started = time.perf_counter()
-    read_models_refresh(spark=spark)
-    row("refresh, 100 changes", time.perf_counter() - started)
+    # A trickle after all that: what each later run and refresh costs with N in the lake (the
+    # same on an empty lake at the end, for the ratio).
+    trickle = _trickle(inputs, spark, prefix="t")
+    for step, seconds in trickle.items():
+        row(step, seconds)
 
     sample = MessageIndex.objects.filter(queue=GOOD).order_by("message_id").first()
     pages = {
@@ -212,4 +226,41 @@ def run():
         request_seconds=round(frozen, 1),
     )
     rows.append({"step": "lake on disk", "messages": n, "mib": _du_mib(lake_root)})
+
+    fresh_state("scale-empty")
+    for model in (MessageIndex, FailureGroup, QueueStat, QuarantineInflow, RefreshRun):
+        model.objects.all().delete()
+    Queue.objects.create(name=GOOD, handler="workers.demo.handlers.orders")
+    for step, seconds in _trickle(inputs, spark, prefix="e").items():
+        rows.append(
+            {
+                "step": f"{step}, against an empty lake",
+                "backend": backend,
+                "messages": n,
+                "seconds": round(trickle[step], 1),
+                "empty_lake_seconds": round(seconds, 1),
+                "ratio": round(trickle[step] / seconds, 2),
+                "goal": "<= 1.2",
+                "cores": cores,
+            }
+        )
     return rows
+
+
+def _trickle(inputs, spark, *, prefix):
+    """{step: seconds}, medians of three: a delivery run of 100 new messages (small enough to
+    run without Spark), then the refresh of what it changed."""
+    from console.delivery.services import delivery_run
+    from console.readmodels.services import read_models_refresh
+
+    times = {"delivery run (100 new)": [], "refresh, 100 changes": []}
+    for k in range(3):
+        _ingest(inputs, 100, queue=GOOD, prefix=f"{prefix}{k}-", broken=lambda i: i == 0)
+        started = time.perf_counter()
+        run = delivery_run(spark=spark)
+        times["delivery run (100 new)"].append(time.perf_counter() - started)
+        assert run.claimed == 100, run.claimed
+        started = time.perf_counter()
+        read_models_refresh(spark=spark)
+        times["refresh, 100 changes"].append(time.perf_counter() - started)
+    return {step: statistics.median(seconds) for step, seconds in times.items()}
