@@ -96,9 +96,10 @@ def _joins_by_key(cursor):
 
 
 def read_models_apply(*, decided, staged, at, reset=False, target_queue="", body=None):
-    """`decided`: a table (message_id, to_state, ...) of one chunk, staged by `decided_staged`. `reset`: a reprocess (R13: count reset, candidate cleared);
-    `body`: an edited body's new version as {"body_version", "body_size", "body_path"} (one
-    message). Call inside the chunk's transaction."""
+    """`decided`: a table (message_id, to_state, ...) of one chunk, staged by
+    `decided_staged`. `reset`: a reprocess (R13: count reset, candidate cleared); `body`: an
+    edited body's new version as {"body_version", "body_size", "body_path"} (one message). Call
+    inside the chunk's transaction."""
     index, states = _q(MessageIndex._meta.db_table), _q(MessageState._meta.db_table)
     mid, group, state = _q("message_id"), _q("group_id"), _q("state")
     with connection.cursor() as cursor, _joins_by_key(cursor):
