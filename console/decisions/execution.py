@@ -44,7 +44,7 @@ from console.lake.models import LakeCommit
 from console.lake.selectors import lake_paths, lake_state_inputs
 from console.lake.services import epoch_allocate, lake, lake_commit_lock, lake_commit_record
 from console.queues.models import Queue
-from console.readmodels.deltas import decided_staged, read_models_apply
+from console.readmodels.deltas import decided_staged, index_placement, read_models_apply
 from workers.jobs import decisions as D
 
 log = logging.getLogger(__name__)
@@ -296,6 +296,7 @@ class _Prepared:
     events_dir: str | None
     notifications_dir: str | None
     seen_upto: int  # the newest lake commit when the chunk re-read what changed since the plan
+    placement: object  # where its decided messages count in the index (index_placement)
 
 
 def _chunk_prepare_in_thread(request, index, decision):
@@ -333,7 +334,12 @@ def _chunk_prepare(request, index, decision):
         notifications_dir = store.write_arrow(
             outcome.notifications, store.new_dir("notifications", label)
         )
-    return _Prepared(index, decision, members, outcome, events_dir, notifications_dir, seen_upto)
+    # Read here, in the thread that prepares a chunk while the previous one commits: the
+    # commit then touches the index's narrow rows only.
+    placement = index_placement(outcome.decided.column("message_id").to_pylist())
+    return _Prepared(
+        index, decision, members, outcome, events_dir, notifications_dir, seen_upto, placement
+    )
 
 
 def _changed_meanwhile(request, seen_upto):
@@ -407,7 +413,7 @@ def _chunk_commit(request, worker, prepared):
             chunks_done=F("chunks_done") + 1,
         )
         decided = outcome.decided
-        with decided_staged(decided) as staged:
+        with decided_staged(decided, prepared.placement) as staged:
             if request.action == R.REPROCESS:
                 # R9, R13: reprocessing takes the message off the poison list, id and body.
                 poison_reprocessed(

@@ -9,11 +9,13 @@ A chunk's ids are staged once in a temporary table, then each change is one stat
 """
 
 import contextlib
+import dataclasses
 import io
 import json
 import time
 from collections import Counter
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 from django.conf import settings
@@ -38,21 +40,88 @@ def _q(name):
     return connection.ops.quote_name(name)
 
 
+@dataclasses.dataclass(frozen=True)
+class Placement:
+    """Where a chunk's messages count in the index: (message_id, group_id, queue), read by
+    `index_placement` as of the newest committed refresh `refreshed_upto`."""
+
+    rows: pa.Table
+    refreshed_upto: int
+
+
+def index_placement(message_ids):
+    """The failure group and queue of each of `message_ids` the index holds. Read beside the
+    chunk's commit (by the thread that prepares the next chunk), so that the commit's own
+    statements touch the narrow state rows only and not the wide ones. Only a refresh moves a
+    row to another group or queue (a decision to another queue moves its own chunk's): a commit
+    that finds one committed since (`refreshed_upto`) reads them again, under the lake commit
+    lock that a refresh's load takes too."""
+    refreshed_upto = _refreshed_upto()
+    index = _q(MessageIndex._meta.db_table)
+    mid, group, queue = _q("message_id"), _q("group_id"), _q("queue")
+    found = {"message_id": [], "group_id": [], "queue": []}
+    ids = list(message_ids)
+    with connection.cursor() as cursor:
+        for start in range(0, len(ids), PLACEMENT_BATCH):
+            batch = ids[start : start + PLACEMENT_BATCH]
+            if connection.vendor == "postgresql":
+                where, params = f"{mid} = ANY(%s)", [batch]
+            else:
+                where = f"{mid} IN (SELECT value FROM json_each(%s))"  # noqa: S608
+                params = [json.dumps(batch)]
+            cursor.execute(f"SELECT {mid}, {group}, {queue} FROM {index} WHERE {where}", params)  # noqa: S608
+            for message_id, group_id, in_queue in cursor.fetchall():
+                found["message_id"].append(message_id)
+                found["group_id"].append(group_id)
+                found["queue"].append(in_queue)
+    return Placement(pa.table(found, schema=PLACEMENT_SCHEMA), refreshed_upto)
+
+
+def placement_current(placement, message_ids):
+    """`placement`, or read again when a refresh committed since it was read."""
+    if placement is not None and placement.refreshed_upto == _refreshed_upto():
+        return placement
+    return index_placement(message_ids)
+
+
+def _refreshed_upto():
+    return (
+        RefreshRun.objects.filter(status=RefreshRun.COMMITTED)
+        .order_by("-id")
+        .values_list("id", flat=True)
+        .first()
+        or 0
+    )
+
+
+PLACEMENT_BATCH = 10_000
+PLACEMENT_SCHEMA = pa.schema(
+    [("message_id", pa.string()), ("group_id", pa.string()), ("queue", pa.string())]
+)
+STAGED_COLUMNS = ["message_id", "to_state", "group_id", "queue"]
+
+
 @contextlib.contextmanager
-def decided_staged(decided):
-    """Stage the (message_id, to_state) columns of a chunk's table in a temporary table for the
-    duration; yields its name. COPY on PostgreSQL, one JSON parameter on SQLite."""
+def decided_staged(decided, placement=None):
+    """Stage a chunk's messages in a temporary table for the duration, each with its target
+    state and where it counts in the index (`placement`, read here when not given: see
+    `index_placement`); yields its name. COPY on PostgreSQL, one JSON parameter on SQLite."""
+    placement = placement_current(placement, decided.column("message_id").to_pylist())
+    rows = decided.select(["message_id", "to_state"]).join(
+        placement.rows, keys="message_id", join_type="left outer"
+    )
+    rows = rows.select(STAGED_COLUMNS)
     with connection.cursor() as cursor:
         cursor.execute(f"DROP TABLE IF EXISTS {STAGED}")
         cursor.execute(
-            f"CREATE TEMPORARY TABLE {STAGED} "
-            "(message_id varchar(200) PRIMARY KEY, to_state varchar(8))"
+            f"CREATE TEMPORARY TABLE {STAGED} (message_id varchar(200) PRIMARY KEY, "
+            "to_state varchar(8), group_id varchar(64), queue varchar(100))"
         )
-        rows = decided.select(["message_id", "to_state"])
+        names = ", ".join(STAGED_COLUMNS)
         if connection.vendor == "postgresql":
             buffer = io.BytesIO()
             pacsv.write_csv(rows, buffer, pacsv.WriteOptions(include_header=False))
-            with cursor.copy(f"COPY {STAGED} (message_id, to_state) FROM STDIN (FORMAT csv)") as c:
+            with cursor.copy(f"COPY {STAGED} ({names}) FROM STDIN (FORMAT csv)") as c:
                 c.write(buffer.getvalue())
             # A temporary table has no statistics until asked: without them the updates below
             # are planned for a guessed size, not the chunk's 10,000 rows.
@@ -61,9 +130,9 @@ def decided_staged(decided):
             # One statement with the rows as one JSON parameter: SQLite unpacks it in C, several
             # times faster than an executemany of 10,000 inserts.
             cursor.execute(
-                f"INSERT INTO {STAGED} (message_id, to_state) "  # noqa: S608
-                "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]') "
-                "FROM json_each(%s)",
+                f"INSERT INTO {STAGED} ({names}) "  # noqa: S608
+                "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
+                "json_extract(value, '$[2]'), json_extract(value, '$[3]') FROM json_each(%s)",
                 [json.dumps(list(zip(*rows.to_pydict().values(), strict=True)))],
             )
         try:
@@ -100,8 +169,8 @@ def read_models_apply(*, decided, staged, at, reset=False, target_queue="", body
     `decided_staged`. `reset`: a reprocess (R13: count reset, candidate cleared); `body`: an
     edited body's new version as {"body_version", "body_size", "body_path"} (one message). Call
     inside the chunk's transaction."""
-    index, states = _q(MessageIndex._meta.db_table), _q(MessageState._meta.db_table)
-    mid, group, state = _q("message_id"), _q("group_id"), _q("state")
+    states = _q(MessageState._meta.db_table)
+    mid, state = _q("message_id"), _q("state")
     with connection.cursor() as cursor, _joins_by_key(cursor):
         # The chunk's rows drive the join, each finding its rows by primary key: SQLite would
         # otherwise scan the whole index table (CROSS JOIN fixes its join order; on PostgreSQL,
@@ -109,13 +178,12 @@ def read_models_apply(*, decided, staged, at, reset=False, target_queue="", body
         # What the rows count in now, by group and by queue: the counts move from there. The
         # queue counts too are moved from the index's rows, not from the lake's state the plan
         # read: the index may not have folded a message's latest events yet, and every writer
-        # (a refresh too) must move them from what they hold.
-        queue = _q("queue")
+        # (a refresh too) must move them from what they hold. Group and queue were staged with
+        # the ids (index_placement): only the narrow state rows are read here.
         cursor.execute(
-            f"SELECT i.{group}, i.{queue}, s.{state}, d.to_state, COUNT(*) FROM {staged} d "  # noqa: S608
-            f"CROSS JOIN {index} i CROSS JOIN {states} s "
-            f"WHERE i.{mid} = d.message_id AND s.{mid} = d.message_id "
-            f"GROUP BY i.{group}, i.{queue}, s.{state}, d.to_state"
+            f"SELECT d.group_id, d.queue, s.{state}, d.to_state, COUNT(*) FROM {staged} d "  # noqa: S608
+            f"CROSS JOIN {states} s WHERE s.{mid} = d.message_id "
+            f"GROUP BY d.group_id, d.queue, s.{state}, d.to_state"
         )
         groups, queues = Counter(), Counter()
         moved_to = target_queue if reset and target_queue else None

@@ -11,8 +11,19 @@ from django.db import connection, transaction
 from django.db.migrations.executor import MigrationExecutor
 
 from console.browse.selectors import message_match_count, message_page
-from console.readmodels.deltas import decided_staged, read_models_apply
-from console.readmodels.models import FailureGroup, MessageIndex, MessageState, QueueStat
+from console.readmodels.deltas import (
+    decided_staged,
+    index_placement,
+    placement_current,
+    read_models_apply,
+)
+from console.readmodels.models import (
+    FailureGroup,
+    MessageIndex,
+    MessageState,
+    QueueStat,
+    RefreshRun,
+)
 from console.readmodels.services import INDEX_COLUMNS
 from tests.browse.conftest import T0
 from workers.jobs.refresh import INDEX_COLUMNS as JOB_INDEX_COLUMNS
@@ -233,3 +244,20 @@ def test_a_decision_moves_the_queue_counts_from_what_the_index_holds_not_the_lak
     _decide(["m-00", "m-01"])
 
     assert QueueStat.objects.get(queue="orders").counts == {"NDLV": 8, "TBDL": 2}
+
+
+def test_where_a_chunk_counts_is_read_again_when_a_refresh_committed_since(quarantined):
+    # Read while the previous chunk committed ...
+    placement = index_placement(quarantined[:2])
+    assert placement_current(placement, quarantined[:2]) is placement
+    # ... then a refresh moved m-00 to another group before this chunk took the commit lock.
+    MessageIndex.objects.filter(message_id="m-00").update(group_id="g-other")
+    RefreshRun.objects.create(status=RefreshRun.COMMITTED, started_at=T0, heartbeat_at=T0)
+
+    current = placement_current(placement, quarantined[:2])
+
+    groups = current.rows.to_pydict()
+    assert dict(zip(groups["message_id"], groups["group_id"], strict=True)) == {
+        "m-00": "g-other",
+        "m-01": "g-missing",
+    }
