@@ -96,12 +96,13 @@ def _policies():
     return {q.name: q.policy().as_dict() for q in Queue.objects.all()}
 
 
-def _poison_lists():
+def _poison_lists(message_ids=None):
     """The list as the run's Spark job takes it: [(message_id, reason)], one (body_sha256,
     reason) per distinct hash (several entries may share a body: one row each would multiply the
     due messages in the job's join on the hash), and the change-log cursor it was read at, from
-    which the executors follow the list's feed while the run goes on."""
-    snapshot = poison_snapshot()
+    which the executors follow the list's feed while the run goes on. With `message_ids`, only
+    those messages' entries (poison_snapshot)."""
+    snapshot = poison_snapshot(message_ids=message_ids)
     return snapshot.ids, [(sha, reason) for sha, reason, _ in snapshot.hashes], snapshot.cursor
 
 
@@ -162,7 +163,31 @@ def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, s
         log.info("every queue of this run is held by another run; this one is skipped")
         return None
     store = lake()
-    poison_ids, poison_hashes, poison_cursor = _poison_lists()
+    at = now or datetime.now(UTC)
+    policies = _policies()
+    try:
+        due = None
+        if settings.DELIVERY_LOCAL_MAX:
+            # Few due messages: no Spark job (a job's own cost is most of a small run's).
+            due = due_rows(
+                store.paths(inputs.snapshot_paths),
+                store.paths(inputs.event_paths),
+                queues=run.queues,
+                now=at,
+            )
+            if due is not None and due.num_rows > settings.DELIVERY_LOCAL_MAX:
+                due = None  # many due: the Spark job
+        by_body = any(policies[q]["poison_match"] == "id_or_body" for q in run.queues)
+        # A small run that matches no body reads only its messages' entries of the poison list.
+        poison_ids, poison_hashes, poison_cursor = _poison_lists(
+            message_ids=due.column("message_id").to_pylist()
+            if due is not None and not by_body
+            else None
+        )
+    except Exception as exc:
+        log.exception("delivery run %s failed", run.id)
+        _run_fail(run, f"{exc.__class__.__name__}: {exc}")
+        raise
     label = f"run{run.id}"
     paths = {
         "claims": store.new_dir("claims", label),
@@ -175,8 +200,8 @@ def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, s
     params = DeliveryParams(
         run_id=str(run.id),
         epoch=run.epoch,
-        now=now or datetime.now(UTC),
-        policies=_policies(),
+        now=at,
+        policies=policies,
         queues=run.queues,
         message_paths=store.paths(lake_paths(dataset="messages")),
         snapshot_paths=store.paths(inputs.snapshot_paths),
@@ -222,13 +247,7 @@ def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, s
     heartbeat = Heartbeat(DeliveryRun, run.id, settings.HEARTBEAT_SECONDS)
     heartbeat.start()
     try:
-        due = None
-        if settings.DELIVERY_LOCAL_MAX:
-            # Few due messages: no Spark job (a job's own cost is most of a small run's).
-            due = due_rows(
-                params.snapshot_paths, params.event_paths, queues=run.queues, now=params.now
-            )
-        if due is not None and due.num_rows <= settings.DELIVERY_LOCAL_MAX:
+        if due is not None:
             result = run_delivery_local(params, due, on_claimed=on_claimed, spark=session)
         else:
             result = run_delivery(session(), params, on_claimed=on_claimed)

@@ -212,6 +212,19 @@ def test_the_snapshot_counts_the_entries_of_each_body_and_the_run_gets_each_body
     assert _poison_lists()[1] == [(A, "two")]
 
 
+def test_a_small_run_that_matches_no_body_reads_only_its_messages_entries(db, lake_root):
+    poison_entries_put(
+        entries=[("m1", "orders", "one", A), ("m2", "orders", "two", A), ("m3", "", "three", "")],
+        source="engine",
+    )
+
+    snapshot = poison_snapshot(message_ids=["m3", "m1", "m9"])
+
+    assert snapshot.cursor == poison_snapshot().cursor
+    assert snapshot.ids == [("m1", "one"), ("m3", "three")]
+    assert snapshot.hashes == []
+
+
 @pytest.mark.django_db(transaction=True)
 def test_a_feed_started_from_a_snapshot_follows_every_kind_of_change_to_the_list(
     lake_root, personas
