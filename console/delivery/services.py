@@ -177,7 +177,7 @@ def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, s
             )
             if due is not None and due.num_rows > settings.DELIVERY_LOCAL_MAX:
                 due = None  # many due: the Spark job
-        by_body = any(policies[q]["poison_match"] == "id_or_body" for q in run.queues)
+        by_body = any(policies.get(q, {}).get("poison_match") == "id_or_body" for q in run.queues)
         # A small run that matches no body reads only its messages' entries of the poison list.
         poison_ids, poison_hashes, poison_cursor = _poison_lists(
             message_ids=due.column("message_id").to_pylist()
