@@ -224,13 +224,6 @@ def run_here():
 
     from console.decisions.models import ActionRequest
     from console.lake.services import lake, lake_state_compact_if_due
-    from console.readmodels.models import (
-        FailureGroup,
-        MessageIndex,
-        QuarantineInflow,
-        QueueStat,
-        RefreshRun,
-    )
     from console.readmodels.services import read_models_refresh
     from console.spark import spark_from_settings
 
@@ -240,8 +233,6 @@ def run_here():
     cores = os.cpu_count()
     fresh_state("decisions")
     ActionRequest.objects.all().delete()
-    for model in (MessageIndex, FailureGroup, QueueStat, QuarantineInflow, RefreshRun):
-        model.objects.all().delete()
     store = lake()
     started = time.perf_counter()
     _seed(store, small + n + 1)

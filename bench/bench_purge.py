@@ -178,11 +178,7 @@ def run_here():
     from console.lake.services import lake, lake_state_compact_if_due
     from console.queues.models import Queue
     from console.readmodels.models import (
-        FailureGroup,
         MessageIndex,
-        QuarantineInflow,
-        QueueStat,
-        RefreshRun,
     )
     from console.readmodels.services import read_models_refresh
     from console.retention.execution import purge_dirs_delete, purge_run
@@ -195,8 +191,7 @@ def run_here():
     db = connection.vendor
     fresh_state("purge")
     clear()
-    for model in (MessageIndex, FailureGroup, QueueStat, QuarantineInflow, RefreshRun, PurgeRun):
-        model.objects.all().delete()
+    PurgeRun.objects.all().delete()
     Queue.objects.bulk_create(
         [Queue(name=q, handler="workers.demo.handlers.noop", retention_days=30) for q in QUEUES]
     )

@@ -195,9 +195,6 @@ def run():
     from console.readmodels.models import (
         FailureGroup,
         MessageIndex,
-        QuarantineInflow,
-        QueueStat,
-        RefreshRun,
     )
     from console.readmodels.services import read_models_refresh
     from console.spark import spark_from_settings
@@ -206,8 +203,6 @@ def run():
     n = messages_from_env(1_000_000)
     cores = os.cpu_count()
     fresh_state("refresh")
-    for model in (MessageIndex, FailureGroup, QueueStat, QuarantineInflow, RefreshRun):
-        model.objects.all().delete()
     store = lake()
     started = time.perf_counter()
     _seed(store, n)
@@ -283,8 +278,6 @@ def run():
 
     # The same small refresh on a lake of only the messages it changes.
     fresh_state("refresh-small")
-    for model in (MessageIndex, FailureGroup, QueueStat, QuarantineInflow, RefreshRun):
-        model.objects.all().delete()
     _seed(lake(), SMALL)
     read_models_refresh(full=True, spark=spark)
     n_now = SMALL

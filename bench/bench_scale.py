@@ -17,13 +17,12 @@ Each step's wall time and the peak resident memory of this process tree (the Spa
 JVM and its Python workers: what the spark worker holds) are printed; the lake's size on disk too.
 """
 
-import json
 import os
 import statistics
 import subprocess
 import time
 
-from bench.support import PeakMemory, django_setup, fresh_state, messages_from_env
+from bench.support import PeakMemory, django_setup, fresh_state, messages_from_env, order_line
 
 GOOD, BAD = "bench.scale", "bench.scale.bad"
 POISON_EVERY = 1_000
@@ -38,16 +37,9 @@ def _write(path, first, n, *, queue, prefix, broken):
             order = {"order_id": f"{prefix}{i:09d}", "items": [{"sku": f"SKU-{i % 500:05d}"}]}
             if not broken(i):
                 order["customer"] = f"c{i % 100_000:06d}"
-            record = {
-                "id": f"{prefix}{i:09d}",
-                "queue": queue,
-                "body": json.dumps(order, separators=(",", ":")),
-                "content_type": "application/json",
-                "conversation_id": f"conv-{prefix}{i // 4:09d}",
-                "sender": "shop@example.test",
-            }
-            f.write(json.dumps(record, separators=(",", ":")))
-            f.write("\n")
+            order_line(
+                f, f"{prefix}{i:09d}", queue, order, conversation_id=f"conv-{prefix}{i // 4:09d}"
+            )
     return path
 
 
@@ -115,11 +107,7 @@ def run():
     from console.lake.services import lake_history_compact_if_due, lake_state_compact_if_due
     from console.queues.models import Queue
     from console.readmodels.models import (
-        FailureGroup,
         MessageIndex,
-        QuarantineInflow,
-        QueueStat,
-        RefreshRun,
     )
     from console.readmodels.services import read_models_refresh
     from console.spark import spark_from_settings
@@ -228,8 +216,6 @@ def run():
     rows.append({"step": "lake on disk", "messages": n, "mib": _du_mib(lake_root)})
 
     fresh_state("scale-empty")
-    for model in (MessageIndex, FailureGroup, QueueStat, QuarantineInflow, RefreshRun):
-        model.objects.all().delete()
     Queue.objects.create(name=GOOD, handler="workers.demo.handlers.orders")
     for step, seconds in _trickle(inputs, spark, prefix="e").items():
         rows.append(

@@ -29,15 +29,24 @@ def django_setup():
 
 
 def fresh_state(name):
-    """An empty lake folder and empty product tables for one benchmark."""
+    """An empty lake folder and empty product tables (the read models too) for one benchmark."""
     from django.conf import settings
 
     from console.delivery.models import DeliveryRun, PoisonEntry
     from console.ingest.models import InboxFile, MessageKey
     from console.lake.models import Epoch, LakeCommit
     from console.queues.models import Queue
+    from console.readmodels.models import (
+        FailureGroup,
+        MessageIndex,
+        QuarantineInflow,
+        QueueStat,
+        RefreshRun,
+    )
 
     for model in (MessageKey, InboxFile, PoisonEntry, DeliveryRun, LakeCommit, Epoch, Queue):
+        model.objects.all().delete()
+    for model in (MessageIndex, FailureGroup, QueueStat, QuarantineInflow, RefreshRun):
         model.objects.all().delete()
     lake = Path(settings.VAR_DIR) / "bench-lakes" / name
     shutil.rmtree(lake, ignore_errors=True)
@@ -57,17 +66,22 @@ def orders_file(path, n, *, queue, seed=7, prefix="o"):
                 "customer": f"c{rng.randrange(100_000):06d}",
                 "items": [{"sku": rng.choice(skus), "qty": rng.randrange(1, 5)}],
             }
-            record = {
-                "id": f"{prefix}{i:09d}",
-                "queue": queue,
-                "body": json.dumps(order, separators=(",", ":")),
-                "content_type": "application/json",
-                "conversation_id": f"conv-{i // 4:08d}",
-                "sender": "shop@example.test",
-            }
-            f.write(json.dumps(record, separators=(",", ":")))
-            f.write("\n")
+            order_line(f, f"{prefix}{i:09d}", queue, order, conversation_id=f"conv-{i // 4:08d}")
     return path
+
+
+def order_line(f, message_id, queue, order, *, conversation_id):
+    """One order as a line of the ingest's JSON Lines format."""
+    record = {
+        "id": message_id,
+        "queue": queue,
+        "body": json.dumps(order, separators=(",", ":")),
+        "content_type": "application/json",
+        "conversation_id": conversation_id,
+        "sender": "shop@example.test",
+    }
+    f.write(json.dumps(record, separators=(",", ":")))
+    f.write("\n")
 
 
 class PeakMemory:
