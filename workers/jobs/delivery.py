@@ -41,7 +41,7 @@ from workers.lake.schema import (
     STATE_FIELDS,
     ddl,
 )
-from workers.lake.store import conform, messages_rows, parquet_files
+from workers.lake.store import conform, messages_rows_in
 from workers.spark import default_parallelism
 
 CLAIM_COLUMNS = [f.name for f in CLAIM_SCHEMA]
@@ -154,19 +154,15 @@ def mark_poisoned(
 def write_bodies(message_paths, message_ids, out_path):
     """The rows (every version) of the messages `message_ids` (sorted) in the committed
     directories `message_paths`, into one Parquet file under `out_path`: a row group is read
-    only when its id statistics admit one of them (workers.lake.store.messages_rows). Returns
+    only when its id statistics admit one of them (workers.lake.store.messages_rows_in). Returns
     how many rows it wrote."""
     os.makedirs(out_path)
     tmp = os.path.join(out_path, ".part-00000.parquet.tmp")
     rows = 0
     with pq.ParquetWriter(tmp, MESSAGE_SCHEMA, compression="zstd") as writer:
-        if message_ids:
-            for directory in message_paths:
-                for path in parquet_files(directory):
-                    found = messages_rows(path, message_ids)
-                    if found is not None:
-                        writer.write_table(conform(found, MESSAGE_SCHEMA))
-                        rows += found.num_rows
+        for _, found in messages_rows_in(message_paths, message_ids):
+            writer.write_table(conform(found, MESSAGE_SCHEMA))
+            rows += found.num_rows
     os.replace(tmp, os.path.join(out_path, "part-00000.parquet"))
     return rows
 

@@ -16,10 +16,12 @@ load: Parquet files in a staging directory, read back in record batches by the t
 No Django here: the task passes paths and flags. Column lengths mirror console.readmodels.models.
 """
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.dataset as pads
 import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
@@ -29,13 +31,8 @@ from workers.engine import states as S
 from workers.jobs.fingerprint import digest_column, frames_column, masked_column
 from workers.jobs.state import EVENT_COLUMNS, extract_events, extract_messages
 from workers.lake.history import GROUP_ROWS, read_messages
-from workers.lake.schema import (
-    HISTORY_SCHEMA,
-    MESSAGE_COLUMNS_WITHOUT_BODY,
-    MESSAGE_SCHEMA,
-    spark_schema,
-)
-from workers.lake.store import conform, messages_rows, parquet_files
+from workers.lake.schema import HISTORY_SCHEMA, MESSAGE_SCHEMA, spark_schema
+from workers.lake.store import conform, messages_rows_in, parquet_files
 
 # A failure as workers.engine.states.is_failure says it, for Spark.
 FAILED_FROM = S.DLNG
@@ -45,6 +42,18 @@ REASON_MAX = 500
 # with pyarrow, from the row groups that may hold them: a few thousand messages' rows cost
 # milliseconds, where a Spark scan of every messages commit grows with the lake.
 TARGETED_MESSAGES = 50_000
+# The messages' columns index_rows takes: the others (a body's hash, headers) are most of what a
+# row group of metadata holds, and a small refresh reads its messages' row groups whole.
+MESSAGE_COLUMNS = [
+    "message_id",
+    "version",
+    "queue",
+    "body_size",
+    "content_type",
+    "conversation_id",
+    "sender",
+    "enqueued_at",
+]
 # CharField lengths of console.readmodels.models: PostgreSQL refuses a longer value.
 LENGTHS = {
     "exception_type": 200,
@@ -325,57 +334,86 @@ def targeted(params: RefreshParams) -> bool:
     return bool(params.generations) and reads * 4 <= held
 
 
-def affected_history(spark, params: RefreshParams, affected: DataFrame) -> DataFrame:
-    """Every event of the `affected` messages: from the history generations and the events
-    commits after them."""
-    recent = extract_events(spark, params.event_paths).join(affected, "message_id", "left_semi")
-    if not params.generations:
-        return recent
-    if not targeted(params):
-        folded = extract_generations(spark, [d for d, _, _ in params.generations])
-        return folded.join(affected, "message_id", "left_semi").unionByName(recent)
-    # At most new_event_rows ids: bounded by the commits being folded, not by the lake.
-    ids = [row["message_id"] for row in affected.collect()]
+def affected_ids(params: RefreshParams) -> list:
+    """The affected messages' ids, sorted: read with pyarrow from the new events commits (their
+    id column only), which are at most TARGETED_MESSAGES rows when this is called. A Spark job
+    would cost a good part of a second of a small refresh."""
+    files = [path for directory in params.new_event_paths for path in parquet_files(directory)]
+    ids = [pq.read_table(path, columns=["message_id"]).column(0) for path in files]
+    return sorted(pc.unique(pa.chunked_array(ids, pa.string())).to_pylist())
+
+
+def stage_history(params: RefreshParams, ids) -> str:
+    """The generations' events of the messages `ids`, read with pyarrow from their bucket files
+    (`targeted`), into a staging directory: its path."""
     table = read_messages([(d, buckets) for d, buckets, _ in params.generations], ids)
     path = Path(staging(params.out_dir, "history"))
     path.mkdir(parents=True)
     pq.write_table(table, path / "part-00000.parquet")
-    return extract_events(spark, [str(path)]).unionByName(recent)
+    return str(path)
+
+
+def affected_history(spark, params: RefreshParams, affected: DataFrame, staged) -> DataFrame:
+    """Every event of the `affected` messages: from the history generations (read by
+    `stage_history` into `staged` when targeted, else scanned by Spark) and the events commits
+    after them."""
+    recent = extract_events(spark, params.event_paths).join(affected, "message_id", "left_semi")
+    if not params.generations:
+        return recent
+    if staged is None:
+        folded = extract_generations(spark, [d for d, _, _ in params.generations])
+        return folded.join(affected, "message_id", "left_semi").unionByName(recent)
+    return extract_events(spark, [staged]).unionByName(recent)
 
 
 def every_message(spark, params: RefreshParams) -> DataFrame:
     """Every message row but its body, with `body_path`: a Spark scan of every messages commit."""
-    messages = extract_messages(spark, params.message_paths).drop("body")
+    messages = extract_messages(spark, params.message_paths)
     if not params.message_paths:
-        return messages.withColumn("body_path", F.lit(""))
-    return with_body_path(messages)
+        return messages.select(*MESSAGE_COLUMNS).withColumn("body_path", F.lit(""))
+    return with_body_path(messages).select(*MESSAGE_COLUMNS, "body_path")
 
 
-def affected_messages(spark, params: RefreshParams, affected: DataFrame) -> DataFrame:
-    """The `affected` messages' rows (every version) but their bodies, with `body_path`. When
-    they are few (TARGETED_MESSAGES), read with pyarrow on the driver from each messages
-    commit's row groups whose id range holds one of them (ingest sorts its files by id), rather
-    than by a Spark scan of every messages commit."""
-    if params.new_event_rows > TARGETED_MESSAGES or not params.message_paths:
-        return every_message(spark, params).join(affected, on="message_id", how="left_semi")
-    ids = sorted(row["message_id"] for row in affected.collect())
-    columns = MESSAGE_COLUMNS_WITHOUT_BODY
-    read = pa.schema([MESSAGE_SCHEMA.field(c) for c in columns])
-    schema = read.append(pa.field("body_path", pa.string()))
-    tables = []
-    for directory in params.message_paths:
+MESSAGE_READ_SCHEMA = pa.schema([MESSAGE_SCHEMA.field(c) for c in MESSAGE_COLUMNS])
+STAGED_MESSAGES_SCHEMA = MESSAGE_READ_SCHEMA.append(pa.field("body_path", pa.string()))
+
+
+def stage_messages(params: RefreshParams, ids) -> str:
+    """The rows (every version) of the messages `ids`, the columns `index_rows` takes, with
+    `body_path`, into a staging directory: its path. Read with pyarrow from each messages
+    commit's row groups whose id range holds one of them (ingest sorts its files by id)."""
+    tables = [STAGED_MESSAGES_SCHEMA.empty_table()]
+    for directory, found in messages_rows_in(params.message_paths, ids, MESSAGE_COLUMNS):
         # Lake.new_dir names every directory dataset/day/name: what body_path holds.
         relative = "/".join(Path(directory).parts[-3:])
-        for path in parquet_files(directory):
-            found = messages_rows(path, ids, columns) if ids else None
-            if found is not None:
-                found = conform(found, read)
-                tables.append(found.append_column("body_path", pa.repeat(relative, len(found))))
-    table = pa.concat_tables(tables) if tables else schema.empty_table()
+        found = conform(found, MESSAGE_READ_SCHEMA)
+        tables.append(found.append_column("body_path", pa.repeat(relative, len(found))))
     path = Path(staging(params.out_dir, "messages"))
     path.mkdir(parents=True)
-    pq.write_table(table, path / "part-00000.parquet")
-    return spark.read.schema(spark_schema(schema)).parquet(str(path))
+    pq.write_table(pa.concat_tables(tables), path / "part-00000.parquet")
+    return str(path)
+
+
+def affected_messages(spark, params: RefreshParams, affected: DataFrame, staged) -> DataFrame:
+    """The `affected` messages' rows (every version) with `body_path`: read by `stage_messages`
+    into `staged` when they are few, else by a Spark scan of every messages commit."""
+    if staged is None:
+        return every_message(spark, params).join(affected, on="message_id", how="left_semi")
+    return spark.read.schema(spark_schema(STAGED_MESSAGES_SCHEMA)).parquet(staged)
+
+
+def stage_reads(params: RefreshParams):
+    """(history, messages): what `stage_history` and `stage_messages` staged, each None when
+    Spark is to scan for it instead. Pure pyarrow, for a thread beside a Spark job."""
+    few = params.new_event_rows <= TARGETED_MESSAGES and params.message_paths
+    read_history = params.generations and targeted(params)
+    if not (few or read_history):
+        return None, None
+    ids = affected_ids(params)
+    return (
+        stage_history(params, ids) if read_history else None,
+        stage_messages(params, ids) if few else None,
+    )
 
 
 def run_refresh(spark, params: RefreshParams) -> RefreshResult:
@@ -388,12 +426,20 @@ def run_refresh(spark, params: RefreshParams) -> RefreshResult:
         messages = every_message(spark, params)
     else:
         affected = new_events.select("message_id").distinct()
+        # The driver's pyarrow reads and the inflow's Spark job overlap: a small refresh is
+        # mostly waiting on each.
+        with ThreadPoolExecutor(max_workers=1, thread_name_prefix="refresh-reads") as reads:
+            staged = reads.submit(stage_reads, params)
+            quarantine_inflow(new_events).coalesce(1).write.parquet(
+                staging(params.out_dir, "inflow")
+            )
+            staged_history, staged_messages = staged.result()
         # Read twice (the rows, what was delivered before): written once, so that the
         # generations are scanned once.
         path = staging(params.out_dir, "affected-history")
-        affected_history(spark, params, affected).write.parquet(path)
+        affected_history(spark, params, affected, staged_history).write.parquet(path)
         history = spark.read.parquet(path)
-        messages = affected_messages(spark, params, affected)
+        messages = affected_messages(spark, params, affected, staged_messages)
 
     rows_path = staging(params.out_dir, "rows")
     index_rows(summarize(history), messages).write.parquet(rows_path)
@@ -404,11 +450,12 @@ def run_refresh(spark, params: RefreshParams) -> RefreshResult:
     rows.groupBy("queue", "state").count().coalesce(1).write.parquet(
         staging(params.out_dir, "stats")
     )
-    if not params.full:
+    if params.full:
+        quarantine_inflow(new_events).coalesce(1).write.parquet(staging(params.out_dir, "inflow"))
+    else:
         delivered_before(history, new_events).coalesce(1).write.parquet(
             staging(params.out_dir, "delivered")
         )
-    quarantine_inflow(new_events).coalesce(1).write.parquet(staging(params.out_dir, "inflow"))
 
     result.affected = _count(rows_path)
     result.indexed = _count(rows_path, pads.field("indexed"))

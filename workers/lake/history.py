@@ -21,7 +21,7 @@ from typing import NamedTuple
 import pyarrow as pa
 
 from workers.lake.schema import EVENT_SCHEMA
-from workers.lake.store import message_rows, messages_rows
+from workers.lake.store import message_rows, messages_rows, read_in_threads
 
 # A bucket file holds about this many rows, in row groups of GROUP_ROWS: a footer of eight row
 # groups' metadata is read in a fraction of a millisecond, where one of thousands takes several
@@ -77,17 +77,17 @@ def read_message(directories, message_id):
 def read_messages(directories, message_ids):
     """Several messages' events in the generations `directories` (as `read_message`): of each
     generation only the bucket files they hash to, and of those only the row groups whose id
-    range holds one of them. Rows in no particular order: a table of EVENT_SCHEMA."""
+    range holds one of them, the files read in a few threads. Rows in no particular order: a
+    table of EVENT_SCHEMA."""
     wanted = sorted(set(message_ids))
-    tables = []
+    reads = []
     for directory, buckets in directories:
         by_bucket = {}
         for message_id in wanted:
             by_bucket.setdefault(bucket_of(message_id, buckets), []).append(message_id)
-        for bucket, ids in sorted(by_bucket.items()):
-            found = messages_rows(Path(directory) / bucket_name(bucket), ids)
-            if found is not None:
-                tables.append(found.select(EVENT_SCHEMA.names))
+        reads.extend((Path(directory) / bucket_name(b), ids) for b, ids in by_bucket.items())
+    found = read_in_threads(lambda read: messages_rows(*read), reads)
+    tables = [table.select(EVENT_SCHEMA.names) for table in found if table is not None]
     if not tables:
         return EVENT_SCHEMA.empty_table()
     return pa.concat_tables(tables).cast(EVENT_SCHEMA)

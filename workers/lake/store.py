@@ -8,6 +8,7 @@ directory without a commit is invisible garbage a crash left behind.
 import bisect
 import os
 import uuid
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, datetime
 from pathlib import Path
 
@@ -19,6 +20,8 @@ import pyarrow.parquet as pq
 from workers.lake.schema import SCHEMAS
 
 ROW_GROUP_BYTES = 4 * 1024 * 1024
+# Threads of read_in_threads: beyond a few, more threads on a small machine only queue up.
+READ_THREADS = min(8, 2 * (os.cpu_count() or 1))
 
 
 def row_group_rows(table):
@@ -154,6 +157,28 @@ def messages_rows(path, message_ids, columns=None):
         rows = parquet.read_row_group(group, columns=columns, use_threads=False)
         tables.append(rows.filter(pc.is_in(rows.column("message_id"), value_set=wanted)))
     return pa.concat_tables(tables) if tables else None
+
+
+def messages_rows_in(directories, message_ids, columns=None):
+    """[(directory, rows)] of every data file of the committed `directories` holding one of
+    `message_ids` (sorted), in the order of the directories and their files: `messages_rows` of
+    each file, the files read in a few threads."""
+    if not message_ids:
+        return []
+    files = [(directory, path) for directory in directories for path in parquet_files(directory)]
+    found = read_in_threads(lambda file: messages_rows(file[1], message_ids, columns), files)
+    return [(d, rows) for (d, _), rows in zip(files, found, strict=True) if rows is not None]
+
+
+def read_in_threads(read, items):
+    """`read` of each of `items`, in a few threads, in the order of `items`. For reads of many
+    small files: pyarrow lets go of the GIL while it reads and decompresses, so the files'
+    reads overlap."""
+    items = list(items)
+    if len(items) < 2:
+        return [read(item) for item in items]
+    with ThreadPoolExecutor(max_workers=min(READ_THREADS, len(items))) as pool:
+        return list(pool.map(read, items))
 
 
 def conform(table, schema):
