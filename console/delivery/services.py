@@ -39,6 +39,11 @@ class LeaseLost(Exception):
     """The sweeper declared the run dead before it took its claims: it must not deliver."""
 
 
+# Tries of _run_start against runs taking the same queues at the same time: each lost race means
+# another run took a queue, so a few tries settle it.
+RUN_START_ATTEMPTS = 3
+
+
 def _run_start(queues):
     """A new run holding those of `queues` that no running run holds (R16: runs of different
     queues go on at the same time, never two on one queue). None if every one is held.
@@ -46,32 +51,37 @@ def _run_start(queues):
     A queue found held is marked wanted: its run may have read the lake before the messages this
     run was asked for (a wake handed the queue over just before that run took it), so it starts
     the next run as it lets go, rather than leaving them to beat's next tick."""
-    now = timezone.now()
     epoch = epoch_allocate(purpose="delivery run")
-    try:
-        with transaction.atomic():
-            # Marked before the holders are read, as delivery_dispatch does: a run that lets go
-            # in between has seen the mark, or waited for this transaction and then saw it.
-            DeliveryLock.objects.filter(queue__in=queues).update(wanted=True)
-            held = set(
-                DeliveryLock.objects.filter(queue__in=queues).values_list("queue", flat=True)
-            )
-            free = [q for q in queues if q not in held]
-            if not free:
-                return None
-            run = DeliveryRun.objects.create(
-                epoch=epoch,
-                queues=free,
-                worker=f"{socket.gethostname()}:{os.getpid()}",
-                started_at=now,
-                heartbeat_at=now,
-            )
-            DeliveryLock.objects.bulk_create(
-                [DeliveryLock(queue=q, run=run, since=now) for q in free]
-            )
-            return run
-    except IntegrityError:
-        return None  # another run took one of them in between; the next tick tries again
+    # Two runs that read the holders at the same time may both find a queue free: the second
+    # one's lock then fails on its unique key, and its wanted mark is rolled back with it. It
+    # tries again, to mark the winner's lock, or to take what the winner has let go of since.
+    for _ in range(RUN_START_ATTEMPTS):
+        try:
+            return _run_take(queues, epoch)
+        except IntegrityError:
+            continue
+    return None
+
+
+def _run_take(queues, epoch):
+    now = timezone.now()
+    with transaction.atomic():
+        # Marked before the holders are read, as delivery_dispatch does: a run that lets go in
+        # between has seen the mark, or waited for this transaction and then saw it.
+        DeliveryLock.objects.filter(queue__in=queues).update(wanted=True)
+        held = set(DeliveryLock.objects.filter(queue__in=queues).values_list("queue", flat=True))
+        free = [q for q in queues if q not in held]
+        if not free:
+            return None
+        run = DeliveryRun.objects.create(
+            epoch=epoch,
+            queues=free,
+            worker=f"{socket.gethostname()}:{os.getpid()}",
+            started_at=now,
+            heartbeat_at=now,
+        )
+        DeliveryLock.objects.bulk_create([DeliveryLock(queue=q, run=run, since=now) for q in free])
+        return run
 
 
 def _run_leave(run, *, status, **fields):

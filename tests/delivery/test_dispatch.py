@@ -1,11 +1,13 @@
 """R16: beat's tick hands every enabled queue that no running run holds to a delivery run of its
 own; a queue is held by one run at a time and set free in the transaction that ends the run."""
 
+import threading
 from datetime import timedelta
 
 import pytest
 from django.core.cache import cache
-from django.db import transaction
+from django.db import connection, connections, transaction
+from django.db.models.signals import post_save
 from django.utils import timezone
 
 from console.delivery.models import DeliveryLock, DeliveryRun
@@ -59,10 +61,10 @@ def queues(db):
     _events_commit()
 
 
-def _running(*queues, heartbeat_age=0):
+def _running(*queues, heartbeat_age=0, epoch=None):
     now = timezone.now()
     run = DeliveryRun.objects.create(
-        epoch=DeliveryRun.objects.count() + 1,
+        epoch=epoch or DeliveryRun.objects.count() + 1,
         queues=list(queues),
         started_at=now,
         heartbeat_at=now - timedelta(seconds=heartbeat_age),
@@ -253,3 +255,40 @@ def test_a_run_that_finds_its_queue_held_asks_the_holder_for_the_next_run(
         _run_leave(holder, status=DeliveryRun.COMMITTED)
     # The holder's end handed the queue over at once (not at beat's next tick).
     assert cache.get("delivery:dispatched:orders") == 1
+
+
+@pytest.mark.skipif(
+    connection.vendor != "postgresql",
+    reason="SQLite lets one writer at a time: two runs never both find a queue free",
+)
+def test_a_run_that_loses_the_race_for_a_queue_still_asks_the_winner_for_the_next_run(
+    transactional_db, queues
+):
+    # Two runs read the holders at the same time and both find "orders" free: the beat's run
+    # commits its lock first, having read the lake before the message the wake's run was asked
+    # for. The wake's run fails on the lock's unique key, and its wanted mark must not go with
+    # its rolled-back transaction.
+    winner = []
+
+    def other_run_takes_it(sender, instance, created, **kwargs):
+        if winner:
+            return
+        winner.append(None)
+
+        def take():
+            # An epoch of its own: the other run's, not committed yet, is taken.
+            winner[0] = _running("orders", epoch=10**6)
+            connections.close_all()
+
+        thread = threading.Thread(target=take)
+        thread.start()
+        thread.join()
+
+    post_save.connect(other_run_takes_it, sender=DeliveryRun, weak=False)
+    try:
+        assert _run_start(["orders"]) is None
+    finally:
+        post_save.disconnect(other_run_takes_it, sender=DeliveryRun)
+
+    assert DeliveryLock.objects.get(queue="orders").run_id == winner[0].id
+    assert DeliveryLock.objects.get(queue="orders").wanted
