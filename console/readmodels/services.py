@@ -186,10 +186,10 @@ STATE_COLUMNS = [f.column for f in MessageState._meta.concrete_fields]
 OWN_COLUMNS = [f.column for f in MessageIndex._meta.local_concrete_fields]
 INDEX_COLUMNS = list(dict.fromkeys(c for c in [*STATE_COLUMNS, *OWN_COLUMNS] if c != "failure_at"))
 _STATE_SOURCES = [c if c != "failure_at" else "last_failure_at" for c in STATE_COLUMNS]
-# What a failure group is made of; the rest (count, first and last seen, states) is recomputed
-# from the index after every load.
 # Failure groups named in one statement's IN list.
 GROUPS_PER_STATEMENT = 500
+# What a failure group is made of; the rest (count, first and last seen, states) is recomputed
+# from the index after every load.
 GROUP_AGGREGATES = ("count", "first_seen", "last_seen", "states", "ndlv", "wait")
 GROUP_FIELDS = [
     f.column for f in FailureGroup._meta.concrete_fields if f.name not in GROUP_AGGREGATES

@@ -336,8 +336,8 @@ def targeted(params: RefreshParams) -> bool:
 
 def affected_ids(params: RefreshParams) -> list:
     """The affected messages' ids, sorted: read with pyarrow from the new events commits (their
-    id column only), which are at most TARGETED_MESSAGES rows when this is called. A Spark job
-    would cost a good part of a second of a small refresh."""
+    id column only), so bounded by the commits being folded, not by the lake. A Spark job would
+    cost a good part of a second of a small refresh."""
     files = [path for directory in params.new_event_paths for path in parquet_files(directory)]
     ids = [pq.read_table(path, columns=["message_id"]).column(0) for path in files]
     return sorted(pc.unique(pa.chunked_array(ids, pa.string())).to_pylist())
@@ -405,8 +405,8 @@ def affected_messages(spark, params: RefreshParams, affected: DataFrame, staged)
 def stage_reads(params: RefreshParams):
     """(history, messages): what `stage_history` and `stage_messages` staged, each None when
     Spark is to scan for it instead. Pure pyarrow, for a thread beside a Spark job."""
-    few = params.new_event_rows <= TARGETED_MESSAGES and params.message_paths
-    read_history = params.generations and targeted(params)
+    few = params.new_event_rows <= TARGETED_MESSAGES and bool(params.message_paths)
+    read_history = targeted(params)
     if not (few or read_history):
         return None, None
     ids = affected_ids(params)
