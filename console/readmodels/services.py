@@ -165,8 +165,21 @@ def read_models_refresh(*, full=False, spark=None):
         log.warning(
             "refresh %s lost its lease before loading; its work is left to the next", run.id
         )
+    _next_refresh_ask(upto)
     run.refresh_from_db()
     return run
+
+
+def _next_refresh_ask(upto):
+    """Ask for the next refresh when events commits landed after those this one read: their
+    own requests were skipped while this one held the lock (or debounced), and would otherwise
+    wait for beat's next refresh. Checked after the load's transaction, so a commit either
+    finds the lock free or is seen here."""
+    newer = LakeCommit.objects.filter(dataset="events", views_applied=False)
+    if upto is not None:
+        newer = newer.filter(id__gt=upto)
+    if newer.exists():
+        events_to_fold.send(sender=RefreshRun, follow_up=True)
 
 
 # --- Loading the DB -----------------------------------------------------------------------------

@@ -5,6 +5,7 @@ from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
 import pytest
+from django.core.cache import cache
 from django.core.management import call_command
 from django.db import transaction
 
@@ -315,3 +316,35 @@ def test_the_refresh_command_runs_it_in_the_foreground(engine, capsys):
     assert "(full, up to commit" in out
     assert "nothing new to refresh" in out
     assert MessageIndex.objects.filter(state="NDLV").count() == 1
+
+
+def test_a_commit_made_while_a_refresh_runs_is_folded_by_the_next_one_it_asks_for(
+    engine, settings, monkeypatch
+):
+    # The commit's own request is skipped (debounced, or finding the lock of the refresh under
+    # way): that refresh asks for the next as it ends, rather than leave it to beat's next tick.
+    import workers.jobs.refresh
+    from console.readmodels.tasks import browse_refresh_task
+
+    engine.queue("orders")
+    engine.ingest("orders", {"o-1": "permanent"})
+    engine.deliver()
+    refresh(engine)
+    cache.clear()
+    settings.REFRESH_ON_COMMIT = True
+    # The spark worker, at once: each request runs a refresh.
+    refreshed = []
+    monkeypatch.setattr(browse_refresh_task, "delay", lambda: refreshed.append(refresh(engine)))
+    job = workers.jobs.refresh.run_refresh
+    meanwhile = []
+
+    def with_a_commit_meanwhile(spark, params):
+        if not meanwhile:
+            meanwhile.append(engine.ingest("orders", {"o-2": "permanent"}))
+        return job(spark, params)
+
+    monkeypatch.setattr(workers.jobs.refresh, "run_refresh", with_a_commit_meanwhile)
+    engine.ingest("orders", {"o-3": "permanent"})
+
+    assert [run.status for run in refreshed] == [RefreshRun.COMMITTED] * 2
+    assert {"o-2", "o-3"} <= set(index_rows())
