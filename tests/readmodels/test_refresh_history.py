@@ -83,7 +83,7 @@ def quarantined(transactional_db, lake_root, spark, settings):
 
 
 def test_a_few_changes_in_a_large_lake_are_read_from_their_bucket_files_only():
-    generation = ("/lake/history/g", 1, 3_000)  # GROUP_ROWS is 2,048
+    generation = ("/lake/history/g", 1, 9_000)
     assert targeted(RefreshParams(False, [], [], [], "", [generation], new_event_rows=1))
     assert not targeted(RefreshParams(False, [], [], [], "", [generation], new_event_rows=2))
     assert not targeted(RefreshParams(False, [], [], [], "", [], new_event_rows=1))
