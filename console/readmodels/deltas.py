@@ -31,7 +31,7 @@ from console.readmodels.models import (
     QuarantineInflow,
     RefreshRun,
 )
-from console.readmodels.services import _cursor, _stale_runs_fail
+from console.readmodels.services import _cursor, _stale_runs_fail, in_values
 
 STAGED = "decided_messages"
 
@@ -63,12 +63,7 @@ def index_placement(message_ids):
     ids = list(message_ids)
     with connection.cursor() as cursor:
         for start in range(0, len(ids), PLACEMENT_BATCH):
-            batch = ids[start : start + PLACEMENT_BATCH]
-            if connection.vendor == "postgresql":
-                where, params = f"{mid} = ANY(%s)", [batch]
-            else:
-                where = f"{mid} IN (SELECT value FROM json_each(%s))"  # noqa: S608
-                params = [json.dumps(batch)]
+            where, params = in_values(mid, ids[start : start + PLACEMENT_BATCH])
             cursor.execute(f"SELECT {mid}, {group}, {queue} FROM {index} WHERE {where}", params)  # noqa: S608
             for message_id, group_id, in_queue in cursor.fetchall():
                 found["message_id"].append(message_id)

@@ -13,6 +13,7 @@ cursor only moves in the transaction that loads the rows.
 """
 
 import io
+import json
 import logging
 import shutil
 import time
@@ -199,8 +200,6 @@ STATE_COLUMNS = [f.column for f in MessageState._meta.concrete_fields]
 OWN_COLUMNS = [f.column for f in MessageIndex._meta.local_concrete_fields]
 INDEX_COLUMNS = list(dict.fromkeys(c for c in [*STATE_COLUMNS, *OWN_COLUMNS] if c != "failure_at"))
 _STATE_SOURCES = [c if c != "failure_at" else "last_failure_at" for c in STATE_COLUMNS]
-# Failure groups named in one statement's IN list.
-GROUPS_PER_STATEMENT = 500
 # What a failure group is made of; the rest (count, first and last seen, states) is recomputed
 # from the index after every load.
 GROUP_AGGREGATES = ("count", "first_seen", "last_seen", "states", "ndlv", "wait")
@@ -459,19 +458,20 @@ def _groups_apply(cursor, path, *, full, before=None):
         f"DELETE FROM {groups} WHERE NOT EXISTS "  # noqa: S608
         f"(SELECT 1 FROM {index} WHERE {index}.{group} = {groups}.{_q('fingerprint')})"
     )
+    found = []
     if full:
         cursor.execute(recount % f"i.{group} <> ''")
         found = cursor.fetchall()
     else:
-        # The touched groups as lists of values, not a subquery of the temporary table:
+        # The touched groups as one parameter, not a subquery of the temporary table:
         # PostgreSQL, with no statistics on it, planned the subquery as a scan of the whole
         # index (0.7 s at 1M rows, for no group at all).
         cursor.execute("SELECT fingerprint FROM refresh_groups")
-        touched = _slices([f for (f,) in cursor.fetchall()], GROUPS_PER_STATEMENT)
-        found = []
-        for some in touched:
-            cursor.execute(recount % f"i.{group} IN ({_placeholders(some)})", some)
-            found += cursor.fetchall()
+        touched = [f for (f,) in cursor.fetchall()]
+        if touched:
+            where, params = in_values(f"i.{group}", touched)
+            cursor.execute(recount % where, params)
+            found = cursor.fetchall()
     totals = {}
     for fingerprint, state, count, first, last in found:
         total = totals.setdefault(fingerprint, {"count": 0, "first": [], "last": [], "states": {}})
@@ -500,17 +500,18 @@ def _groups_apply(cursor, path, *, full, before=None):
     # A group none of whose messages is in it any more is gone.
     if full:
         cursor.execute(gone)
-    else:
-        for some in touched:
-            cursor.execute(f"{gone} AND {_q('fingerprint')} IN ({_placeholders(some)})", some)
+    elif touched:
+        where, params = in_values(_q("fingerprint"), touched)
+        cursor.execute(f"{gone} AND {where}", params)
 
 
-def _slices(values, size):
-    return [values[start : start + size] for start in range(0, len(values), size)]
-
-
-def _placeholders(values):
-    return ", ".join(["%s"] * len(values))
+def in_values(column, values):
+    """(SQL, params): `column` is one of `values`, however many, as one parameter: an array on
+    PostgreSQL, a JSON list on SQLite (whose statements take a limited number of parameters).
+    Either way the column's index finds each value."""
+    if connection.vendor == "postgresql":
+        return f"{column} = ANY(%s)", [list(values)]
+    return f"{column} IN (SELECT value FROM json_each(%s))", [json.dumps(list(values))]  # noqa: S608
 
 
 def _group_counts_move(cursor, before):
