@@ -132,9 +132,9 @@ def _commit(store, dataset, table, key, epoch=None):
 
     path = store.write_arrow(table.cast(SCHEMAS[dataset]), store.new_dir(dataset, "bench"))
     with transaction.atomic():
-        lake_commit_record(
+        return lake_commit_record(
             dataset=dataset, path=path, row_count=table.num_rows, idempotency_key=key, epoch=epoch
-        )
+        ).id
 
 
 def _seed(store, n):

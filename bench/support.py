@@ -32,7 +32,7 @@ def fresh_state(name):
     """An empty lake folder and empty product tables (the read models too) for one benchmark."""
     from django.conf import settings
 
-    from console.delivery.models import DeliveryRun, PoisonEntry
+    from console.delivery.models import DeliveryRun, PoisonChange, PoisonEntry
     from console.ingest.models import InboxFile, MessageKey
     from console.lake.models import Epoch, LakeCommit
     from console.queues.models import Queue
@@ -44,7 +44,9 @@ def fresh_state(name):
         RefreshRun,
     )
 
-    for model in (MessageKey, InboxFile, PoisonEntry, DeliveryRun, LakeCommit, Epoch, Queue):
+    for model in (MessageKey, InboxFile, PoisonEntry, PoisonChange, DeliveryRun):
+        model.objects.all().delete()
+    for model in (LakeCommit, Epoch, Queue):
         model.objects.all().delete()
     for model in (MessageIndex, FailureGroup, QueueStat, QuarantineInflow, RefreshRun):
         model.objects.all().delete()
