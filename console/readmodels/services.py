@@ -13,7 +13,6 @@ cursor only moves in the transaction that loads the rows.
 """
 
 import io
-import json
 import logging
 import shutil
 import time
@@ -44,6 +43,7 @@ from console.readmodels.models import (
     QueueStat,
     RefreshRun,
 )
+from console.sql import in_values
 from workers.engine.states import DLVD, NDLV, WAIT
 
 log = logging.getLogger(__name__)
@@ -503,15 +503,6 @@ def _groups_apply(cursor, path, *, full, before=None):
     elif touched:
         where, params = in_values(_q("fingerprint"), touched)
         cursor.execute(f"{gone} AND {where}", params)
-
-
-def in_values(column, values):
-    """(SQL, params): `column` is one of `values`, however many, as one parameter: an array on
-    PostgreSQL, a JSON list on SQLite (whose statements take a limited number of parameters).
-    Either way the column's index finds each value."""
-    if connection.vendor == "postgresql":
-        return f"{column} = ANY(%s)", [list(values)]
-    return f"{column} IN (SELECT value FROM json_each(%s))", [json.dumps(list(values))]  # noqa: S608
 
 
 def _group_counts_move(cursor, before):
