@@ -10,8 +10,9 @@
    workers: the spark worker's process tree) for 100k and for N.
 3. From "approve" to the message back in TBDL, for a one-message request.
 
-The lake is seeded with pyarrow as bench_refresh does (1.1M+: a 100k set and an N set), then
-indexed by a full refresh. The execution runs in this process on the same Spark session, as the
+The lake is seeded with pyarrow as bench_refresh does (1.1M+: a 100k set and an N set), with
+the ingest keys and poison-list entries the product holds for quarantined messages, then indexed
+by a full refresh (and vacuumed on PostgreSQL, as autovacuum would have). The execution runs in this process on the same Spark session, as the
 spark worker would run it; the broker's hand-over is not timed (see the README).
 
 Runs on SQLite (the embedded default) and then, when PostgreSQL answers on 127.0.0.1:5432 and
