@@ -44,8 +44,9 @@ def test_a_bulk_reprocess_survives_a_killed_spark_worker_and_decides_each_messag
     print(f"seeded in {time.perf_counter() - started:.1f} s")
     app.control.purge()
 
-    # Paced at 20k a second so the kill lands between chunks, not after the last.
-    request = desk.request({"kind": "filter", "filters": {"queue": "orders"}}, rate_limit=20_000)
+    # Paced at 10k a second, so in ten chunks of 10,000 (a chunk is never more than the rate),
+    # so that the kill lands between chunks, not after the last.
+    request = desk.request({"kind": "filter", "filters": {"queue": "orders"}}, rate_limit=10_000)
     assert (request.status, request.count) == ("approved", N)
     first = processes.start(*WORKER, "-n", "spark-first@%h", log=tmp_path / "first.log")
     wait_for(
