@@ -44,9 +44,17 @@ def fresh_state(name):
         RefreshRun,
     )
 
-    for model in (MessageKey, InboxFile, PoisonEntry, PoisonChange, DeliveryRun):
-        model.objects.all().delete()
-    for model in (LakeCommit, Epoch, Queue):
+    product = (
+        MessageKey,
+        InboxFile,
+        PoisonEntry,
+        PoisonChange,
+        DeliveryRun,
+        LakeCommit,
+        Epoch,
+        Queue,
+    )
+    for model in product:
         model.objects.all().delete()
     for model in (MessageIndex, FailureGroup, QueueStat, QuarantineInflow, RefreshRun):
         model.objects.all().delete()
