@@ -81,6 +81,9 @@ class ActionRequest(models.Model):
     finished_at = models.DateTimeField(null=True, blank=True)
     plan_path = models.CharField(max_length=500, blank=True, default="")
     plan_upto = models.BigIntegerField(null=True, blank=True)  # last events commit it folded
+    # A reprocess plans from the message index (as of its refresh, plan_upto) rather than from a
+    # fold of the whole lake: console.decisions.execution.
+    plan_from_index = models.BooleanField(default=False)
     chunk_size = models.PositiveIntegerField(default=0)
     chunks_total = models.PositiveIntegerField(default=0)
     chunks_done = models.PositiveIntegerField(default=0)

@@ -58,19 +58,41 @@ def index_placement(message_ids):
     that finds one committed since (`refreshed_upto`) reads them again, under the lake commit
     lock that a refresh's load takes too."""
     refreshed_upto = _refreshed_upto()
-    index = _q(MessageIndex._meta.db_table)
-    mid, group, queue = _q("message_id"), _q("group_id"), _q("queue")
-    found = {"message_id": [], "group_id": [], "queue": []}
+    rows = _index_read(message_ids, PLACEMENT_SCHEMA)
+    return Placement(rows, refreshed_upto)
+
+
+def index_members(message_ids):
+    """(rows, placement) of `message_ids`: what the index holds of each (MEMBER_SCHEMA: its
+    state, queue, body version, delivery count and candidate flag, as the refresh folded them
+    or a decision set them), and where each counts (`index_placement`), from one read by key.
+    A reprocess plans from these rows (console.decisions.execution)."""
+    refreshed_upto = _refreshed_upto()
+    rows = _index_read(message_ids, MEMBER_SCHEMA)
+    return rows, Placement(rows.select(PLACEMENT_SCHEMA.names), refreshed_upto)
+
+
+def _index_read(message_ids, schema):
+    """`schema`'s columns (each of MessageIndex's own or of MessageState's, by its name) of the
+    index rows of `message_ids`, as an arrow table, in batches of PLACEMENT_BATCH ids."""
+    index, states = _q(MessageIndex._meta.db_table), _q(MessageState._meta.db_table)
+    own = {f.column for f in MessageIndex._meta.local_concrete_fields}
+    mid = _q("message_id")
+    columns = ", ".join(f"{'i' if name in own else 's'}.{_q(name)}" for name in schema.names)
+    join = f" CROSS JOIN {states} s" if any(name not in own for name in schema.names[1:]) else ""
+    on = f" AND s.{mid} = i.{mid}" if join else ""
+    found = {name: [] for name in schema.names}
     ids = list(message_ids)
-    with connection.cursor() as cursor:
+    with connection.cursor() as cursor, transaction.atomic(), joins_by_key(cursor):
         for start in range(0, len(ids), PLACEMENT_BATCH):
-            where, params = in_values(mid, ids[start : start + PLACEMENT_BATCH])
-            cursor.execute(f"SELECT {mid}, {group}, {queue} FROM {index} WHERE {where}", params)  # noqa: S608
-            for message_id, group_id, in_queue in cursor.fetchall():
-                found["message_id"].append(message_id)
-                found["group_id"].append(group_id)
-                found["queue"].append(in_queue)
-    return Placement(pa.table(found, schema=PLACEMENT_SCHEMA), refreshed_upto)
+            where, params = in_values(f"i.{mid}", ids[start : start + PLACEMENT_BATCH])
+            # The ids drive the join (CROSS JOIN fixes SQLite's order; joins_by_key PostgreSQL's):
+            # each finds its rows by primary key.
+            cursor.execute(f"SELECT {columns} FROM {index} i{join} WHERE {where}{on}", params)  # noqa: S608
+            for row in cursor.fetchall():
+                for name, value in zip(schema.names, row, strict=True):
+                    found[name].append(value)
+    return pa.table(found, schema=schema)
 
 
 def placement_current(placement, message_ids):
@@ -93,6 +115,17 @@ def _refreshed_upto():
 PLACEMENT_BATCH = 10_000
 PLACEMENT_SCHEMA = pa.schema(
     [("message_id", pa.string()), ("group_id", pa.string()), ("queue", pa.string())]
+)
+# What the index holds of a message that a reprocess's decision event starts from, named as the
+# index's columns; the chunk makes its plan rows of them (workers.jobs.decisions).
+MEMBER_SCHEMA = pa.schema(
+    [
+        *PLACEMENT_SCHEMA,
+        ("state", pa.string()),
+        ("body_version", pa.int32()),
+        ("delivery_count", pa.int32()),
+        ("candidate", pa.bool_()),
+    ]
 )
 STAGED_COLUMNS = ["message_id", "to_state", "group_id", "queue"]
 

@@ -8,6 +8,13 @@ from console.readmodels.services import _cursor
 from workers.engine.states import TBDL, WAIT
 
 
+def read_models_folded_upto():
+    """The last events commit the read models folded (the newest committed refresh's), or None
+    when nothing was ever refreshed. The index holds every message that is not DLVD as of it,
+    and a decision's commits after it (views_applied) are in it too."""
+    return _cursor()
+
+
 def read_models_due_queues(*, queues, now):
     """Of `queues`, those that may hold a due message (R5: TBDL, or WAIT due by `now`), in the
     order given. Never leaves out a queue that holds one, so a delivery run may be skipped for

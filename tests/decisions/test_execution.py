@@ -4,6 +4,7 @@ session, chunks committed to the lake, the read models kept in step."""
 from collections import Counter
 from datetime import timedelta
 
+import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 from django.utils import timezone
@@ -109,6 +110,81 @@ def test_a_message_that_changed_since_the_request_is_skipped_and_reported(desk):
     assert [desk.state(i)["state"] for i in ids] == ["FAIL", "FAIL", "FAIL", "TBDL"]
     finished = AuditEntry.objects.get(action="execution.finished", target_id=str(second.id))
     assert finished.details["skipped"] == 2
+
+
+def _commit_unfolded(message_id, *, to_state, queue="orders"):
+    """An events commit moving `message_id` from NDLV to `to_state`, as a writer that leaves the
+    read models to the refresh would make it: the index does not know of it until a refresh."""
+    from django.db import transaction
+
+    from console.lake.services import epoch_allocate, lake_commit_record
+    from workers.lake.schema import EVENT_SCHEMA
+
+    row = {
+        "message_id": message_id,
+        "epoch": epoch_allocate(purpose="test"),
+        "step": 0,
+        "at": timezone.now(),
+        "from_state": "NDLV",
+        "to_state": to_state,
+        "queue": queue,
+        "attempt": 0,
+        "delivery_count": 1,
+        "candidate": False,
+        "batch_limit": 0,
+        "body_version": 1,
+        "actor": "someone else",
+        "reason": "decided elsewhere",
+    }
+    store = lake()
+    path = store.write_arrow(
+        pa.Table.from_pylist([row], schema=EVENT_SCHEMA), store.new_dir("events", "test-unfolded")
+    )
+    with transaction.atomic():
+        lake_commit_record(dataset="events", path=path, row_count=1, idempotency_key=path)
+
+
+def test_a_reprocess_is_planned_from_the_index_and_a_fail_from_the_lake(desk):
+    ids = quarantined(desk, 4)
+    reprocess = desk.execute(desk.request({"kind": "selection", "ids": ids[:2]}))
+    fail = desk.execute(desk.request({"kind": "selection", "ids": ids[2:]}, kind="fail"))
+
+    assert (reprocess.done, fail.done) == (2, 2)
+    assert (reprocess.plan_from_index, fail.plan_from_index) == (True, False)
+    plans = {
+        e.target_id: e.details["plan"]
+        for e in AuditEntry.objects.filter(action="execution.started")
+    }
+    assert plans == {str(reprocess.id): "index", str(fail.id): "pyarrow"}
+    # No fold of the lake was written for the reprocess; the fail has its plan's members.
+    assert not (lake().root / reprocess.plan_path / "members").exists()
+    assert (lake().root / fail.plan_path / "members").exists()
+
+
+def test_a_reprocess_planned_from_the_index_applies_the_events_it_has_not_folded_yet(desk):
+    ids = quarantined(desk, 3)
+    request = desk.request({"kind": "selection", "ids": ids})
+    _commit_unfolded(ids[0], to_state="FAIL")
+    assert desk.index_state(ids[0]) == "NDLV"  # not refreshed yet
+
+    request = desk.execute(request)
+
+    assert (request.done, request.skipped, request.failed) == (2, 1, 0)
+    assert [desk.state(i)["state"] for i in ids] == ["FAIL", "TBDL", "TBDL"]
+    assert Counter(e["message_id"] for e in desk.decision_events(request.id)) == Counter(ids[1:])
+
+
+def test_a_frozen_message_the_index_no_longer_holds_is_planned_from_the_ledger(desk):
+    ids = quarantined(desk, 3)
+    request = desk.request({"kind": "selection", "ids": ids})
+    # As if the index had dropped it (a message that leaves the index after it was frozen):
+    # the ledger still knows its state, and the request decides it from there.
+    MessageIndex.objects.filter(message_id=ids[0]).delete()
+
+    request = desk.execute(request)
+
+    assert (request.done, request.skipped, request.failed) == (3, 0, 0)
+    assert [desk.state(i)["state"] for i in ids] == ["TBDL", "TBDL", "TBDL"]
 
 
 def test_reprocess_to_another_queue_moves_the_messages_there(desk):

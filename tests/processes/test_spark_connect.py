@@ -1,8 +1,9 @@
 """Spark Connect (SPARK_REMOTE=sc://...): a real Connect server started from the pyspark wheel,
 and the product's Spark work carried out through it by its own processes, with SPARK_REMOTE in
 their environment: a delivery run (`manage.py deliver`), a refresh of the read models
-(`manage.py refresh`), then a bulk reprocess and a lake query on a Celery spark worker. The
-test's own process starts no Spark session: a process has one, of one kind (workers.spark)."""
+(`manage.py refresh`), then a bulk fail (planned by a Spark job) and a lake query on a Celery
+spark worker. The test's own process starts no Spark session: a process has one, of one kind
+(workers.spark)."""
 
 import re
 import sys
@@ -13,6 +14,7 @@ import pyarrow.compute as pc
 import pyspark
 import pytest
 
+from console.audit.models import AuditEntry
 from console.browse.selectors import message_detail
 from console.decisions.models import ActionRequest
 from console.decisions.services import Action, action_request_approve, action_request_create
@@ -143,9 +145,10 @@ def test_the_product_runs_through_a_spark_connect_server(processes, tmp_path, se
     assert indexed["flaky-0"] == S.WAIT
     assert MessageIndex.objects.filter(state=S.NDLV).count() == 4 + 1 + 1
 
-    # 3. A bulk reprocess of every quarantined message, planned on Spark (more than
-    # SMALL_PLAN), carried out by a spark worker whose session is the server's. Most were
-    # quarantined straight into the ledger and the index, without their handler.
+    # 3. A bulk fail of every quarantined message, planned on Spark (more than SMALL_PLAN; a
+    # reprocess plans from the index, without Spark), carried out by a spark worker whose
+    # session is the server's. Most were quarantined straight into the ledger and the index,
+    # without their handler.
     quarantine_directly("bulk", [f"bulk-{i:05d}" for i in range(BULK)], at=T0)
     # Their ingest woke delivery (a run task for "bulk"): only the request is for this worker.
     app.control.purge()
@@ -155,8 +158,8 @@ def test_the_product_runs_through_a_spark_connect_server(processes, tmp_path, se
     request = action_request_create(
         actor=personas["operator"],
         scope={"kind": "filter", "filters": {"state": S.NDLV}},
-        action=Action(kind="reprocess"),
-        comment="the handlers are fixed",
+        action=Action(kind="fail"),
+        comment="these will never go through",
     )
     assert request.count == BULK + 6
     request = action_request_approve(actor=personas["approver"], request=request)
@@ -166,11 +169,13 @@ def test_the_product_runs_through_a_spark_connect_server(processes, tmp_path, se
         assert request.status not in (ActionRequest.FAILED, ActionRequest.CANCELLED), request.error
         return request.status == ActionRequest.DONE
 
-    wait_for(request_done, timeout=300, what="the bulk reprocess on the spark worker")
+    wait_for(request_done, timeout=300, what="the bulk fail on the spark worker")
     decided = time.monotonic()
     assert (request.done, request.skipped, request.failed) == (BULK + 6, 0, 0)
+    started = AuditEntry.objects.get(action="execution.started", target_id=str(request.id))
+    assert started.details["plan"] == "spark"
     assert MessageIndex.objects.filter(state=S.NDLV).count() == 0
-    assert MessageIndex.objects.filter(queue="bulk", state=S.TBDL).count() == BULK
+    assert MessageIndex.objects.filter(queue="bulk", state=S.FAIL).count() == BULK
     paths = list(LakeCommit.objects.filter(dataset="events").values_list("path", flat=True))
     events = lake().read_arrow("events", paths, columns=["message_id", "run_id"])
     by_request = events.filter(pc.equal(events.column("run_id"), f"request:{request.id}"))
@@ -202,6 +207,6 @@ def test_the_product_runs_through_a_spark_connect_server(processes, tmp_path, se
     processes.kill(worker)
     print(
         f"deliver {delivered - server_up:.1f} s, refresh {refreshed - delivered:.1f} s, "
-        f"reprocess {decided - refreshed:.1f} s, lake query {queried - decided:.1f} s, "
+        f"bulk fail {decided - refreshed:.1f} s, lake query {queried - decided:.1f} s, "
         f"progress readings {sorted(set(readings))}"
     )

@@ -212,6 +212,33 @@ MEMBER_SCHEMA = pa.schema(
 SIBLING_SCHEMA = pa.schema([*EVENT_SCHEMA, pa.field("ended_by", pa.string())])
 
 
+def members_from_index(rows: pa.Table) -> pa.Table:
+    """A reprocess's plan rows from what the console's index holds of its members (message_id,
+    state, queue, body_version, delivery_count, candidate; as of the index's refresh, the
+    chunk applies the events committed since). A reprocess's events take nothing else from the
+    state they start from: the count, the flag and the batch limit are reset, and the message is
+    not scheduled (_member_events). A fail keeps its batch limit, which the index does not hold,
+    and an end with error needs the whole lake's conversations: both plan from the lake."""
+    n = rows.num_rows
+    columns = {
+        "message_id": rows.column("message_id"),
+        "to_state": rows.column("state"),
+        "queue": rows.column("queue"),
+        "body_version": rows.column("body_version"),
+        "delivery_count": rows.column("delivery_count"),
+        "candidate": rows.column("candidate"),
+    }
+    return pa.table(
+        {f.name: columns.get(f.name, pa.nulls(n, f.type)) for f in MEMBER_SCHEMA},
+        schema=MEMBER_SCHEMA,
+    )
+
+
+def unknown_ids(members: pa.Table) -> pa.Array:
+    """The ids of `members` with no state: the ledger (or the index) does not know them."""
+    return members.filter(pc.is_null(members.column("to_state"))).column("message_id")
+
+
 def with_missing(members: pa.Table, chunk_ids: pa.Table) -> pa.Table:
     """The chunk's members plus a row of nulls (but its id) for each of the chunk's frozen ids
     the ledger did not know."""
