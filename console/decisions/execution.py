@@ -346,9 +346,6 @@ def _chunk_prepare(request, index, decision):
     members = D.with_missing(
         members if members is not None else D.MEMBER_SCHEMA.empty_table(), chunk_ids
     )
-    if request.edited_body is not None and members.num_rows == 1:
-        current = members.column("body_version")[0].as_py() or 1
-        decision = dataclasses.replace(decision, body_version=current + 1)
     seen_upto = LakeCommit.objects.order_by("-id").values_list("id", flat=True).first() or 0
     newer = _newer_events(request, members, siblings)
     members = D.with_newer(members, newer)
@@ -356,6 +353,10 @@ def _chunk_prepare(request, index, decision):
         siblings = D.with_newer(siblings, newer)
     if request.plan_from_index:
         members = D.with_newer(members, _ledger_read(D.unknown_ids(members)))
+    if request.edited_body is not None and members.num_rows == 1:
+        # The version after the one it has now (with what was committed since the plan).
+        current = members.column("body_version")[0].as_py() or 1
+        decision = dataclasses.replace(decision, body_version=current + 1)
     outcome = D.decide_chunk(members, siblings, decision, chunk=index, at=datetime.now(UTC))
     label = f"request{request.id}-chunk{index}"
     events_dir = notifications_dir = None
