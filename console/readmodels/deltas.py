@@ -83,7 +83,13 @@ def _index_read(message_ids, schema):
     on = f" AND s.{mid} = i.{mid}" if join else ""
     found = {name: [] for name in schema.names}
     ids = list(message_ids)
-    with connection.cursor() as cursor, transaction.atomic(), joins_by_key(cursor):
+    # joins_by_key sets its options for a transaction, on PostgreSQL. Not on SQLite, whose
+    # transactions begin IMMEDIATE here (settings): one would take the write lock, and this read
+    # runs beside a chunk's commit (it waited for each: 0.42 s against 0.10 s for 25,000 rows).
+    in_transaction = (
+        transaction.atomic() if connection.vendor == "postgresql" else contextlib.nullcontext()
+    )
+    with connection.cursor() as cursor, in_transaction, joins_by_key(cursor):
         for start in range(0, len(ids), PLACEMENT_BATCH):
             where, params = in_values(f"i.{mid}", ids[start : start + PLACEMENT_BATCH])
             # The ids drive the join (CROSS JOIN fixes SQLite's order; joins_by_key PostgreSQL's):

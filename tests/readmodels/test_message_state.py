@@ -3,6 +3,7 @@ filters on) inheriting MessageState (what a decision, a delivery or a refresh mo
 few indexes). A decision chunk writes MessageState alone; the browser, the counts and the ORM
 see one row. Run on SQLite and, with DATABASE_URL, on PostgreSQL."""
 
+import threading
 from datetime import timedelta
 
 import pyarrow as pa
@@ -13,6 +14,7 @@ from django.db.migrations.executor import MigrationExecutor
 from console.browse.selectors import message_match_count, message_page
 from console.readmodels.deltas import (
     decided_staged,
+    index_members,
     index_placement,
     placement_current,
     read_models_apply,
@@ -261,3 +263,33 @@ def test_where_a_chunk_counts_is_read_again_when_a_refresh_committed_since(quara
         "m-00": "g-other",
         "m-01": "g-missing",
     }
+
+
+@pytest.mark.django_db(transaction=True)
+def test_a_chunks_index_read_does_not_wait_for_the_previous_chunks_commit():
+    # The next chunk's rows are read, in the thread that prepares it, while the previous chunk
+    # commits: the read must not queue behind that transaction (SQLite's begin IMMEDIATE).
+    MessageIndex.objects.bulk_create([_row(f"m-{i:02d}", minutes=i) for i in range(3)])
+    holding, read = threading.Event(), threading.Event()
+    seen = {}
+
+    def commit():
+        try:
+            with transaction.atomic():
+                MessageState.objects.filter(message_id="m-00").update(state="TBDL")
+                holding.set()
+                seen["read while it held"] = read.wait(timeout=10)
+        finally:
+            connection.close()
+
+    writer = threading.Thread(target=commit)
+    writer.start()
+    assert holding.wait(timeout=10)
+    rows, placement = index_members(["m-01", "m-02"])
+    read.set()
+    writer.join()
+
+    assert sorted(rows.column("message_id").to_pylist()) == ["m-01", "m-02"]
+    assert set(rows.column("state").to_pylist()) == {"NDLV"}
+    assert set(placement.rows.column("group_id").to_pylist()) == {"g-missing"}
+    assert seen["read while it held"]
