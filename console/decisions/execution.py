@@ -242,8 +242,7 @@ def _plan_small(params, state_paths):
     """The plan of a small set with pyarrow: only the frozen ids' events are read (snapshot and
     commits, with a filter on the ids)."""
     ids = pq.read_table(params.chunk_ids_path)
-    wanted = pc.field("message_id").isin(ids.column("message_id"))
-    events = lake().read_arrow("events", state_paths, filter=wanted)
+    events = _ledger_read(ids.column("message_id"), state_paths)
     D.write_plan_arrow(D.plan_members_arrow(ids, events), params, row_group_rows=MAX_CHUNK)
 
 
@@ -351,8 +350,8 @@ def _chunk_prepare(request, index, decision):
     members = D.with_newer(members, newer)
     if siblings is not None:
         siblings = D.with_newer(siblings, newer)
-    if request.plan_from_index:
-        members = D.with_newer(members, _ledger_read(D.unknown_ids(members)))
+    if request.plan_from_index and len(unknown := D.unknown_ids(members)):
+        members = D.with_newer(members, _ledger_read(unknown))
     if request.edited_body is not None and members.num_rows == 1:
         # The version after the one it has now (with what was committed since the plan).
         current = members.column("body_version")[0].as_py() or 1
@@ -481,20 +480,17 @@ def _newer_events(request, members, siblings):
     return lake().read_arrow("events", paths, filter=pc.field("message_id").isin(ids))
 
 
-def _ledger_read(message_ids):
-    """Every event of `message_ids` in the ledger (state snapshot and events commits), or None
-    when there is none to read. For the members of a reprocess planned from the index that it
-    does not hold: a message can leave the index after it was frozen (delivered without ever
-    failing), and it is then skipped, as a plan from the lake would skip it, not failed as
-    unknown. Rare, and a read of the whole ledger's ids column when it happens."""
-    if not len(message_ids):
-        return None
-    inputs = lake_state_inputs()
-    return lake().read_arrow(
-        "events",
-        [*inputs.snapshot_paths, *inputs.event_paths],
-        filter=pc.field("message_id").isin(message_ids),
-    )
+def _ledger_read(message_ids, state_paths=None):
+    """Every event of `message_ids` in the ledger (`state_paths`: the state snapshot and events
+    commits, the newest when None). A small set's plan; and the members of a reprocess planned
+    from the index that it does not hold: a message can leave the index after it was frozen
+    (delivered without ever failing), and it is then skipped, as a plan from the lake would skip
+    it, not failed as unknown. Rare, and a read of the whole ledger's ids column when it
+    happens."""
+    if state_paths is None:
+        inputs = lake_state_inputs()
+        state_paths = [*inputs.snapshot_paths, *inputs.event_paths]
+    return lake().read_arrow("events", state_paths, filter=pc.field("message_id").isin(message_ids))
 
 
 def _edited_body_commit(request, members, decision, index):
