@@ -37,6 +37,10 @@ REMOVE_POISON = "delivery.delete_poisonentry"
 VIEW_PURGES = "retention.view_purgerun"
 RUN_PURGES = "retention.add_purgerun"
 
+# Users and their roles (administrators). Granting a role that approves, or that grants roles,
+# takes a second administrator (console.access).
+MANAGE_USERS = "auth.change_user"
+
 VIEW_AUDIT = "audit.view_auditentry"
 EXPORT_AUDIT = "audit.export_auditentry"
 

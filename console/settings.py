@@ -8,6 +8,7 @@ embedded defaults: SQLite, a lake folder under ./var, local Spark and kombu's fi
 
 import os
 import secrets
+from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlparse
 
@@ -69,6 +70,27 @@ def _secret_key():
 
 
 SECRET_KEY = _secret_key()
+
+
+def _audit_key():
+    key = os.environ.get("AUDIT_KEY")
+    if key:
+        return key
+    # Embedded mode only, as for SECRET_KEY. Production sets AUDIT_KEY, kept away from the
+    # database: a key in the database would let whoever writes there re-sign the audit chain.
+    # check --deploy warns when it comes from this file.
+    keyfile = VAR_DIR / "audit_key"
+    if not keyfile.exists():
+        VAR_DIR.mkdir(parents=True, exist_ok=True)
+        keyfile.write_text(secrets.token_urlsafe(50))
+        keyfile.chmod(0o600)
+    return keyfile.read_text().strip()
+
+
+# The key of the audit chain's HMACs and of its checkpoint files. After a rotation, the keys used
+# before (comma-separated) still verify the entries and files they signed; nothing new uses them.
+AUDIT_KEY = _audit_key()
+AUDIT_KEYS_OLD = [k for k in os.environ.get("AUDIT_KEYS_OLD", "").split(",") if k]
 ALLOWED_HOSTS = [h for h in os.environ.get("ALLOWED_HOSTS", "localhost,127.0.0.1").split(",") if h]
 CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]
 
@@ -79,9 +101,12 @@ INSTALLED_APPS = [
     "django.contrib.sessions",
     "django.contrib.messages",
     "django.contrib.staticfiles",
+    "axes",
     "rest_framework",
-    "rest_framework.authtoken",
+    # For its code: its model is swapped for accounts.ApiToken (KNOX_TOKEN_MODEL).
+    "knox",
     "console.accounts",
+    "console.access",
     "console.lake",
     "console.queues",
     "console.ingest",
@@ -103,9 +128,13 @@ MIDDLEWARE = [
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
+    # Who is acting, for the writes that record it from a signal (console.access).
+    "console.access.actor.ActorMiddleware",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
+    # Last, as django-axes asks: it turns a login it refused into the lockout page.
+    "axes.middleware.AxesMiddleware",
 ]
 
 ROOT_URLCONF = "console.urls"
@@ -206,13 +235,61 @@ CONTENT_SECURITY_POLICY = {
     },
 }
 
+# --- Failed logins and API rates ----------------------------------------------------------------
+
+# How many reverse proxies in front of the console append to X-Forwarded-For: the client's address
+# is that many entries from its right. 0: REMOTE_ADDR, and X-Forwarded-For, which any client can
+# write, is ignored. Lockouts and anonymous API rates count by this address.
+TRUSTED_PROXY_COUNT = envint("TRUSTED_PROXY_COUNT", 0, minimum=0)
+
+# django-axes: LOGIN_FAILURE_LIMIT failed logins for one user name, or from one address, lock it
+# out for LOGIN_LOCKOUT_MINUTES after the last one, or until an administrator lifts it (/lockouts/).
+# The counts are in the database, shared by every process.
+AUTHENTICATION_BACKENDS = [
+    "console.accounts.lockouts.LockoutBackend",
+    "django.contrib.auth.backends.ModelBackend",
+]
+AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+AXES_FAILURE_LIMIT = envint("LOGIN_FAILURE_LIMIT", 5, minimum=1)
+AXES_COOLOFF_TIME = timedelta(minutes=envint("LOGIN_LOCKOUT_MINUTES", 30, minimum=1))
+# Either one over the limit locks: one name tried from many addresses, one address trying many.
+AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# Not axes' reset on success: it forgets every failure from the address too, so one valid account
+# would reset the count of guesses at another's password. console.accounts.receivers forgets only
+# the user's own failures from that address.
+AXES_RESET_ON_SUCCESS = False
+# Logins are in the audit trail already: no second copy of each in axes' own log, kept forever.
+AXES_DISABLE_ACCESS_LOG = True
+AXES_CLIENT_IP_CALLABLE = "console.accounts.lockouts.client_ip"
+AXES_LOCKOUT_CALLABLE = "console.accounts.lockout_views.lockout_page"
+
+
+def envrate(name, default):
+    value = os.environ.get(name, default)
+    number, _, period = value.partition("/")
+    periods = ("s", "sec", "m", "min", "h", "hour", "d", "day")
+    if not (number.isdigit() and int(number) > 0 and period in periods):
+        raise ImproperlyConfigured(f"{name} must be a rate such as 600/min, not {value!r}")
+    return value
+
+
+# API calls per token (per user on a session, per address for anonymous calls), counted in the
+# default cache: per process unless CACHES is shared (console.throttles).
+API_THROTTLE_RATE = envrate("API_THROTTLE_RATE", "600/min")
+API_ANON_THROTTLE_RATE = envrate("API_ANON_THROTTLE_RATE", "60/min")
+
 REST_FRAMEWORK = {
     # Token first: its WWW-Authenticate challenge makes an anonymous call a 401, not a 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "rest_framework.authentication.TokenAuthentication",
+        "console.accounts.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
+    "DEFAULT_THROTTLE_CLASSES": [
+        "console.throttles.CallerRateThrottle",
+        "console.throttles.AnonymousRateThrottle",
+    ],
+    "DEFAULT_THROTTLE_RATES": {"caller": API_THROTTLE_RATE, "anonymous": API_ANON_THROTTLE_RATE},
     "DEFAULT_RENDERER_CLASSES": ["rest_framework.renderers.JSONRenderer"],
     # DRF's three, with a JSON parser that answers JSON nested too deeply with a 400, not a 500.
     "DEFAULT_PARSER_CLASSES": [
@@ -249,9 +326,37 @@ SPECTACULAR_SETTINGS = {
     "REDOC_DIST": "SIDECAR",
 }
 
+# --- API tokens (console.accounts.tokens) --------------------------------------------------------
+
+# A token is good for API_TOKEN_DAYS unless made shorter, and using it does not make it last
+# longer. Only its SHA-512 digest is stored; the token is shown once, when it is made.
+API_TOKEN_DAYS = envint("API_TOKEN_DAYS", 90, minimum=1)
+if API_TOKEN_DAYS > 365:
+    # The longest a token may be made for (console.accounts.tokens.DAYS_MAX).
+    raise ImproperlyConfigured(f"API_TOKEN_DAYS must be at most 365, not {API_TOKEN_DAYS}")
+KNOX_TOKEN_MODEL = "accounts.ApiToken"  # noqa: S105 - a model's name, not a secret
+# knox's migrations would make a table for its own token model, which ours replaces: an empty
+# table whose key to auth_user stops PostgreSQL emptying that one (a test's flush). None at all.
+MIGRATION_MODULES = {"knox": None}
+REST_KNOX = {
+    "TOKEN_TTL": timedelta(days=API_TOKEN_DAYS),
+    # The header the clients have always sent: `Authorization: Token <key>`.
+    "AUTH_HEADER_PREFIX": "Token",
+    "AUTO_REFRESH": False,
+    "SECURE_HASH_ALGORITHM": "hashlib.sha512",
+}
+
 # --- The lake and Spark --------------------------------------------------------------------------
 
 LAKE_URI = str(envpath("LAKE_URI", VAR_DIR / "lake"))
+# Signed copies of the audit chain's checkpoints, one new file each, outside the database. Unset:
+# "audit-checkpoints" in the lake's folder (VAR_DIR's when the lake is not a folder), found when
+# used, so that it follows LAKE_URI wherever that is set (console/audit/checkpoints.py).
+AUDIT_CHECKPOINT_DIR = (
+    envpath("AUDIT_CHECKPOINT_DIR", "") if os.environ.get("AUDIT_CHECKPOINT_DIR") else None
+)
+# Beat checkpoints the chain's head this often (when it moved since the last checkpoint).
+AUDIT_CHECKPOINT_SECONDS = envint("AUDIT_CHECKPOINT_SECONDS", 3600, minimum=10)
 # At least four task slots: a handler that hangs holds the slot of its queue's run until its
 # timeout, and runs of other queues go on in the others (R16). Handlers mostly wait on I/O.
 SPARK_MASTER = envchoice(
@@ -303,6 +408,11 @@ APPROVAL_OVER = envint("APPROVAL_OVER", 1, minimum=0)
 APPROVE_END_WITH_ERROR = envbool("APPROVE_END_WITH_ERROR", "true")
 # An approval is good for this long; a request not started by then never runs.
 APPROVAL_TTL_HOURS = envint("APPROVAL_TTL_HOURS", 24, minimum=1)
+# An account created, or whose rights changed, less than this long ago cannot approve (a bulk
+# request or a role grant): an account cannot be made, or promoted, and used at once.
+APPROVER_COOLDOWN_HOURS = envint("APPROVER_COOLDOWN_HOURS", 24, minimum=0)
+# A role grant waiting for a second administrator expires after this many days.
+ROLE_GRANT_EXPIRY_DAYS = envint("ROLE_GRANT_EXPIRY_DAYS", 7, minimum=1)
 # A canary whose messages have no delivery outcome after this long stops the request.
 CANARY_TIMEOUT_SECONDS = envint("CANARY_TIMEOUT_SECONDS", 3600, minimum=10)
 

@@ -5,6 +5,9 @@ from django.urls import include, path
 from django.views.generic import TemplateView
 from drf_spectacular.views import SpectacularAPIView
 
+from console.access.urls import api_urlpatterns as access_api
+from console.accounts.lockout_urls import api_urlpatterns as lockouts_api
+from console.accounts.token_urls import api_urlpatterns as tokens_api
 from console.accounts.views import LoginView
 from console.audit.urls import api_urlpatterns as audit_api
 from console.browse.urls import api_urlpatterns as browse_api
@@ -31,7 +34,13 @@ urlpatterns = [
     path("api/v1/", include(decisions_api)),
     path("api/v1/", include(poison_list_api)),
     path("api/v1/", include(retention_api)),
+    path("api/v1/", include(tokens_api)),
+    path("api/v1/", include(lockouts_api)),
+    path("api/v1/", include(access_api)),
     path("", include("console.audit.urls")),
+    path("", include("console.accounts.token_urls")),
+    path("", include("console.accounts.lockout_urls")),
+    path("", include("console.access.urls")),
     path("", include("console.lakequery.urls")),
     path("", include("console.decisions.urls")),
     path("", include("console.browse.urls")),

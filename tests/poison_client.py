@@ -6,7 +6,7 @@ import functools
 import importlib.util
 from pathlib import Path
 
-from rest_framework.authtoken.models import Token
+from console.accounts.tokens import token_create
 
 CLIENT = Path(__file__).resolve().parent.parent / "static" / "clients" / "antidote_poison.py"
 
@@ -21,5 +21,5 @@ def client_module():
 
 def poison_list(live_server, user, **options):
     """A PoisonList of the client module, signed in as `user` with a fresh token."""
-    token, _ = Token.objects.get_or_create(user=user)
-    return client_module().PoisonList(live_server.url, token.key, **options)
+    _, token = token_create(actor=user, user=user, name="poison list client")
+    return client_module().PoisonList(live_server.url, token, **options)

@@ -19,6 +19,7 @@ def _production_env(tmp_path):
         DJANGO_SETTINGS_MODULE="console.settings",
         DEBUG="false",
         SECRET_KEY="".join(secrets.choice(alphabet) for _ in range(60)),
+        AUDIT_KEY=secrets.token_urlsafe(40),
         ALLOWED_HOSTS="antidote.example.com",
         HTTPS="true",
         SECURE_HSTS_PRELOAD="true",
@@ -51,3 +52,22 @@ def test_it_warns_without_https(tmp_path):
     result = _check_deploy(tmp_path, HTTPS="false")
     assert result.returncode != 0
     assert "security.W012" in result.stderr + result.stdout  # SESSION_COOKIE_SECURE
+
+
+def test_it_warns_when_the_audit_key_is_the_generated_one_or_short(tmp_path):
+    # Without AUDIT_KEY, the key is made into VAR_DIR, beside the database it should not share.
+    env = {k: v for k, v in _production_env(tmp_path).items() if k != "AUDIT_KEY"}
+    generated = subprocess.run(
+        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert generated.returncode != 0
+    assert "audit.W001" in generated.stderr + generated.stdout
+
+    short = _check_deploy(tmp_path, AUDIT_KEY="too-short-to-be-a-key")
+    assert short.returncode != 0
+    assert "audit.W002" in short.stderr + short.stdout

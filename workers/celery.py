@@ -73,6 +73,11 @@ def _schedule(sender, **kwargs):
             "task": "workers.tasks.purge_task",
             "schedule": float(settings.PURGE_INTERVAL_SECONDS),
         },
+        # The audit chain's head, in the database and in a signed file outside it.
+        "audit-checkpoint": {
+            "task": "workers.tasks.audit_checkpoint_task",
+            "schedule": float(settings.AUDIT_CHECKPOINT_SECONDS),
+        },
         "scan-inbox": {
             "task": "workers.tasks.inbox_scan_task",
             "schedule": float(settings.INBOX_POLL_SECONDS),

@@ -86,7 +86,8 @@ ROLE_PERMISSIONS = {
     ),
     # An application outside the product that shares the poison list (R9, the AMPS pattern): it
     # reads the list and reports what it failed on, and nothing else (no messages, bodies or
-    # requests). Its user signs in with a token (manage.py drf_create_token).
+    # requests). Its user signs in with a token an administrator makes on the "Service tokens"
+    # page (or manage.py token_create).
     APPLICATION: (VIEW_POISON_LIST, REPORT_POISON),
     # The audit trail, and the requests and purges it speaks of (what was decided, on which
     # frozen set, by whom; what was purged); no message screens.

@@ -7,7 +7,12 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import transaction
 
+from console.access.rights import approver_cooldown_waive
 from console.accounts.roles import ADMIN, ROLES, roles_seed
+
+# One account per role, named after it, and a second administrator: a role that approves is
+# granted by one administrator and confirmed by another (console.access).
+DEMO_ACCOUNTS = [*((role, role) for role in ROLES), ("admin2", ADMIN)]
 
 
 @dataclass(frozen=True)
@@ -19,7 +24,9 @@ class DemoUser:
 
 
 def demo_users_create():
-    """One user per role, named after it, with a fresh random password each time.
+    """One user per role, named after it, and a second administrator (DEMO_ACCOUNTS), with a
+    fresh random password each time; past the approver cool-down, so that the demo can be tried
+    at once (recorded as such).
 
     Idempotent in what it creates: an existing demo user keeps its account and gets a new password
     (the old one was printed once and may be lost). Only the admin user is staff, so only it can
@@ -29,14 +36,15 @@ def demo_users_create():
     User = get_user_model()
     users = []
     with transaction.atomic():
-        for role in ROLES:
+        for username, role in DEMO_ACCOUNTS:
             password = secrets.token_urlsafe(12)
-            user, created = User.objects.get_or_create(username=role)
+            user, created = User.objects.get_or_create(username=username)
             user.set_password(password)
             user.is_active = True
             user.is_staff = role == ADMIN
             user.is_superuser = False
             user.save()
             user.groups.set([Group.objects.get(name=role)])
-            users.append(DemoUser(username=role, role=role, password=password, created=created))
+            approver_cooldown_waive(user, reason="a demo account, to be tried at once")
+            users.append(DemoUser(username=username, role=role, password=password, created=created))
     return users

@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.core.checks import Tags, register
 
 
 class AuditConfig(AppConfig):
@@ -7,3 +8,6 @@ class AuditConfig(AppConfig):
 
     def ready(self):
         from console.audit import receivers  # noqa: F401 - connects the login receivers
+        from console.audit.checks import audit_key_check
+
+        register(audit_key_check, Tags.security, deploy=True)

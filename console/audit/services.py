@@ -7,30 +7,37 @@ from datetime import UTC
 from django.db import transaction
 from django.utils import timezone
 
+from console.audit.checkpoints import checkpoint_file_write
+from console.audit.keys import canonical, current_key, key_id, mac
 from console.audit.models import AuditCheckpoint, AuditEntry
 
 GENESIS = "0" * 64
 AUDIT_LOCK = 0x41554454  # an arbitrary, fixed advisory-lock key for the chain's head
 
 
-def entry_hash(*, seq, at, actor, action, target_type, target_id, details, prev_hash):
-    """The hash an entry must carry: SHA-256 of its fields in a canonical JSON form."""
-    canonical = json.dumps(
-        {
-            "seq": seq,
-            "at": at.astimezone(UTC).isoformat(timespec="microseconds"),
-            "actor": actor,
-            "action": action,
-            "target_type": target_type,
-            "target_id": target_id,
-            "details": details,
-            "prev_hash": prev_hash,
-        },
-        sort_keys=True,
-        separators=(",", ":"),
-        ensure_ascii=False,
-    )
-    return hashlib.sha256(canonical.encode()).hexdigest()
+def _hashed_fields(*, seq, at, actor, action, target_type, target_id, details, prev_hash):
+    return {
+        "seq": seq,
+        "at": at.astimezone(UTC).isoformat(timespec="microseconds"),
+        "actor": actor,
+        "action": action,
+        "target_type": target_type,
+        "target_id": target_id,
+        "details": details,
+        "prev_hash": prev_hash,
+    }
+
+
+def entry_hash(*, key=None, **fields):
+    """The hash an entry must carry: HMAC-SHA256, keyed with `key` (AUDIT_KEY unless given), of
+    its fields (seq, at, actor, action, target_type, target_id, details, prev_hash) in a
+    canonical JSON form."""
+    return mac(key or current_key(), _hashed_fields(**fields))
+
+
+def legacy_entry_hash(**fields):
+    """The hash of an entry written before hashes were keyed: SHA-256 of the same JSON."""
+    return hashlib.sha256(canonical(_hashed_fields(**fields))).hexdigest()
 
 
 def _normalized(details):
@@ -42,6 +49,7 @@ def audit_record(*, actor, action, target_type="", target_id="", details=None):
     """Append one entry. Appends are serialized so each links to the one before it."""
     name = getattr(actor, "get_username", lambda: str(actor or "system"))() or "anonymous"
     details = _normalized(details)
+    key = current_key()
     with transaction.atomic():
         conn = transaction.get_connection()
         if conn.vendor == "postgresql":
@@ -61,12 +69,22 @@ def audit_record(*, actor, action, target_type="", target_id="", details=None):
             details=details,
             prev_hash=prev_hash,
         )
-        return AuditEntry.objects.create(**fields, hash=entry_hash(**fields))
+        return AuditEntry.objects.create(
+            **fields,
+            hash=entry_hash(key=key, **fields),
+            scheme=AuditEntry.KEYED,
+            key_id=key_id(key),
+        )
 
 
 def audit_checkpoint():
-    """Record the chain's head; returns the checkpoint, or None for an empty trail."""
-    head = AuditEntry.objects.order_by("-seq").only("seq", "hash").first()
-    if head is None:
-        return None
-    return AuditCheckpoint.objects.create(seq=head.seq, hash=head.hash)
+    """Record the chain's head, in the database and in a new signed file outside it; returns the
+    checkpoint, or None for an empty trail. A file that cannot be written undoes the checkpoint,
+    so that the failure is seen and no checkpoint stands without its file."""
+    with transaction.atomic():
+        head = AuditEntry.objects.order_by("-seq").only("seq", "hash").first()
+        if head is None:
+            return None
+        checkpoint = AuditCheckpoint.objects.create(seq=head.seq, hash=head.hash)
+        checkpoint_file_write(seq=checkpoint.seq, hash=checkpoint.hash, at=checkpoint.at)
+    return checkpoint

@@ -319,7 +319,7 @@ class QueueEnableApi(APIView):
             raise Http404("no such queue")
         changed = False
         if not queue.enabled:
-            changed = queue_reenable(queue_ids=[queue.id]) == 1
+            changed = queue_reenable(queue_ids=[queue.id], actor=request.user) == 1
         return Response({"name": queue.name, "enabled": True, "changed": changed})
 
 

@@ -180,6 +180,6 @@ def queue_enable(request, name):
     if queue.enabled:
         messages.info(request, f"Queue {queue.name} was already enabled.")
     else:
-        queue_reenable(queue_ids=[queue.id])
+        queue_reenable(queue_ids=[queue.id], actor=request.user)
         messages.success(request, f"Queue {queue.name} is enabled again.")
     return redirect_back(request, default="dashboard")

@@ -10,8 +10,6 @@ import base64
 import binascii
 import hashlib
 
-from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
-from django.core.exceptions import ValidationError as DjangoValidationError
 from django.urls import reverse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -21,12 +19,19 @@ from drf_spectacular.utils import (
     extend_schema_field,
     inline_serializer,
 )
-from rest_framework import exceptions, serializers, status
+from rest_framework import serializers, status
 from rest_framework.permissions import SAFE_METHODS
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from console.api import ERRORS, NOT_FOUND, JSONParser
+from console.api import (
+    BAD_REQUEST,
+    ERRORS,
+    NOT_FOUND,
+    BadRequestSerializer,
+    JSONParser,
+    ServiceRefusals,
+)
 from console.decisions import selectors, services
 from console.decisions.forms import (
     COMMENT_MAX,
@@ -54,20 +59,8 @@ from console.permissions import (
     has_perms,
 )
 
-
-class _BadRequestSerializer(serializers.Serializer):
-    detail = serializers.CharField(help_text="Why, in one sentence.")
-    errors = serializers.JSONField(
-        required=False, help_text="The messages by field, when fields were not valid."
-    )
-
-    class Meta:
-        ref_name = "BadRequest"
-
-
-BAD_REQUEST = OpenApiResponse(_BadRequestSerializer, description="The input is not valid.")
 REFUSED = OpenApiResponse(
-    _BadRequestSerializer,
+    BadRequestSerializer,
     description="The request is not in a state that allows this (already decided, finished...), "
     "or the input is not valid.",
 )
@@ -76,38 +69,15 @@ REQUEST_ID = OpenApiParameter(
 )
 
 
-def _flatten(detail, prefix=""):
-    """DRF's error detail (nested dicts and lists) as "field: message; ..." text."""
-    if isinstance(detail, dict):
-        parts = [
-            _flatten(v, f"{prefix}{k}." if k != "non_field_errors" else prefix)
-            for k, v in detail.items()
-        ]
-        return "; ".join(p for p in parts if p)
-    if isinstance(detail, list):
-        return "; ".join(p for p in (_flatten(v, prefix) for v in detail) if p)
-    label = prefix.rstrip(".")
-    return f"{label}: {detail}" if label else str(detail)
-
-
-class _DecisionsApi(APIView):
-    """The services' refusals as answers: PermissionDenied 403, ValidationError and ScopeError
-    400, each with the service's own sentence."""
+class _DecisionsApi(ServiceRefusals, APIView):
+    """The services' refusals as answers (ServiceRefusals), and a ScopeError a 400 too."""
 
     # JSON only: a scope is nested, which a form cannot say.
     parser_classes = [JSONParser]
 
     def handle_exception(self, exc):
-        if isinstance(exc, DjangoPermissionDenied):
-            detail = str(exc) or "you may not do this"
-            return Response({"detail": detail}, status=status.HTTP_403_FORBIDDEN)
-        if isinstance(exc, DjangoValidationError | ScopeError):
+        if isinstance(exc, ScopeError):
             return Response({"detail": why(exc)}, status=status.HTTP_400_BAD_REQUEST)
-        if isinstance(exc, exceptions.ValidationError):
-            return Response(
-                {"detail": _flatten(exc.detail) or "the input is not valid", "errors": exc.detail},
-                status=status.HTTP_400_BAD_REQUEST,
-            )
         return super().handle_exception(exc)
 
 

@@ -12,6 +12,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from console.access.rights import approver_cooldown_check
 from console.audit.services import audit_record
 from console.browse.services import message_body_read_record
 from console.decisions.models import ActionRequest as R
@@ -134,6 +135,8 @@ def _decide(*, actor, request, comment, to_status, audit_action):
         raise PermissionDenied("you may not approve or reject requests")
     if actor.pk == request.requester_id:
         raise PermissionDenied("four eyes: a request is approved or rejected by someone else")
+    if to_status == R.APPROVED:
+        approver_cooldown_check(actor)
     now = timezone.now()
     with transaction.atomic():
         won = R.objects.filter(id=request.id, status=R.PENDING).update(

@@ -26,7 +26,15 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from console.api import ERRORS, NOT_FOUND, JSONParser, path_key, path_parameter
+from console.api import (
+    BAD_REQUEST,
+    ERRORS,
+    NOT_FOUND,
+    JSONParser,
+    invalid_input,
+    path_key,
+    path_parameter,
+)
 from console.delivery import selectors
 from console.delivery.models import PoisonChange, PoisonEntry
 from console.delivery.poison import poison_cursor, poison_remove, poison_report
@@ -72,43 +80,12 @@ class _Sha256Field(serializers.CharField):
         return value.lower()
 
 
-def _why(detail, prefix=""):
-    """DRF's error detail (nested dicts and lists) as "field: message; ..." text."""
-    if isinstance(detail, dict):
-        return "; ".join(
-            p
-            for p in (
-                _why(v, f"{prefix}{k}." if k != "non_field_errors" else prefix)
-                for k, v in detail.items()
-            )
-            if p
-        )
-    if isinstance(detail, list):
-        return "; ".join(p for p in (_why(v, prefix) for v in detail) if p)
-    label = prefix.rstrip(".")
-    return f"{label}: {detail}" if label else str(detail)
-
-
-class _BadRequestSerializer(serializers.Serializer):
-    detail = serializers.CharField(help_text="Why, in one sentence.")
-    errors = serializers.JSONField(required=False, help_text="The messages by field.")
-
-    class Meta:
-        ref_name = "PoisonListBadRequest"
-
-
-BAD_REQUEST = OpenApiResponse(_BadRequestSerializer, description="The input is not valid.")
-
-
 class _PoisonListApi(APIView):
     parser_classes = [JSONParser]
 
     def handle_exception(self, exc):
         if isinstance(exc, exceptions.ValidationError):
-            return Response(
-                {"detail": _why(exc.detail) or "the input is not valid", "errors": exc.detail},
-                status=status.HTTP_400_BAD_REQUEST,
-            )
+            return invalid_input(exc)
         return super().handle_exception(exc)
 
 

@@ -11,6 +11,7 @@ from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
+from console.access.actor import acting_name
 from console.audit.services import audit_record
 from console.queues.models import POLICY_FIELDS, Queue
 from workers.engine import policy as P
@@ -176,7 +177,7 @@ def queues_load(*, data, actor=None):
                     raise QueueLoadError([f"queue {policy.name!r}: {exc}"]) from exc
                 queue.save()
                 audit_record(
-                    actor=actor,
+                    actor=actor or acting_name(),
                     action="queue.created" if status == CREATED else "policy.changed",
                     target_type="queue",
                     target_id=policy.name,
@@ -188,7 +189,7 @@ def queues_load(*, data, actor=None):
     return results
 
 
-def queue_reenable(*, queue_ids, actor=None):
+def queue_reenable(*, queue_ids, actor):
     """R11: an administrator re-enables disabled queues. Returns how many were re-enabled."""
     with transaction.atomic():
         disabled = list(

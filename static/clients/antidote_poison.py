@@ -3,7 +3,8 @@ pattern): load the list when you start, skip the messages on it, report the ones
 
 One file, Python 3.9 or newer, standard library only: copy it into your application (the console
 serves it at /static/clients/antidote_poison.py). Your application signs in with the API token of
-a user with the `application` role (`manage.py drf_create_token <user>` on the console).
+a user with the `application` role (made by an administrator on the console's "Service tokens"
+page, or `manage.py token_create <user> --name <what for>`).
 
     from antidote_poison import PoisonList
 

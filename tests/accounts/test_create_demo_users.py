@@ -19,7 +19,7 @@ def _run():
     passwords = {}
     for line in out.getvalue().splitlines():
         cells = line.split()
-        if cells and cells[0] in ROLES:
+        if cells and cells[0] in (*ROLES, "admin2"):
             passwords[cells[0]] = cells[2]
     return passwords
 
@@ -27,10 +27,11 @@ def _run():
 def test_it_makes_one_user_per_role_whose_printed_password_works():
     passwords = _run()
 
-    assert sorted(passwords) == sorted(ROLES)
-    for role, password in passwords.items():
-        user = authenticate(username=role, password=password)
-        assert user is not None, role
+    assert sorted(passwords) == sorted([*ROLES, "admin2"])
+    for username, password in passwords.items():
+        user = authenticate(username=username, password=password)
+        assert user is not None, username
+        role = "admin" if username == "admin2" else username
         assert list(user.groups.values_list("name", flat=True)) == [role]
 
 
@@ -39,7 +40,7 @@ def test_running_it_again_prints_fresh_passwords_and_keeps_one_user_per_role():
 
     second = _run()
 
-    assert User.objects.count() == 6
+    assert User.objects.count() == 7
     for role in ROLES:
         assert second[role] != first[role]
         assert authenticate(username=role, password=first[role]) is None
@@ -49,7 +50,8 @@ def test_running_it_again_prints_fresh_passwords_and_keeps_one_user_per_role():
 def test_only_the_admin_user_is_staff_and_nobody_is_a_superuser():
     _run()
 
-    assert list(User.objects.filter(is_staff=True).values_list("username", flat=True)) == ["admin"]
+    staff = User.objects.filter(is_staff=True).order_by("username")
+    assert list(staff.values_list("username", flat=True)) == ["admin", "admin2"]
     assert not User.objects.filter(is_superuser=True).exists()
 
 
@@ -74,3 +76,15 @@ def test_it_puts_back_a_demo_user_whose_role_was_changed_by_hand():
     viewer.refresh_from_db()
     assert not viewer.is_superuser
     assert list(viewer.groups.values_list("name", flat=True)) == ["viewer"]
+
+
+def test_the_demo_accounts_may_approve_at_once_and_the_trail_says_why():
+    from console.access.rights import approver_cooldown_check
+    from console.audit.models import AuditEntry
+
+    _run()
+
+    approver_cooldown_check(User.objects.get(username="approver"))
+    waived = AuditEntry.objects.filter(action="user.cooldown_waived", target_id="approver")
+    assert waived.exists()
+    assert waived.first().details == {"reason": "a demo account, to be tried at once"}

@@ -7,9 +7,10 @@ from django.contrib.auth.models import Group, User
 from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.renderers import OpenApiJsonRenderer
 from drf_spectacular.settings import spectacular_settings
-from rest_framework.authtoken.models import Token
 
 from console.accounts.roles import ROLES, roles_seed
+from console.accounts.tokens import token_create
+from tests.conftest import settled
 
 
 def openapi_document():
@@ -25,9 +26,10 @@ def everyone(db):
     roles_seed()
     user = User.objects.create_user("everyone")
     user.groups.set(Group.objects.filter(name__in=ROLES))
-    return user
+    return settled(user)
 
 
 @pytest.fixture
 def token_headers(everyone):
-    return {"Authorization": f"Token {Token.objects.create(user=everyone).key}"}
+    _, token = token_create(actor=everyone, user=everyone, name="api tests")
+    return {"Authorization": f"Token {token}"}

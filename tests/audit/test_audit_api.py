@@ -5,9 +5,9 @@ import csv
 import io
 
 import pytest
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from console.accounts.tokens import token_create
 from console.audit.models import AuditEntry
 from tests.browse.conftest import api
 
@@ -118,9 +118,10 @@ def test_the_api_export_refuses_invalid_filters(personas):
 
 def test_a_token_works_as_well_as_a_session(personas, record):
     record()
-    token = Token.objects.create(user=personas["auditor"])
+    auditor = personas["auditor"]
+    _, token = token_create(actor=auditor, user=auditor, name="tests")
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
 
     assert client.get("/api/v1/audit").status_code == 200
     assert client.get("/api/v1/audit/export").status_code == 200

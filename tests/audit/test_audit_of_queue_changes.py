@@ -34,9 +34,28 @@ def test_re_enabling_a_disabled_queue_is_recorded_with_why_it_was_disabled(djang
         disabled_reason="5 failed attempts in a row",
     )
     assert queue_reenable(queue_ids=[queue.id], actor=admin) == 1
-    entry = AuditEntry.objects.get()
+    entry = AuditEntry.objects.get(action="queue.enabled")
     assert (entry.actor, entry.action, entry.target_id) == ("admin", "queue.enabled", "invoices")
     assert entry.details == {"was_disabled_because": "5 failed attempts in a row"}
     # Re-enabling an enabled queue records nothing.
     queue_reenable(queue_ids=[queue.id], actor=admin)
-    assert AuditEntry.objects.count() == 1
+    assert AuditEntry.objects.filter(action="queue.enabled").count() == 1
+
+
+@pytest.mark.parametrize("route", ["the dashboard's banner", "the API"], ids=["screen", "api"])
+def test_re_enabling_from_the_console_or_the_api_names_the_administrator(client, personas, route):
+    Queue.objects.create(
+        name="invoices",
+        handler="workers.demo.handlers.noop",
+        enabled=False,
+        disabled_reason="5 failed attempts in a row",
+    )
+    client.force_login(personas["admin"])
+    if route == "the API":
+        response = client.post("/api/v1/queues/invoices/enable", content_type="application/json")
+        assert response.status_code == 200 and response.json()["changed"] is True
+    else:
+        assert client.post("/queues/invoices/enable").status_code == 302
+    entry = AuditEntry.objects.get(action="queue.enabled")
+    assert entry.actor == "admin"
+    assert Queue.objects.get(name="invoices").enabled

@@ -1,9 +1,9 @@
 """GET /api/v1/messages/{id}: a message's state and whole history, for those allowed to see it."""
 
 import pytest
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from console.accounts.tokens import token_create
 from console.lake.models import LakeCommit
 
 pytestmark = [pytest.mark.spark]
@@ -67,8 +67,9 @@ def test_it_refuses_those_without_the_right_to_view_messages(delivered, personas
     assert client.get(f"/api/v1/messages/{delivered}").status_code == status
 
 
-def test_it_takes_a_drf_token(delivered, personas):
-    token = Token.objects.create(user=personas["viewer"])
+def test_it_takes_an_api_token(delivered, personas):
+    viewer = personas["viewer"]
+    _, token = token_create(actor=viewer, user=viewer, name="tests")
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
     assert client.get(f"/api/v1/messages/{delivered}").status_code == 200

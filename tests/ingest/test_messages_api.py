@@ -1,9 +1,9 @@
 import base64
 
 import pytest
-from rest_framework.authtoken.models import Token
 from rest_framework.test import APIClient
 
+from console.accounts.tokens import token_create
 from console.ingest.models import MessageKey
 from tests.ingest.conftest import lake_events, lake_messages
 
@@ -150,9 +150,9 @@ def test_it_refuses_a_user_without_the_permission(charlie, orders):
 
 
 def test_it_accepts_a_token(alice, orders):
-    token = Token.objects.create(user=alice)
+    _, token = token_create(actor=alice, user=alice, name="tests")
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token.key}")
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
 
     response = client.post(URL, {"id": "m-1", "queue": "orders", "body": "x"}, format="json")
 

@@ -2,6 +2,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 
 from console.accounts.roles import roles_seed
+from tests.conftest import settled
 
 
 @pytest.fixture
@@ -12,7 +13,7 @@ def role_client(client, db):
         roles_seed()
         user = User.objects.create_user(role, password="not-used", is_staff=role == "admin")
         user.groups.set([Group.objects.get(name=role)])
-        client.force_login(user)
+        client.force_login(settled(user))
         return client
 
     return login

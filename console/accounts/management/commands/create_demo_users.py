@@ -2,6 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
+from console.access.actor import acting_as, cli_actor
 from console.accounts.roles import RoleError
 from console.accounts.services import demo_users_create
 
@@ -14,7 +15,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         try:
-            users = demo_users_create()
+            with acting_as(cli_actor()):
+                users = demo_users_create()
         except RoleError as exc:
             raise CommandError(str(exc)) from exc
         rows = [("user", "role", "password", "")]

@@ -2,6 +2,7 @@
 
 from django.core.management.base import BaseCommand, CommandError
 
+from console.access.actor import acting_as, cli_actor
 from console.accounts.roles import RoleError, roles_seed
 
 
@@ -13,7 +14,8 @@ class Command(BaseCommand):
 
     def handle(self, *args, **options):
         try:
-            result = roles_seed()
+            with acting_as(cli_actor()):
+                result = roles_seed()
         except RoleError as exc:
             raise CommandError(str(exc)) from exc
         for role, (created, count) in result.items():

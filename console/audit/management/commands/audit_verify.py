@@ -4,7 +4,10 @@ from console.audit.selectors import audit_verify
 
 
 class Command(BaseCommand):
-    help = "Check the audit trail's hash chain and checkpoints; exit 1 on any tampering."
+    help = (
+        "Check the audit trail's keyed hash chain, its checkpoints and their signed files; "
+        "exit 1 on any tampering."
+    )
 
     def handle(self, *args, **options):
         result = audit_verify()

@@ -1,12 +1,12 @@
 """manage.py load_queues FILE: queues and their policies as code (JSON or YAML)."""
 
-import getpass
 import json
 from pathlib import Path
 
 import yaml
 from django.core.management.base import BaseCommand, CommandError
 
+from console.access.actor import cli_actor
 from console.queues.services import QueueLoadError, queues_load
 
 
@@ -39,7 +39,7 @@ class Command(BaseCommand):
     def handle(self, *args, file, **options):
         data = read_queue_file(file)
         try:
-            results = queues_load(data=data, actor=f"cli:{getpass.getuser()}")
+            results = queues_load(data=data, actor=cli_actor())
         except QueueLoadError as exc:
             raise CommandError(
                 f"{file}: refused, nothing was changed:\n"

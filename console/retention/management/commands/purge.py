@@ -1,6 +1,7 @@
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
+from console.access.actor import cli_actor
 from console.retention.execution import purge_run
 from console.retention.services import PurgeBusy
 
@@ -19,7 +20,7 @@ class Command(BaseCommand):
 
     def handle(self, *args, dry_run=False, queue="", **options):
         try:
-            purge = purge_run(actor="manage.py purge", dry_run=dry_run, queue=queue)
+            purge = purge_run(actor=cli_actor(), dry_run=dry_run, queue=queue)
         except PurgeBusy as exc:
             raise CommandError(str(exc)) from None
         except ValidationError as exc:

@@ -1,0 +1,280 @@
+"""Every change to who may do what goes to the audit trail, whatever the route (the console, the
+Django admin, the API, a command, a shell): users, their roles and permissions, and what each
+role holds are recorded from the models' signals, with the actor of console.access.actor.
+
+While serving a request the rules are enforced here too, under every screen: nobody changes
+their own roles, permissions or status; a right that needs four eyes (console.access.rights) is
+granted only by a confirmed role grant; nobody is made superuser from the web. A command runs on
+the server, inside the trust boundary (the README's security section): it is recorded, not
+refused."""
+
+import contextlib
+import contextvars
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.exceptions import PermissionDenied
+from django.db.models.signals import m2m_changed, post_delete, post_save, pre_save
+from django.dispatch import receiver
+
+from console.access.actor import acting_name, acting_user, in_request
+from console.access.rights import (
+    permissions_by_pk,
+    rights_changed,
+    role_is_sensitive,
+    sensitive_permissions,
+)
+from console.audit.services import audit_record
+
+User = get_user_model()
+
+# The fields of a user whose change is recorded (before and after). The password is recorded
+# as set, never its hash; last_login is the login's own entry.
+FIELDS = ("username", "first_name", "last_name", "email", "is_active", "is_staff", "is_superuser")
+# A change to one of these starts the approver cool-down again.
+RAISING = ("username", "is_staff", "is_superuser")
+
+_confirmed_grant = contextvars.ContextVar("confirmed_grant", default=False)
+
+
+@contextlib.contextmanager
+def confirmed_grant():
+    """Inside: the role grant being applied was confirmed by a second administrator."""
+    token = _confirmed_grant.set(True)
+    try:
+        yield
+    finally:
+        _confirmed_grant.reset(token)
+
+
+def _refuse_own(user_id):
+    me = acting_user()
+    if in_request() and me is not None and me.pk == user_id:
+        raise PermissionDenied("nobody changes their own roles, permissions or status")
+
+
+# --- The user row ---------------------------------------------------------------------------------
+
+
+@receiver(pre_save, sender=User, dispatch_uid="access-user-before")
+def _user_before(sender, instance, raw=False, update_fields=None, **kwargs):
+    instance._access_before = None
+    if raw or (update_fields is not None and set(update_fields) <= {"last_login"}):
+        return
+    before = None
+    if instance.pk is not None:
+        before = User.objects.filter(pk=instance.pk).values(*FIELDS, "password").first()
+    instance._access_before = before
+    if not in_request():
+        return
+    if before is not None and any(
+        before[f] != getattr(instance, f) for f in ("is_active", "is_staff", "is_superuser")
+    ):
+        _refuse_own(instance.pk)
+    if instance.is_superuser and not (before or {}).get("is_superuser"):
+        raise PermissionDenied(
+            "superuser status is given on the server (manage.py createsuperuser), not from the web"
+        )
+
+
+@receiver(post_save, sender=User, dispatch_uid="access-user-after")
+def _user_after(sender, instance, created, raw=False, **kwargs):
+    before = getattr(instance, "_access_before", None)
+    instance._access_before = None
+    if raw:
+        return
+    target = {"target_type": "user", "target_id": instance.get_username()}
+    if created:
+        audit_record(
+            actor=acting_name(),
+            action="user.created",
+            **target,
+            details={f: getattr(instance, f) for f in FIELDS},
+        )
+        return
+    if before is None:
+        return
+    changes = {
+        f: {"before": before[f], "after": getattr(instance, f)}
+        for f in FIELDS
+        if before[f] != getattr(instance, f)
+    }
+    if changes:
+        action = "user.changed"
+        if "is_active" in changes:
+            action = "user.activated" if instance.is_active else "user.deactivated"
+        audit_record(actor=acting_name(), action=action, **target, details={"changes": changes})
+        if any(f in changes for f in RAISING) or (instance.is_active and "is_active" in changes):
+            rights_changed(instance.pk)
+    if before["password"] != instance.password:
+        me = acting_user()
+        by_self = me is not None and me.pk == instance.pk
+        audit_record(
+            actor=acting_name(),
+            action="user.password_changed" if by_self else "user.password_set",
+            **target,
+        )
+        if not by_self:
+            # Whoever set it may now sign in as this account: it does not approve at once.
+            rights_changed(instance.pk)
+
+
+@receiver(post_delete, sender=User, dispatch_uid="access-user-deleted")
+def _user_deleted(sender, instance, **kwargs):
+    audit_record(
+        actor=acting_name(),
+        action="user.deleted",
+        target_type="user",
+        target_id=instance.get_username(),
+        details={f: getattr(instance, f) for f in FIELDS},
+    )
+
+
+# --- A user's roles and permissions ---------------------------------------------------------------
+
+
+def _names(objects):
+    return sorted(o.name if isinstance(o, Group) else _perm_name(o) for o in objects)
+
+
+def _perm_name(permission):
+    return f"{permission.content_type.app_label}.{permission.codename}"
+
+
+def _users_and_items(instance, reverse, model, pk_set):
+    """[(user, items)] of an m2m change seen from either side: `items` are the roles or
+    permissions it adds or takes away (none named for a clear)."""
+    if not reverse:
+        return [(instance, _items(model, pk_set))]
+    users = User.objects.filter(pk__in=pk_set) if pk_set is not None else instance.user_set.all()
+    return [(user, [instance]) for user in users]
+
+
+def _items(model, pk_set):
+    if pk_set is None:
+        return []
+    if model is Group:
+        return list(Group.objects.filter(pk__in=pk_set))
+    return permissions_by_pk(pk_set)
+
+
+def _held(user, kind):
+    if kind == "roles":
+        return _names(user.groups.all())
+    return _names(user.user_permissions.select_related("content_type"))
+
+
+def _needs_four_eyes(items):
+    sensitive = []
+    for item in items:
+        if isinstance(item, Group):
+            if role_is_sensitive(item):
+                sensitive.append(item.name)
+        else:
+            sensitive += sensitive_permissions([item])
+    return sensitive
+
+
+def _user_m2m(kind, instance, action, reverse, model, pk_set):
+    """Enforce (before) and record (after) one change to users' roles or permissions. What
+    each user held before is kept on the signal's instance, the same object before and after
+    (a clear names no one afterwards)."""
+    if action.startswith("pre_"):
+        held = {}
+        for user, items in _users_and_items(instance, reverse, model, pk_set):
+            if in_request():
+                _refuse_own(user.pk)
+                confirmed = _confirmed_grant.get()
+                if action == "pre_add" and not confirmed and (sensitive := _needs_four_eyes(items)):
+                    raise PermissionDenied(
+                        f"{', '.join(sensitive)} gives the right to approve or to grant "
+                        "roles: it takes effect when a second administrator confirms it "
+                        "(the role grants page)"
+                    )
+            held[user.pk] = (user, _held(user, kind))
+        instance._access_held = held
+        return
+    for user, before in getattr(instance, "_access_held", {}).values():
+        after = _held(user, kind)
+        added = sorted(set(after) - set(before))
+        removed = sorted(set(before) - set(after))
+        if not (added or removed):
+            continue
+        audit_record(
+            actor=acting_name(),
+            action=f"user.{kind}_changed",
+            target_type="user",
+            target_id=user.get_username(),
+            details={"before": before, "after": after, "added": added, "removed": removed},
+        )
+        if added:
+            rights_changed(user.pk)
+    instance._access_held = {}
+
+
+@receiver(m2m_changed, sender=User.groups.through, dispatch_uid="access-user-roles")
+def _user_roles(sender, instance, action, reverse, model, pk_set, **kwargs):
+    _user_m2m("roles", instance, action, reverse, model, pk_set)
+
+
+@receiver(m2m_changed, sender=User.user_permissions.through, dispatch_uid="access-user-perms")
+def _user_permissions(sender, instance, action, reverse, model, pk_set, **kwargs):
+    _user_m2m("permissions", instance, action, reverse, model, pk_set)
+
+
+# --- What a role holds ----------------------------------------------------------------------------
+
+
+@receiver(m2m_changed, sender=Group.permissions.through, dispatch_uid="access-role-perms")
+def _role_permissions(sender, instance, action, reverse, model, pk_set, **kwargs):
+    if action.startswith("pre_"):
+        roles = [instance] if not reverse else list(Group.objects.filter(pk__in=pk_set or []))
+        if reverse and pk_set is None:
+            roles = list(instance.group_set.all())
+        if action == "pre_add" and in_request():
+            added = permissions_by_pk(pk_set or []) if not reverse else [instance]
+            me = acting_user()
+            for role in roles:
+                if me is not None and role.user_set.filter(pk=me.pk).exists():
+                    raise PermissionDenied("nobody adds rights to a role they hold")
+            if sensitive := sensitive_permissions(added):
+                raise PermissionDenied(
+                    f"{', '.join(sensitive)} is given to a role in code (ROLE_PERMISSIONS, "
+                    "applied by manage.py seed_roles), not from the web"
+                )
+        instance._access_roles = {
+            role.pk: (role, _names(role.permissions.select_related("content_type")))
+            for role in roles
+        }
+        return
+    for role, before in getattr(instance, "_access_roles", {}).values():
+        after = _names(role.permissions.select_related("content_type"))
+        added, removed = sorted(set(after) - set(before)), sorted(set(before) - set(after))
+        if not (added or removed):
+            continue
+        audit_record(
+            actor=acting_name(),
+            action="role.permissions_changed",
+            target_type="role",
+            target_id=role.name,
+            details={"before": before, "after": after, "added": added, "removed": removed},
+        )
+        if added:
+            for user_id in role.user_set.values_list("pk", flat=True):
+                rights_changed(user_id)
+    instance._access_roles = {}
+
+
+@receiver(post_save, sender=Group, dispatch_uid="access-role-saved")
+def _role_saved(sender, instance, created, raw=False, **kwargs):
+    if created and not raw:
+        audit_record(
+            actor=acting_name(), action="role.created", target_type="role", target_id=instance.name
+        )
+
+
+@receiver(post_delete, sender=Group, dispatch_uid="access-role-deleted")
+def _role_deleted(sender, instance, **kwargs):
+    audit_record(
+        actor=acting_name(), action="role.deleted", target_type="role", target_id=instance.name
+    )

@@ -1,0 +1,90 @@
+"""Which rights need four eyes to be granted, and the cool-down before a new or changed account
+may approve."""
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth.models import Permission
+from django.core.exceptions import PermissionDenied
+from django.utils import timezone
+
+from console.access.models import AccountRights
+from console.permissions import APPROVE_REQUESTS
+
+# The right to approve, and the rights to make or change users and roles (whoever holds those
+# can hand out the first): granting any of them takes a second administrator.
+SENSITIVE_PERMISSIONS = frozenset(
+    {
+        APPROVE_REQUESTS,
+        "auth.add_user",
+        "auth.change_user",
+        "auth.add_group",
+        "auth.change_group",
+        "auth.add_permission",
+        "auth.change_permission",
+    }
+)
+
+
+def _name(permission):
+    return f"{permission.content_type.app_label}.{permission.codename}"
+
+
+def sensitive_permissions(permissions):
+    """The names among `permissions` (Permission rows) that need four eyes."""
+    return sorted(n for p in permissions if (n := _name(p)) in SENSITIVE_PERMISSIONS)
+
+
+def role_is_sensitive(group):
+    """Does the role (a group) carry a right whose grant needs four eyes?"""
+    return bool(sensitive_permissions(group.permissions.select_related("content_type")))
+
+
+def permissions_by_pk(pks):
+    return list(Permission.objects.select_related("content_type").filter(pk__in=pks))
+
+
+def rights_changed(user_id, at=None):
+    """Stamp `user_id`'s rights as changed now: the approver cool-down starts again."""
+    AccountRights.objects.update_or_create(
+        user_id=user_id, defaults={"changed_at": at or timezone.now()}
+    )
+
+
+def approver_cooldown_waive(user, *, reason):
+    """Date `user`'s account and rights back past the cool-down, recorded with `reason`. For the
+    demo's accounts only (manage.py create_demo_users, on the embedded default): a newcomer
+    trying the product approves at once. Runs on the server, inside the trust boundary."""
+    from console.access.actor import acting_name
+    from console.audit.services import audit_record
+
+    then = timezone.now() - timedelta(hours=settings.APPROVER_COOLDOWN_HOURS, minutes=1)
+    type(user).objects.filter(pk=user.pk).update(date_joined=then)
+    rights_changed(user.pk, at=then)
+    audit_record(
+        actor=acting_name(),
+        action="user.cooldown_waived",
+        target_type="user",
+        target_id=user.get_username(),
+        details={"reason": reason},
+    )
+
+
+def approver_cooldown_until(user):
+    """When `user` may approve: APPROVER_COOLDOWN_HOURS after the account was created or its
+    rights last changed, whichever is later."""
+    stamp = AccountRights.objects.filter(user_id=user.pk).values_list("changed_at", flat=True)
+    since = max([user.date_joined, *stamp])
+    return since + timedelta(hours=settings.APPROVER_COOLDOWN_HOURS)
+
+
+def approver_cooldown_check(user):
+    """Refuse an approval by an account created or changed too recently: an account cannot be
+    made (or promoted) and used to approve at once."""
+    until = approver_cooldown_until(user)
+    if until > timezone.now():
+        raise PermissionDenied(
+            "this account was created or had its rights changed less than "
+            f"{settings.APPROVER_COOLDOWN_HOURS} hours ago: it may approve from "
+            f"{until:%Y-%m-%d %H:%M} UTC"
+        )

@@ -1,0 +1,182 @@
+"""Role grants: a role that gives the right to approve or to grant roles is asked for by one
+administrator and takes effect when a second one confirms it, as a bulk action is approved.
+Every step is claimed with a conditional update (two administrators acting at once cannot both
+win) and recorded in the audit trail; the role itself is added under the grant's confirmation,
+so the user's roles change is recorded too, with the confirming administrator as its actor."""
+
+from datetime import timedelta
+
+from django.conf import settings
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.db import IntegrityError, transaction
+from django.utils import timezone
+
+from console.access.models import RoleGrant as G
+from console.access.receivers import confirmed_grant
+from console.access.rights import approver_cooldown_check, role_is_sensitive
+from console.audit.services import audit_record
+from console.permissions import MANAGE_USERS
+
+
+def _grant_details(grant, comment=""):
+    return {
+        "user": grant.user.get_username(),
+        "role": grant.role.name,
+        "requested_by": grant.requested_by.get_username(),
+        "comment": comment,
+    }
+
+
+def _check_manager(actor, user):
+    if not actor.has_perm(MANAGE_USERS):
+        raise PermissionDenied("only an administrator grants roles")
+    if actor.pk == user.pk:
+        raise PermissionDenied("nobody changes their own roles, permissions or status")
+
+
+def role_grant_request(*, actor, user, role, comment=""):
+    """Ask for `role` (a group) to be given to `user`. A role that needs four eyes waits for a
+    second administrator (returns the pending grant); any other role is given at once (returns
+    None): its change is recorded like any other."""
+    _check_manager(actor, user)
+    if user.groups.filter(pk=role.pk).exists():
+        raise ValidationError(f"{user.get_username()} already holds the role {role.name}")
+    if not role_is_sensitive(role):
+        user.groups.add(role)
+        return None
+    now = timezone.now()
+    try:
+        with transaction.atomic():
+            grant = G.objects.create(
+                user=user,
+                role=role,
+                requested_by=actor,
+                requested_at=now,
+                comment=comment or "",
+                expires_at=now + timedelta(days=settings.ROLE_GRANT_EXPIRY_DAYS),
+            )
+            audit_record(
+                actor=actor,
+                action="role_grant.requested",
+                target_type="role_grant",
+                target_id=grant.id,
+                details=_grant_details(grant, comment or ""),
+            )
+    except IntegrityError:
+        raise ValidationError(
+            f"a grant of {role.name} to {user.get_username()} is already waiting"
+        ) from None
+    return grant
+
+
+def _decide(*, actor, grant, to_status, audit_action, comment):
+    if not actor.has_perm(MANAGE_USERS):
+        raise PermissionDenied("only an administrator confirms or rejects a role grant")
+    if actor.pk == grant.requested_by_id:
+        raise PermissionDenied("four eyes: a role grant is confirmed by someone else")
+    if actor.pk == grant.user_id:
+        raise PermissionDenied("nobody confirms a grant of rights to themselves")
+    if to_status == G.CONFIRMED:
+        approver_cooldown_check(actor)
+    now = timezone.now()
+    with transaction.atomic():
+        _expire(now)
+        won = G.objects.filter(id=grant.id, status=G.PENDING).update(
+            status=to_status, decided_by=actor, decided_at=now, decision_comment=comment or ""
+        )
+        if won != 1:
+            grant.refresh_from_db()
+            raise ValidationError(f"role grant {grant.id} is {grant.get_status_display()}")
+        grant.refresh_from_db()
+        if to_status == G.CONFIRMED:
+            with confirmed_grant():
+                grant.user.groups.add(grant.role)
+        audit_record(
+            actor=actor,
+            action=audit_action,
+            target_type="role_grant",
+            target_id=grant.id,
+            details=_grant_details(grant, comment or ""),
+        )
+    return grant
+
+
+def role_grant_confirm(*, actor, grant, comment=""):
+    """A second administrator (not the one who asked, not the one who receives it, past the
+    cool-down) confirms: the role is given."""
+    return _decide(
+        actor=actor,
+        grant=grant,
+        to_status=G.CONFIRMED,
+        audit_action="role_grant.confirmed",
+        comment=comment,
+    )
+
+
+def role_grant_reject(*, actor, grant, comment):
+    if not comment or not comment.strip():
+        raise ValidationError("a rejection says why: the comment is required")
+    return _decide(
+        actor=actor,
+        grant=grant,
+        to_status=G.REJECTED,
+        audit_action="role_grant.rejected",
+        comment=comment,
+    )
+
+
+def role_grant_withdraw(*, actor, grant, comment=""):
+    """The administrator who asked takes it back."""
+    if actor.pk != grant.requested_by_id:
+        raise PermissionDenied("only the administrator who asked withdraws a role grant")
+    with transaction.atomic():
+        won = G.objects.filter(id=grant.id, status=G.PENDING).update(
+            status=G.WITHDRAWN, decided_at=timezone.now()
+        )
+        if won != 1:
+            raise ValidationError(f"role grant {grant.id} is no longer waiting")
+        audit_record(
+            actor=actor,
+            action="role_grant.withdrawn",
+            target_type="role_grant",
+            target_id=grant.id,
+            details=_grant_details(grant, comment or ""),
+        )
+    grant.refresh_from_db()
+    return grant
+
+
+def role_withdraw(*, actor, user, role):
+    """Take a role away: never needs a second person (it lowers rights), never one's own."""
+    _check_manager(actor, user)
+    user.groups.remove(role)
+
+
+def _expire(now):
+    for grant_id in G.objects.filter(status=G.PENDING, expires_at__lte=now).values_list(
+        "id", flat=True
+    ):
+        if G.objects.filter(id=grant_id, status=G.PENDING).update(status=G.EXPIRED):
+            audit_record(
+                actor="system",
+                action="role_grant.expired",
+                target_type="role_grant",
+                target_id=grant_id,
+            )
+
+
+def role_grants_expire(now=None):
+    """Mark pending grants past their expiry (shown as expired, never confirmable)."""
+    with transaction.atomic():
+        _expire(now or timezone.now())
+
+
+def users_managed():
+    """Every user with their roles, for the role grants page."""
+    return get_user_model().objects.prefetch_related("groups").order_by("username")
+
+
+def roles_all():
+    return Group.objects.order_by("name")

@@ -1,0 +1,107 @@
+"""/api/v1/lockouts: the login lockouts in force, and lifting one. For administrators."""
+
+from django.core.exceptions import ValidationError
+from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
+from rest_framework import serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from console.accounts import lockouts
+from console.api import ERRORS, ErrorSerializer
+from console.permissions import MANAGE_USERS, has_perms
+
+TAGS = ["lockouts"]
+
+
+@extend_schema_serializer(component_name="Lockout")
+class LockoutSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(
+        choices=[lockouts.USER, lockouts.ADDRESS],
+        help_text="user: a user name over the limit, from any address; address: an address over "
+        "the limit, whatever names it tried",
+    )
+    username = serializers.CharField(help_text="the user name locked out; empty for an address")
+    ip = serializers.CharField(help_text="the address locked out; empty for a user name")
+    failures = serializers.IntegerField(help_text="failed logins counted inside the cool-off")
+    last_failure_at = serializers.DateTimeField()
+    until = serializers.DateTimeField(help_text="when it ends unless lifted, or failures go on")
+    seen_with = serializers.ListField(
+        child=serializers.CharField(),
+        help_text="the addresses a user name was tried from, or the names an address tried",
+    )
+
+
+class LockoutListApi(APIView):
+    """The lockouts in force."""
+
+    permission_classes = [has_perms(MANAGE_USERS)]
+
+    @extend_schema_serializer(component_name="LockoutList")
+    class OutputSerializer(serializers.Serializer):
+        results = LockoutSerializer(many=True)
+
+    @extend_schema(
+        operation_id="lockouts_list",
+        summary="The login lockouts in force",
+        tags=TAGS,
+        responses={200: OutputSerializer, **ERRORS},
+    )
+    def get(self, request):
+        return Response(self.OutputSerializer({"results": lockouts.lockout_list()}).data)
+
+
+class LockoutLiftApi(APIView):
+    """Lift the lockout of a user name, of an address, or of either."""
+
+    permission_classes = [has_perms(MANAGE_USERS)]
+
+    @extend_schema_serializer(component_name="LockoutLiftRequest")
+    class InputSerializer(serializers.Serializer):
+        username = serializers.CharField(
+            required=False, allow_blank=True, default="", max_length=lockouts.USERNAME_MAX
+        )
+        ip = serializers.IPAddressField(required=False, allow_blank=True, default="")
+
+        def validate(self, data):
+            if not data["username"] and not data["ip"]:
+                raise serializers.ValidationError("name a user name or an address")
+            return data
+
+    @extend_schema_serializer(component_name="LockoutLifted")
+    class OutputSerializer(serializers.Serializer):
+        username = serializers.CharField()
+        ip = serializers.CharField()
+        attempts_removed = serializers.IntegerField(
+            help_text="failed-login records forgotten; 0 if nothing was locked out"
+        )
+
+    @extend_schema(
+        operation_id="lockouts_lift",
+        summary="Lift a login lockout",
+        description="Forgets the failed logins of the user name, of the address, or of either if "
+        "both are given, so that they may log in again at once. Audited.",
+        tags=TAGS,
+        request=InputSerializer,
+        responses={
+            200: OutputSerializer,
+            400: OpenApiResponse(ErrorSerializer, description="The input is not valid."),
+            **ERRORS,
+        },
+    )
+    def post(self, request):
+        serializer = self.InputSerializer(data=request.data)
+        if not serializer.is_valid():
+            field, problems = next(iter(serializer.errors.items()))
+            return Response(
+                {"detail": f"{field}: {problems[0]}"}, status=status.HTTP_400_BAD_REQUEST
+            )
+        username, ip = serializer.validated_data["username"], serializer.validated_data["ip"]
+        try:
+            removed = lockouts.lockout_lift(actor=request.user, username=username, ip=ip)
+        except ValidationError as exc:
+            return Response({"detail": exc.messages[0]}, status=status.HTTP_400_BAD_REQUEST)
+        return Response(
+            self.OutputSerializer(
+                {"username": username, "ip": ip, "attempts_removed": removed}
+            ).data
+        )

@@ -1,0 +1,170 @@
+"""/api/v1/tokens: the caller's API tokens, or (administrators, `?user=`) a service account's.
+
+Refusals are {"detail": "<one readable sentence>"}: 400 for input that is not valid (with the
+messages by field in "errors"), 401 without credentials, 403 for someone else's account, 404 for
+a user or a token that is not there (or not the caller's to see).
+"""
+
+from django.http import Http404
+from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from rest_framework import exceptions, serializers, status
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from console.accounts.models import NAME_MAX, ApiToken
+from console.accounts.tokens import (
+    DAYS_MAX,
+    MANAGE_SERVICE_TOKENS,
+    OWN_TOKENS_ONLY,
+    account_named,
+    token_create,
+    token_find,
+    token_revoke,
+    tokens_of,
+    tokens_refusal,
+)
+from console.api import (
+    BAD_REQUEST,
+    ERRORS,
+    NOT_FOUND,
+    ErrorSerializer,
+    ServiceRefusals,
+    path_parameter,
+)
+
+
+class _TokenSerializer(serializers.Serializer):
+    key = serializers.CharField(
+        source="token_key", help_text="The token's first characters: its name in the API."
+    )
+    name = serializers.CharField(help_text="What it is for.")
+    user = serializers.CharField(source="user.username", help_text="Whose token it is.")
+    created = serializers.DateTimeField()
+    expires_at = serializers.DateTimeField(source="expiry", allow_null=True)
+    last_used_at = serializers.DateTimeField(
+        allow_null=True, help_text="To the minute; null if never used."
+    )
+    created_by = serializers.SerializerMethodField(
+        help_text="Who made it; null when a command did."
+    )
+
+    class Meta:
+        ref_name = "ApiToken"
+
+    def get_created_by(self, token) -> str | None:
+        return token.created_by.username if token.created_by else None
+
+
+class _CreatedSerializer(_TokenSerializer):
+    token = serializers.CharField(
+        help_text="The token, for `Authorization: Token <token>`. Shown this once: it is stored "
+        "only as a digest."
+    )
+
+    class Meta:
+        ref_name = "ApiTokenCreated"
+
+
+NO_USER = OpenApiResponse(ErrorSerializer, description="No such user.")
+
+
+class _OwnerQuerySerializer(serializers.Serializer):
+    user = serializers.CharField(required=False, max_length=150)
+
+
+_USER_PARAMETER = OpenApiParameter(
+    "user",
+    str,
+    description="Administrators: a service account's user name (the application role). Without "
+    "it, the caller's own tokens.",
+)
+
+
+class _TokensApi(ServiceRefusals, APIView):
+    def _owner(self, request):
+        """Whose tokens: the caller's, or those of the account `?user=` names if they may."""
+        query = _OwnerQuerySerializer(data=request.query_params)
+        query.is_valid(raise_exception=True)
+        username = query.validated_data.get("user")
+        if not username or username == request.user.get_username():
+            return request.user
+        if not request.user.has_perm(MANAGE_SERVICE_TOKENS):
+            # Whoever they name, there or not.
+            raise exceptions.PermissionDenied(OWN_TOKENS_ONLY)
+        owner = account_named(username)
+        if owner is None:
+            raise Http404("no such user")
+        refusal = tokens_refusal(request.user, owner)
+        if refusal:
+            raise exceptions.PermissionDenied(refusal)
+        return owner
+
+
+class TokenListApi(_TokensApi):
+    """The API tokens of the caller, or of a service account (`?user=`, administrators), newest
+    first: their keys, never the tokens. POST makes one; the answer shows the token, once."""
+
+    class InputSerializer(serializers.Serializer):
+        name = serializers.CharField(max_length=NAME_MAX, help_text="What the token is for.")
+        days = serializers.IntegerField(
+            required=False,
+            min_value=1,
+            max_value=DAYS_MAX,
+            help_text="How long it lasts; API_TOKEN_DAYS (90) by default. A token made with a "
+            "token expires no later than that one.",
+        )
+
+        class Meta:
+            ref_name = "ApiTokenCreate"
+
+    @extend_schema(
+        operation_id="tokens_list",
+        parameters=[_USER_PARAMETER],
+        responses={200: _TokenSerializer(many=True), 400: BAD_REQUEST, 404: NO_USER, **ERRORS},
+    )
+    def get(self, request):
+        owner = self._owner(request)
+        return Response(_TokenSerializer(tokens_of(owner), many=True).data)
+
+    @extend_schema(
+        operation_id="tokens_create",
+        parameters=[_USER_PARAMETER],
+        request=InputSerializer,
+        responses={
+            201: OpenApiResponse(_CreatedSerializer, description="The token, shown this once."),
+            400: BAD_REQUEST,
+            404: NO_USER,
+            **ERRORS,
+        },
+    )
+    def post(self, request):
+        owner = self._owner(request)
+        data = self.InputSerializer(data=request.data)
+        data.is_valid(raise_exception=True)
+        # A stolen token must not mint itself a longer life.
+        used = request.auth if isinstance(request.auth, ApiToken) else None
+        token, clear = token_create(
+            actor=request.user,
+            user=owner,
+            name=data.validated_data["name"],
+            days=data.validated_data.get("days"),
+            not_after=used.expiry if used else None,
+        )
+        token.token = clear
+        return Response(_CreatedSerializer(token).data, status=status.HTTP_201_CREATED)
+
+
+class TokenApi(_TokensApi):
+    """Revoke an API token, by its key: the caller's own, or (administrators) a service
+    account's. It opens nothing from then on; the revocation is in the audit trail."""
+
+    @extend_schema(
+        operation_id="tokens_revoke",
+        parameters=[path_parameter("key", "The token's key.", "0123456789abcde")],
+        responses={204: None, 404: NOT_FOUND, **ERRORS},
+    )
+    def delete(self, request, key):
+        token = token_find(actor=request.user, key=key)
+        if token is None or not token_revoke(actor=request.user, token=token):
+            raise Http404("no such token")
+        return Response(status=status.HTTP_204_NO_CONTENT)

@@ -1,0 +1,15 @@
+from django.urls import path
+
+from console.accounts import token_apis, token_views
+
+urlpatterns = [
+    path("account/tokens/", token_views.my_tokens, name="my-tokens"),
+    path("account/tokens/<str:key>/revoke", token_views.token_revoke_view, name="token-revoke"),
+    path("account/service-tokens/", token_views.service_tokens, name="service-tokens"),
+]
+
+# Under /api/v1/ (console/urls.py).
+api_urlpatterns = [
+    path("tokens", token_apis.TokenListApi.as_view(), name="api-tokens"),
+    path("tokens/<str:key>", token_apis.TokenApi.as_view(), name="api-token"),
+]

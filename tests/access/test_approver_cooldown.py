@@ -1,0 +1,56 @@
+"""An account created, or whose rights changed, within APPROVER_COOLDOWN_HOURS cannot approve:
+an account cannot be made, or promoted, and used at once."""
+
+import pytest
+from django.contrib.auth.models import Group, User
+from django.core.exceptions import PermissionDenied
+
+from console.access.rights import approver_cooldown_check
+from tests.conftest import settled
+
+pytestmark = pytest.mark.django_db
+
+
+def test_an_account_younger_than_the_cool_down_cannot_approve(personas, settings):
+    settings.APPROVER_COOLDOWN_HOURS = 24
+    fresh = User.objects.create_user("fresh", password="pw-fresh-1234")
+    fresh.groups.add(Group.objects.get(name="approver"))
+    with pytest.raises(PermissionDenied, match="less than 24 hours ago"):
+        approver_cooldown_check(User.objects.get(pk=fresh.pk))
+    approver_cooldown_check(settled(fresh, days=2))
+
+
+def test_a_role_added_to_an_old_account_starts_the_cool_down_again(personas, settings):
+    settings.APPROVER_COOLDOWN_HOURS = 24
+    old = settled(User.objects.create_user("old", password="pw-old-1234"))
+    approver_cooldown_check(old)
+    old.groups.add(Group.objects.get(name="approver"))
+    with pytest.raises(PermissionDenied):
+        approver_cooldown_check(old)
+
+
+def test_the_cool_down_holds_on_the_api_approval(client, personas, settings):
+    """An operator's request, and a just-made approver who tries to approve it."""
+    from console.decisions.models import ActionRequest
+
+    settings.APPROVER_COOLDOWN_HOURS = 24
+    fresh = User.objects.create_user("fresh", password="pw-fresh-1234")
+    fresh.groups.add(Group.objects.get(name="approver"))
+    request = ActionRequest.objects.create(
+        requester=personas["operator"],
+        action=ActionRequest.REPROCESS,
+        status=ActionRequest.PENDING,
+        count=1,
+        ids_sha256="0" * 64,
+        ids_path="none",
+        scope={"kind": "message", "id": "m1"},
+        comment="the handler is fixed",
+        needs_approval=True,
+    )
+    client.force_login(fresh)
+    response = client.post(
+        f"/api/v1/requests/{request.id}/approve", {}, content_type="application/json"
+    )
+    assert response.status_code == 403
+    assert "hours ago" in response.json()["detail"]
+    assert ActionRequest.objects.get(pk=request.pk).status == ActionRequest.PENDING

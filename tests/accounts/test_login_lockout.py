@@ -1,0 +1,291 @@
+"""Failed logins lock out the user name and the address they came from (django-axes, for real):
+the lockout page, the audit trail, and an administrator lifting a lockout on the screen or by the
+API."""
+
+import pytest
+from axes.models import AccessAttempt
+from django.test import Client
+from django.urls import reverse
+from rest_framework.test import APIClient
+
+from console.audit.models import AuditEntry
+
+ATTACKER = "203.0.113.7"
+ELSEWHERE = "198.51.100.20"
+
+
+@pytest.fixture
+def limit(settings):
+    settings.AXES_FAILURE_LIMIT = 3
+    return 3
+
+
+def _login(username, password, *, ip=ATTACKER, url=None, **headers):
+    client = Client(REMOTE_ADDR=ip, **headers)
+    response = client.post(url or reverse("login"), {"username": username, "password": password})
+    return client, response
+
+
+def _signed_in(client):
+    return "_auth_user_id" in client.session
+
+
+def _fail(username, times, *, ip=ATTACKER):
+    for _ in range(times):
+        _login(username, "not-the-password", ip=ip)
+
+
+def _admin(personas):
+    client = Client()
+    client.force_login(personas["admin"])
+    return client
+
+
+def _admin_api(personas):
+    client = APIClient()
+    client.force_authenticate(personas["admin"])
+    return client
+
+
+def _actions(action):
+    return list(AuditEntry.objects.filter(action=action).order_by("seq"))
+
+
+def test_failures_short_of_the_limit_leave_the_login_page_as_it_was(personas, limit):
+    _fail("viewer", limit - 1)
+
+    client, response = _login("viewer", "pw-viewer-1234")
+
+    assert response.status_code == 302
+    assert _signed_in(client)
+
+
+def test_after_the_limit_the_right_password_is_refused_with_the_lockout_page(personas, limit):
+    _fail("viewer", limit)
+
+    client, response = _login("viewer", "pw-viewer-1234")
+
+    assert response.status_code == 429
+    assert int(response["Retry-After"]) == 30 * 60
+    page = response.content.decode()
+    assert "Login locked" in page
+    assert "30 minutes" in page
+    assert "ask an administrator" in page
+    assert not _signed_in(client)
+
+
+def test_the_failure_that_reaches_the_limit_already_gets_the_lockout_page(personas, limit):
+    _fail("viewer", limit - 1)
+
+    _, response = _login("viewer", "wrong")
+
+    assert response.status_code == 429
+    assert "Login locked" in response.content.decode()
+
+
+def test_a_user_name_is_locked_out_whatever_address_it_is_tried_from(personas, limit):
+    for n in range(limit):
+        _fail("viewer", 1, ip=f"192.0.2.{n + 1}")
+
+    client, response = _login("viewer", "pw-viewer-1234", ip=ELSEWHERE)
+
+    assert response.status_code == 429
+    assert not _signed_in(client)
+
+
+def test_an_address_is_locked_out_after_failing_on_different_names(personas, limit):
+    for name in ("alice", "bob", "carol")[:limit]:
+        _fail(name, 1)
+
+    locked, refused = _login("viewer", "pw-viewer-1234")
+    other, allowed = _login("viewer", "pw-viewer-1234", ip=ELSEWHERE)
+
+    assert refused.status_code == 429
+    assert not _signed_in(locked)
+    assert allowed.status_code == 302
+    assert _signed_in(other)
+
+
+def test_a_client_cannot_slip_out_of_its_address_lockout_by_writing_x_forwarded_for(
+    personas, limit
+):
+    for name in ("alice", "bob", "carol")[:limit]:
+        _fail(name, 1)
+
+    _, response = _login("viewer", "pw-viewer-1234", HTTP_X_FORWARDED_FOR="10.9.9.9")
+
+    assert response.status_code == 429
+
+
+def test_behind_a_trusted_proxy_the_address_is_the_one_it_forwarded(personas, limit, settings):
+    settings.TRUSTED_PROXY_COUNT = 1
+    proxy = "10.0.0.2"
+    for name in ("alice", "bob", "carol")[:limit]:
+        _login(name, "wrong", ip=proxy, HTTP_X_FORWARDED_FOR=f"6.6.6.6, {ATTACKER}")
+
+    _, refused = _login("viewer", "pw-viewer-1234", ip=proxy, HTTP_X_FORWARDED_FOR=ATTACKER)
+    client, allowed = _login("viewer", "pw-viewer-1234", ip=proxy, HTTP_X_FORWARDED_FOR=ELSEWHERE)
+
+    assert refused.status_code == 429
+    assert allowed.status_code == 302
+    assert _signed_in(client)
+
+
+def test_the_django_admin_login_is_locked_out_too(personas, limit):
+    _fail("admin", limit)
+
+    client, response = _login("admin", "pw-admin-1234", url="/admin/login/")
+
+    assert response.status_code == 429
+    assert not _signed_in(client)
+
+
+def test_the_lockout_page_shows_a_user_name_as_text(personas, limit):
+    name = "<script>alert(1)</script>"
+    _fail(name, limit)
+
+    _, response = _login(name, "wrong")
+
+    assert response.status_code == 429
+    assert "<script>alert" not in response.content.decode()
+    assert "&lt;script&gt;alert(1)&lt;/script&gt;" in response.content.decode()
+
+
+def test_a_lockout_is_in_the_audit_trail(personas, limit):
+    _fail("viewer", limit)
+    _login("viewer", "pw-viewer-1234", HTTP_USER_AGENT="curl/8")
+
+    entries = _actions("login.locked_out")
+
+    assert [(e.actor, e.target_type, e.target_id) for e in entries] == [
+        ("anonymous", "user", "viewer"),
+        ("anonymous", "user", "viewer"),
+    ]
+    assert entries[0].details["ip"] == ATTACKER
+    assert [e.details["failures"] for e in entries] == [limit, limit + 1]
+    assert entries[1].details["user_agent"] == "curl/8"
+    # Each failed attempt is audited once, by console.audit, the refused one too.
+    assert len(_actions("login.failed")) == limit + 1
+    assert not _actions("login")
+
+
+def test_a_successful_login_forgets_the_users_own_failures(personas, limit):
+    _fail("viewer", limit - 1)
+    _login("viewer", "pw-viewer-1234")
+
+    _fail("viewer", limit - 1)
+    client, response = _login("viewer", "pw-viewer-1234")
+
+    assert response.status_code == 302
+    assert _signed_in(client)
+
+
+def test_logging_in_from_an_address_does_not_forget_the_guesses_it_made_at_another_name(
+    personas, limit
+):
+    # One valid account must not reset the count of guesses at someone else's password.
+    for _ in range(limit - 1):
+        _fail("admin", 1)
+        _login("viewer", "pw-viewer-1234")
+
+    _fail("admin", 1)
+    client, response = _login("admin", "pw-admin-1234", ip=ELSEWHERE)
+
+    assert response.status_code == 429
+    assert not _signed_in(client)
+
+
+def test_an_administrator_sees_the_lockouts_in_force(personas, limit):
+    _fail("viewer", limit)
+
+    response = _admin(personas).get(reverse("lockout-list"))
+
+    assert response.status_code == 200
+    page = response.content.decode()
+    assert 'class="lockout-row lockout-user"' in page
+    assert 'class="lockout-row lockout-address"' in page
+    assert ATTACKER in page
+    assert 'name="username" value="viewer"' in page
+
+
+def test_an_administrator_lifts_a_lockout_on_the_screen_and_the_user_logs_in(personas, limit):
+    _fail("viewer", limit)
+
+    response = _admin(personas).post(reverse("lockout-lift"), {"username": "viewer"})
+    client, login = _login("viewer", "pw-viewer-1234")
+
+    assert response.status_code == 302
+    assert login.status_code == 302
+    assert _signed_in(client)
+    lifted = _actions("login.lockout_lifted")
+    assert [(e.actor, e.target_type, e.target_id) for e in lifted] == [("admin", "user", "viewer")]
+    assert lifted[0].details == {"username": "viewer", "ip": "", "attempts_removed": 1}
+
+
+def test_an_administrator_lifts_an_address_lockout_by_the_api(personas, limit):
+    for name in ("alice", "bob", "carol")[:limit]:
+        _fail(name, 1)
+    api = _admin_api(personas)
+
+    listed = api.get("/api/v1/lockouts").json()["results"]
+    response = api.post("/api/v1/lockouts/lift", {"ip": ATTACKER}, format="json")
+    client, login = _login("viewer", "pw-viewer-1234")
+
+    assert [(r["kind"], r["ip"], r["failures"]) for r in listed] == [("address", ATTACKER, limit)]
+    assert sorted(listed[0]["seen_with"]) == ["alice", "bob", "carol"][:limit]
+    assert response.status_code == 200
+    assert response.json() == {"username": "", "ip": ATTACKER, "attempts_removed": limit}
+    assert login.status_code == 302
+    assert _signed_in(client)
+    lifted = _actions("login.lockout_lifted")
+    assert [(e.actor, e.target_type, e.target_id) for e in lifted] == [
+        ("admin", "address", ATTACKER)
+    ]
+    assert not api.get("/api/v1/lockouts").json()["results"]
+
+
+def test_lifting_needs_a_user_name_or_an_address(personas):
+    api = _admin_api(personas)
+
+    response = api.post("/api/v1/lockouts/lift", {}, format="json")
+    bad_ip = api.post("/api/v1/lockouts/lift", {"ip": "not-an-address"}, format="json")
+
+    assert response.status_code == 400
+    assert bad_ip.status_code == 400
+    assert not _actions("login.lockout_lifted")
+
+
+def test_lifting_one_lockout_leaves_the_others(personas, limit):
+    _fail("viewer", limit)
+    _fail("operator", limit, ip=ELSEWHERE)
+
+    _admin_api(personas).post("/api/v1/lockouts/lift", {"username": "viewer"}, format="json")
+
+    assert set(AccessAttempt.objects.values_list("username", flat=True)) == {"operator"}
+    _, response = _login("operator", "pw-operator-1234", ip=ELSEWHERE)
+    assert response.status_code == 429
+
+
+@pytest.mark.parametrize("role", ["viewer", "operator", "approver", "auditor", "application"])
+def test_no_one_but_an_administrator_sees_or_lifts_lockouts(personas, limit, role):
+    _fail("viewer", limit)
+    screen = Client()
+    screen.force_login(personas[role])
+    api = APIClient()
+    api.force_authenticate(personas[role])
+
+    assert screen.get(reverse("lockout-list")).status_code == 403
+    assert screen.post(reverse("lockout-lift"), {"username": "viewer"}).status_code == 403
+    assert api.get("/api/v1/lockouts").status_code == 403
+    assert api.post("/api/v1/lockouts/lift", {"username": "viewer"}).status_code == 403
+    assert AccessAttempt.objects.filter(username="viewer").exists()
+    assert not _actions("login.lockout_lifted")
+
+
+def test_the_lockouts_link_is_in_the_menu_of_administrators_only(personas):
+    admin, viewer = _admin(personas), Client()
+    viewer.force_login(personas["viewer"])
+    link = f'href="{reverse("lockout-list")}"'
+
+    assert link in admin.get(reverse("lockout-list")).content.decode()
+    assert link not in viewer.get(reverse("dashboard")).content.decode()
