@@ -48,7 +48,10 @@ class _GrantsApi(ServiceRefusals, APIView):
 
 def _grant_or_404(grant_id):
     key = path_key(grant_id, not_found="no such role grant")
-    grant = selectors.grants().filter(id=int(key)).first() if key.isdigit() else None
+    # A number the id column can hold, or no such grant (not a database error).
+    grant = (
+        selectors.grants().filter(id=int(key)).first() if key.isdigit() and len(key) < 19 else None
+    )
     if grant is None:
         raise Http404("no such role grant")
     return grant

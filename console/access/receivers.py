@@ -56,10 +56,27 @@ def _refuse_own(user_id):
 # --- The user row ---------------------------------------------------------------------------------
 
 
+def _bookkeeping(instance, update_fields):
+    """A save that changes nothing about who may do what: the login's last_login, and Django
+    upgrading a password's hash as it checks it (the same password, saved alone, with no new
+    one set on the object)."""
+    if update_fields is None:
+        return False
+    fields = set(update_fields)
+    return fields <= {"last_login"} or (
+        fields == {"password"} and getattr(instance, "_password", None) is None
+    )
+
+
+def _saved(update_fields):
+    """The recorded fields a save writes: all, or those of its update_fields."""
+    return [f for f in FIELDS if update_fields is None or f in update_fields]
+
+
 @receiver(pre_save, sender=User, dispatch_uid="access-user-before")
 def _user_before(sender, instance, raw=False, update_fields=None, **kwargs):
     instance._access_before = None
-    if raw or (update_fields is not None and set(update_fields) <= {"last_login"}):
+    if raw or _bookkeeping(instance, update_fields):
         return
     before = None
     if instance.pk is not None:
@@ -67,9 +84,8 @@ def _user_before(sender, instance, raw=False, update_fields=None, **kwargs):
     instance._access_before = before
     if not in_request():
         return
-    if before is not None and any(
-        before[f] != getattr(instance, f) for f in ("is_active", "is_staff", "is_superuser")
-    ):
+    status = [f for f in _saved(update_fields) if f in ("is_active", "is_staff", "is_superuser")]
+    if before is not None and any(before[f] != getattr(instance, f) for f in status):
         _refuse_own(instance.pk)
     if instance.is_superuser and not (before or {}).get("is_superuser"):
         raise PermissionDenied(
@@ -78,7 +94,7 @@ def _user_before(sender, instance, raw=False, update_fields=None, **kwargs):
 
 
 @receiver(post_save, sender=User, dispatch_uid="access-user-after")
-def _user_after(sender, instance, created, raw=False, **kwargs):
+def _user_after(sender, instance, created, raw=False, update_fields=None, **kwargs):
     before = getattr(instance, "_access_before", None)
     instance._access_before = None
     if raw:
@@ -96,7 +112,7 @@ def _user_after(sender, instance, created, raw=False, **kwargs):
         return
     changes = {
         f: {"before": before[f], "after": getattr(instance, f)}
-        for f in FIELDS
+        for f in _saved(update_fields)
         if before[f] != getattr(instance, f)
     }
     if changes:
@@ -106,7 +122,7 @@ def _user_after(sender, instance, created, raw=False, **kwargs):
         audit_record(actor=acting_name(), action=action, **target, details={"changes": changes})
         if any(f in changes for f in RAISING) or (instance.is_active and "is_active" in changes):
             rights_changed(instance.pk)
-    if before["password"] != instance.password:
+    if "password" in (update_fields or ["password"]) and before["password"] != instance.password:
         me = acting_user()
         by_self = me is not None and me.pk == instance.pk
         audit_record(

@@ -14,8 +14,10 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import Http404, QueryDict, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from console.access.rights import approver_cooldown_until
 from console.browse import selectors as browse_selectors
 from console.browse.body import body_render
 from console.browse.services import message_body_read_record
@@ -218,8 +220,12 @@ def request_detail(request, request_id):
     if r.edited_body is not None and user.has_perm(VIEW_BODY):
         edited = body_render(action_request_edited_body_read(actor=user, request=r, via="request"))
     ids = r.scope.get("ids") if isinstance(r.scope.get("ids"), list) else []
+    # An account in its approver cool-down sees when it may approve, not a button that refuses.
+    approve_from = approver_cooldown_until(user) if may_approve else None
+    cooling = approve_from is not None and approve_from > timezone.now()
     ctx = {
         "r": r,
+        "approve_from": approve_from if cooling else None,
         "queues": queues,
         "more_queues": more_queues,
         "groups": groups,
@@ -230,7 +236,7 @@ def request_detail(request, request_id):
         "edited_size": len(r.edited_body) if r.edited_body is not None else None,
         "is_requester": is_requester,
         "pending": r.status == R.PENDING,
-        "may_decide": may_approve and not is_requester and r.status == R.PENDING,
+        "may_decide": may_approve and not cooling and not is_requester and r.status == R.PENDING,
         "may_withdraw": is_requester and r.status in (R.PENDING, R.APPROVED),
         "may_cancel": (is_requester or may_approve) and r.status in selectors.ACTIVE,
         "active": r.status in selectors.ACTIVE,

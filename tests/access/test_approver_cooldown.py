@@ -54,3 +54,28 @@ def test_the_cool_down_holds_on_the_api_approval(client, personas, settings):
     assert response.status_code == 403
     assert "hours ago" in response.json()["detail"]
     assert ActionRequest.objects.get(pk=request.pk).status == ActionRequest.PENDING
+
+
+def test_the_request_page_tells_a_cooling_approver_when_it_may_approve(client, personas, settings):
+    from console.decisions.models import ActionRequest
+
+    settings.APPROVER_COOLDOWN_HOURS = 24
+    fresh = User.objects.create_user("fresh", password="pw-fresh-1234")
+    fresh.groups.add(Group.objects.get(name="approver"))
+    request = ActionRequest.objects.create(
+        requester=personas["operator"],
+        action=ActionRequest.REPROCESS,
+        status=ActionRequest.PENDING,
+        count=1,
+        ids_sha256="0" * 64,
+        ids_path="none",
+        scope={"kind": "message", "id": "m1"},
+        comment="the handler is fixed",
+        needs_approval=True,
+    )
+    client.force_login(fresh)
+    page = client.get(f"/requests/{request.id}/").content.decode()
+    assert 'id="cooldown-note"' in page and 'id="approve-submit"' not in page
+    client.force_login(personas["approver"])
+    page = client.get(f"/requests/{request.id}/").content.decode()
+    assert 'id="cooldown-note"' not in page and 'id="approve-submit"' in page

@@ -154,3 +154,19 @@ def test_a_role_whose_permissions_change_is_recorded(personas):
     assert _entries("role.permissions_changed", "viewer")[-1].details["removed"] == [
         "audit.view_auditentry"
     ]
+
+
+def test_a_password_hash_upgraded_at_login_is_not_a_change_of_rights(client, personas, settings):
+    """Django re-hashes a password with a stronger hasher as it checks it: the same password,
+    not someone setting one, and no restart of the cool-down."""
+    from console.access.models import AccountRights
+
+    settings.PASSWORD_HASHERS = [
+        "django.contrib.auth.hashers.PBKDF2PasswordHasher",
+        "django.contrib.auth.hashers.MD5PasswordHasher",
+    ]
+    before = AccountRights.objects.get(user_id=personas["approver"].pk).changed_at
+    assert client.login(username="approver", password="pw-approver-1234")
+    assert User.objects.get(pk=personas["approver"].pk).password.startswith("pbkdf2_")
+    assert not AuditEntry.objects.filter(action__startswith="user.password").exists()
+    assert AccountRights.objects.get(user_id=personas["approver"].pk).changed_at == before

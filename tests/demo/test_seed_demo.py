@@ -33,8 +33,9 @@ def test_it_seeds_roles_users_queues_and_the_demo_messages():
 
     ids = demo_message_ids(orders=ORDERS)
     assert Group.objects.count() == 6
+    # One per role, and a second administrator to confirm the first one's role grants.
     assert sorted(User.objects.values_list("username", flat=True)) == sorted(
-        ["viewer", "operator", "approver", "admin", "auditor", "application"]
+        ["viewer", "operator", "approver", "admin", "auditor", "application", "admin2"]
     )
     assert Queue.objects.count() == 5
     assert set(MessageKey.objects.values_list("message_id", flat=True)) == set(ids)
@@ -47,6 +48,7 @@ def test_it_prints_a_password_for_every_demo_user():
 
     for role in ("viewer", "operator", "approver", "admin", "auditor", "application"):
         assert any(line.split()[:2] == [role, role] for line in output.splitlines() if line)
+    assert any(line.split()[:2] == ["admin2", "admin"] for line in output.splitlines() if line)
 
 
 def test_running_it_again_adds_nothing():
@@ -58,7 +60,7 @@ def test_running_it_again_adds_nothing():
     assert "already ingested; nothing to do" in output
     assert "5 unchanged" in output
     assert (MessageKey.objects.count(), LakeCommit.objects.count()) == (keys, commits)
-    assert User.objects.count() == 6
+    assert User.objects.count() == 7
 
 
 def test_a_partly_ingested_set_is_completed_without_duplicates(settings, tmp_path):
