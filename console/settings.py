@@ -55,13 +55,14 @@ VAR_DIR = envpath("VAR_DIR", BASE_DIR / "var")
 DEBUG = envbool("DEBUG", "false")
 
 
-def _secret_key():
-    key = os.environ.get("SECRET_KEY")
+def _key(name, filename):
+    """The secret `name` from the environment or, in embedded mode only, a key made once per
+    checkout and kept in VAR_DIR/`filename`, beside the data it protects. Production sets it;
+    check --deploy refuses (SECRET_KEY) or warns about (AUDIT_KEY) one from the file."""
+    key = os.environ.get(name)
     if key:
         return key
-    # Embedded mode only: a key made once per checkout and kept beside the data it protects.
-    # Production sets SECRET_KEY; check --deploy refuses a short or missing one.
-    keyfile = VAR_DIR / "secret_key"
+    keyfile = VAR_DIR / filename
     if not keyfile.exists():
         VAR_DIR.mkdir(parents=True, exist_ok=True)
         keyfile.write_text(secrets.token_urlsafe(50))
@@ -69,27 +70,12 @@ def _secret_key():
     return keyfile.read_text().strip()
 
 
-SECRET_KEY = _secret_key()
-
-
-def _audit_key():
-    key = os.environ.get("AUDIT_KEY")
-    if key:
-        return key
-    # Embedded mode only, as for SECRET_KEY. Production sets AUDIT_KEY, kept away from the
-    # database: a key in the database would let whoever writes there re-sign the audit chain.
-    # check --deploy warns when it comes from this file.
-    keyfile = VAR_DIR / "audit_key"
-    if not keyfile.exists():
-        VAR_DIR.mkdir(parents=True, exist_ok=True)
-        keyfile.write_text(secrets.token_urlsafe(50))
-        keyfile.chmod(0o600)
-    return keyfile.read_text().strip()
-
-
-# The key of the audit chain's HMACs and of its checkpoint files. After a rotation, the keys used
-# before (comma-separated) still verify the entries and files they signed; nothing new uses them.
-AUDIT_KEY = _audit_key()
+SECRET_KEY = _key("SECRET_KEY", "secret_key")
+# The key of the audit chain's HMACs and of its checkpoint files, kept away from the database: a
+# key in the database would let whoever writes there re-sign the chain. After a rotation, the
+# keys used before (comma-separated) still verify the entries and files they signed; nothing new
+# uses them.
+AUDIT_KEY = _key("AUDIT_KEY", "audit_key")
 AUDIT_KEYS_OLD = [k for k in os.environ.get("AUDIT_KEYS_OLD", "").split(",") if k]
 ALLOWED_HOSTS = [h for h in os.environ.get("ALLOWED_HOSTS", "localhost,127.0.0.1").split(",") if h]
 CSRF_TRUSTED_ORIGINS = [o for o in os.environ.get("CSRF_TRUSTED_ORIGINS", "").split(",") if o]

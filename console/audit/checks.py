@@ -9,7 +9,7 @@ KEY_LENGTH_MIN = 32
 
 
 def _generated_key():
-    # settings._audit_key() writes it there when AUDIT_KEY is unset (embedded mode).
+    # settings._key() writes it there when AUDIT_KEY is unset (embedded mode).
     keyfile = Path(settings.VAR_DIR) / "audit_key"
     try:
         return keyfile.read_text().strip()
