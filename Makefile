@@ -23,8 +23,10 @@ $(STAMP): requirements.txt requirements-dev.txt | $(PY)
 	$(PY) -m pip install --disable-pip-version-check -q -r requirements-dev.txt
 	@touch $(STAMP)
 
-# Web, spark worker, default worker and beat under one supervisor (Procfile): Ctrl-C stops them all.
+# Web, spark worker, default worker, beat and the RabbitMQ consumer under one supervisor (Procfile):
+# Ctrl-C stops them all. The demo's RabbitMQ-fed queue uses a local RabbitMQ when one answers.
 run: export DEBUG := 1
+run: export ANTIDOTE_AMQP_URL ?= amqp://guest:guest@127.0.0.1:5672/%2F
 run: venv
 	$(PY) manage.py migrate --no-input --verbosity 0
 	$(PY) manage.py seed_demo

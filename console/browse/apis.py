@@ -32,6 +32,7 @@ from console.permissions import (
     has_perms,
 )
 from console.queues.models import Queue
+from console.queues.selectors import source_status_list
 from console.queues.services import queue_reenable
 
 # Ids are any printable text, "/" included; the routes take them whole ("<path:...>").
@@ -355,6 +356,30 @@ class StatsApi(APIView):
                         {"hour": serializers.DateTimeField(), "count": serializers.IntegerField()},
                         many=True,
                     ),
+                    "sources": inline_serializer(
+                        "SourceStatus",
+                        {
+                            "name": serializers.CharField(),
+                            "kind": serializers.CharField(),
+                            "broker_queue": serializers.CharField(),
+                            "queue": serializers.CharField(),
+                            "redrive_queue": serializers.CharField(allow_null=True),
+                            "enabled": serializers.BooleanField(),
+                            "state": serializers.CharField(
+                                help_text="starting, connecting, consuming, down, stopped, "
+                                "disabled, or 'not running' (no heartbeat for a minute)"
+                            ),
+                            "state_since": serializers.DateTimeField(allow_null=True),
+                            "last_error": serializers.CharField(),
+                            "retry_at": serializers.DateTimeField(allow_null=True),
+                            "heartbeat_at": serializers.DateTimeField(allow_null=True),
+                            "drained": serializers.IntegerField(),
+                            "refused": serializers.IntegerField(),
+                            "last_drained_at": serializers.DateTimeField(allow_null=True),
+                        },
+                        many=True,
+                        help_text="The broker sources drained and what their consumers do.",
+                    ),
                 },
             ),
             **ERRORS,
@@ -376,6 +401,7 @@ class StatsApi(APIView):
                 ],
                 "top_groups": _GroupSerializer(groups, many=True).data,
                 "inflow": [{"hour": hour, "count": n} for hour, n in series],
+                "sources": [s.as_dict() for s in source_status_list()],
             }
         )
 
@@ -463,6 +489,24 @@ class MessageDetailApi(APIView):
         body_size = serializers.IntegerField(allow_null=True)
         content_type = serializers.CharField(allow_null=True)
         headers = serializers.SerializerMethodField()
+        dead_letter = inline_serializer(
+            "DeadLetter",
+            {
+                "kind": serializers.CharField(help_text="rabbitmq, kafka-connect or spring-kafka"),
+                "origin": serializers.CharField(help_text="Where it died, in one line."),
+                "exception_type": serializers.CharField(),
+                "reason": serializers.CharField(),
+                "stack": serializers.CharField(allow_null=True),
+                "original_queue": serializers.CharField(allow_null=True),
+                "original_exchange": serializers.CharField(allow_null=True),
+                "original_routing_keys": serializers.ListField(child=serializers.CharField()),
+                "count": serializers.IntegerField(allow_null=True),
+                "details": serializers.DictField(child=serializers.CharField()),
+            },
+            allow_null=True,
+            help_text="Why the message died before it reached Antidote, from its dead-letter "
+            "headers (RabbitMQ's x-death, Kafka Connect's or Spring Kafka's); null if none.",
+        )
         conversation_id = serializers.CharField(allow_null=True)
         sender = serializers.CharField(allow_null=True)
         enqueued_at = serializers.DateTimeField(allow_null=True)

@@ -21,6 +21,7 @@ from console.ingest.models import MessageKey
 from console.lake.services import lake
 from console.queues.models import POLICY_FIELDS, Queue
 from console.readmodels.models import FailureGroup, MessageIndex, QuarantineInflow, QueueStat
+from workers.brokers.dead_letters import dead_letter_details, dead_letter_of
 from workers.engine.states import ATTENTION_STATES, DLNG, DLVD, NDLV, STATES, is_failure
 from workers.lake.schema import MESSAGE_COLUMNS_WITHOUT_BODY
 
@@ -307,14 +308,22 @@ class MessageView:
         return bool(self._pick("candidate", "candidate", default=False))
 
     @property
-    def headers(self):
+    def header_map(self):
         try:
             headers = json.loads(self.stored.get("headers") or "{}")
         except ValueError:
-            return []
-        if not isinstance(headers, dict):
-            return []
-        return sorted((str(k), str(v)) for k, v in headers.items())
+            return {}
+        return headers if isinstance(headers, dict) else {}
+
+    @property
+    def headers(self):
+        return sorted((str(k), str(v)) for k, v in self.header_map.items())
+
+    @property
+    def dead_letter(self):
+        """Why the message died before it reached Antidote, as (label, value) rows, from the
+        dead-letter record of its headers (RabbitMQ's x-death, Kafka's); () if it has none."""
+        return dead_letter_details(self.header_map)
 
 
 def _body_location(message_id):
@@ -404,10 +413,29 @@ def message_detail(*, message_id):
         "body_size": stored.get("body_size"),
         "content_type": stored.get("content_type"),
         "headers": stored.get("headers"),
+        "dead_letter": _dead_letter_fields(view.header_map),
         "conversation_id": stored.get("conversation_id"),
         "sender": stored.get("sender"),
         "enqueued_at": stored.get("enqueued_at"),
         "history": [{f: e[f] for f in HISTORY_FIELDS} for e in view.history],
+    }
+
+
+def _dead_letter_fields(headers):
+    record = dead_letter_of(headers)
+    if record is None:
+        return None
+    return {
+        "kind": record.kind,
+        "origin": record.origin,
+        "exception_type": record.exception_type,
+        "reason": record.reason,
+        "stack": record.stack,
+        "original_queue": record.original_queue,
+        "original_exchange": record.original_exchange,
+        "original_routing_keys": list(record.original_routing_keys),
+        "count": record.count,
+        "details": {label: value for label, value in record.details},
     }
 
 

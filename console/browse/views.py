@@ -25,6 +25,7 @@ from console.permissions import (
     perms_required,
 )
 from console.queues.models import Queue
+from console.queues.selectors import source_status_list
 from console.queues.services import queue_reenable
 from console.views import redirect_back
 
@@ -169,7 +170,11 @@ def group_detail(request, fingerprint):
 @login_required
 @perms_required(VIEW_QUEUES, VIEW_STATS)
 def queue_list(request):
-    return render(request, "browse/queue_list.html", {"queues": selectors.queue_overview()})
+    return render(
+        request,
+        "browse/queue_list.html",
+        {"queues": selectors.queue_overview(), "sources": source_status_list()},
+    )
 
 
 @require_POST

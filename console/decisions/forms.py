@@ -155,10 +155,20 @@ class ActionRequestForm(NoAutocompleteForm):
         help_text="Why: the approver and the audit trail read it.",
     )
 
-    def __init__(self, *args, with_body=False, **kwargs):
+    def __init__(self, *args, with_body=False, redrive_sources=(), **kwargs):
         super().__init__(*args, **kwargs)
         queues = Queue.objects.order_by("name").values_list("name", flat=True)
-        self.fields["target_queue"].choices = [("", "its own queue")] + [(q, q) for q in queues]
+        # A broker source's redrive queue sends its messages back where they died: say so.
+        back = {
+            s.redrive_queue.name: f"{s.redrive_queue.name}: back to its original RabbitMQ queue "
+            f"(source {s.name})"
+            for s in redrive_sources
+        }
+        self.fields["target_queue"].choices = [
+            ("", "its own queue"),
+            *back.items(),
+            *((q, q) for q in queues if q not in back),
+        ]
         if not with_body:
             del self.fields["edited_body"]
 

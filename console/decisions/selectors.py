@@ -15,6 +15,7 @@ from console.decisions.scope import scope_queryset
 from console.lake.selectors import lake_paths
 from console.lake.services import lake
 from console.permissions import APPROVE_REQUESTS
+from console.queues.models import BrokerSource
 from workers.lake.schema import TS
 
 ACTIVE = (ActionRequest.APPROVED, ActionRequest.RUNNING, ActionRequest.CANARY)
@@ -85,6 +86,20 @@ def scope_match_count(*, scope, cap=COUNT_CAP):
     qs = scope_queryset(scope)
     counted = qs.values("pk")[: cap + 1].count()
     return MatchCount(min(counted, cap), counted > cap, "index")
+
+
+def scope_redrive_sources(*, scope, limit=20):
+    """The broker sources whose messages a scope holds and that can send them back where they
+    came from (a redrive queue is set): what "reprocess to its original RabbitMQ queue" offers.
+    Read from the queues the scope's quarantined messages are in; none for a lake query."""
+    if scope.get("kind") == "lake_query":
+        return []
+    queues = scope_queryset(scope).values("queue").distinct()[:limit]
+    return list(
+        BrokerSource.objects.filter(queue__name__in=queues, redrive_queue__isnull=False)
+        .select_related("queue", "redrive_queue")
+        .order_by("name")
+    )
 
 
 # --- Error notifications ------------------------------------------------------------------------

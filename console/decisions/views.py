@@ -7,6 +7,7 @@ requester cannot approve their own request however the form is posted). Comments
 and bodies are attacker-controlled: they reach the templates as plain strings, escaped there."""
 
 import os
+from urllib.parse import urlencode
 
 from django import forms
 from django.contrib import messages
@@ -32,6 +33,7 @@ from console.decisions.forms import (
     RequestFilterForm,
     normalize_edited_body,
     scope_from_params,
+    scope_params,
 )
 from console.decisions.models import ActionRequest as R
 from console.decisions.scope import ScopeError, frozen_ids
@@ -140,9 +142,21 @@ def request_new(request):
     if scope["kind"] == "selection":
         ctx["selection"] = scope["ids"][:SELECTION_SHOWN]
         ctx["more_selected"] = max(0, len(scope["ids"]) - SELECTION_SHOWN)
-    initial = {"action": request.GET.get("action") or R.REPROCESS, "edited_body": original}
+    sources = selectors.scope_redrive_sources(scope=scope)
+    ctx["redrive_sources"] = sources
+    ctx["scope_query"] = urlencode(scope_params(scope))
+    initial = {
+        "action": request.GET.get("action") or R.REPROCESS,
+        "edited_body": original,
+        "target_queue": request.GET.get("target_queue", ""),
+    }
     posted = request.method == "POST"
-    form = ActionRequestForm(request.POST if posted else None, initial=initial, with_body=with_body)
+    form = ActionRequestForm(
+        request.POST if posted else None,
+        initial=initial,
+        with_body=with_body,
+        redrive_sources=sources,
+    )
     if posted and form.is_valid():
         data = form.cleaned_data
         action = Action(

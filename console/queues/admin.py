@@ -50,7 +50,19 @@ class QueueAdmin(admin.ModelAdmin):
     readonly_fields = ("consecutive_failures", "disabled_at", "created_at", "updated_at")
     actions = ["reenable"]
     fieldsets = (
-        (None, {"fields": ("name", "handler", "enabled", "disabled_at", "disabled_reason")}),
+        (
+            None,
+            {
+                "fields": (
+                    "name",
+                    "handler",
+                    "handler_options",
+                    "enabled",
+                    "disabled_at",
+                    "disabled_reason",
+                )
+            },
+        ),
         (
             "Retries and exception destination (R3, R4)",
             {"fields": ("max_failed_deliveries", "exception_destination", "blocked_retry_timeout")},

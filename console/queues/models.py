@@ -2,7 +2,7 @@ from django.core.exceptions import ValidationError
 from django.db import models
 
 from workers.engine import policy as P
-from workers.engine.handlers import HandlerImportError, load_handler
+from workers.engine.handlers import HandlerImportError, handler_build, load_handler
 
 # A queue's policy settings, as SEMANTICS.md names them (`enabled` is its status, not policy).
 POLICY_FIELDS = (
@@ -17,6 +17,7 @@ POLICY_FIELDS = (
     "poison_match",
     "disable_after",
     "retention_days",
+    "handler_options",
 )
 
 
@@ -37,6 +38,13 @@ def _validate_backoff_delays(value):
 def _validate_queue_name(value):
     try:
         P.validate_queue_name(value)
+    except P.PolicyError as exc:
+        raise ValidationError(str(exc)) from exc
+
+
+def _validate_handler_options(value):
+    try:
+        P.validate_handler_options(value)
     except P.PolicyError as exc:
         raise ValidationError(str(exc)) from exc
 
@@ -101,6 +109,12 @@ class Queue(models.Model):
         default=D["disable_after"], help_text="R11: failed attempts in a row; 0 = never."
     )
     retention_days = models.PositiveIntegerField(default=D["retention_days"], help_text="R15.")
+    handler_options = models.JSONField(
+        default=dict,
+        blank=True,
+        validators=[_validate_handler_options],
+        help_text="Settings of a configurable handler (a redrive's exchange, say); no secrets.",
+    )
 
     enabled = models.BooleanField(default=True)
     disabled_at = models.DateTimeField(null=True, blank=True)
@@ -117,6 +131,16 @@ class Queue(models.Model):
         return self.name
 
     def clean(self):
+        if self.handler and isinstance(self.handler_options, dict):
+            try:
+                load_handler(self.handler)
+            except HandlerImportError:
+                pass  # the handler field's own validator says so
+            else:
+                try:
+                    handler_build(self.handler, self.handler_options)
+                except HandlerImportError as exc:
+                    raise ValidationError({"handler_options": str(exc)}) from exc
         if self.backoff_every < 1:
             raise ValidationError({"backoff_every": "must be at least 1"})
         if self.periodic_interval < 1:
@@ -125,6 +149,61 @@ class Queue(models.Model):
     def policy(self):
         values = {name: getattr(self, name) for name in ("name", *POLICY_FIELDS)}
         values["backoff_delays"] = list(self.backoff_delays)
+        values["handler_options"] = dict(self.handler_options or {})
         return P.policy_from_mapping(
             {**values, "enabled": self.enabled, "consecutive_failures": self.consecutive_failures}
         )
+
+
+SOURCE_KINDS = ("rabbitmq",)
+CONSUMER_STATES = ("starting", "connecting", "consuming", "down", "stopped")
+
+
+class BrokerSource(models.Model):
+    """A broker queue that Antidote drains (section 1 of the sources): a RabbitMQ dead-letter
+    queue whose messages land in an Antidote queue. Configured as code with the queues; the
+    broker's URL is never stored, only the name of the environment variable that holds it.
+    The consumer process writes the state fields."""
+
+    name = models.CharField(max_length=100, unique=True, validators=[_validate_queue_name])
+    kind = models.CharField(max_length=20, choices=[(k, k) for k in SOURCE_KINDS])
+    url_env = models.CharField(
+        max_length=100, help_text="Environment variable holding the broker's URL."
+    )
+    broker_queue = models.CharField(max_length=255, help_text="The broker queue drained.")
+    queue = models.ForeignKey(
+        Queue,
+        on_delete=models.PROTECT,
+        related_name="sources",
+        help_text="The Antidote queue its messages land in.",
+    )
+    redrive_queue = models.ForeignKey(
+        Queue,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="redrive_for",
+        help_text="The Antidote queue whose handler publishes messages back to the broker.",
+    )
+    prefetch = models.PositiveIntegerField(default=1000)
+    batch_size = models.PositiveIntegerField(default=1000)
+    batch_seconds = models.FloatField(default=1.0)
+    enabled = models.BooleanField(default=True)
+
+    state = models.CharField(max_length=20, default="stopped")
+    state_since = models.DateTimeField(null=True, blank=True)
+    last_error = models.TextField(blank=True, default="")
+    retry_at = models.DateTimeField(null=True, blank=True)
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
+    drained = models.BigIntegerField(default=0)
+    refused = models.BigIntegerField(default=0)
+    last_drained_at = models.DateTimeField(null=True, blank=True)
+
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    class Meta:
+        ordering = ["name"]
+
+    def __str__(self):
+        return self.name

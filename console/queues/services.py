@@ -1,7 +1,8 @@
 """Writes to queues and their policies.
 
-`queues_load` is "queues as code": a file lists queues with the field names of SEMANTICS.md, and
-loading it creates or updates them, all or nothing. Every entry goes through the same
+`queues_load` is "queues as code": a file lists queues with the field names of SEMANTICS.md (and
+the broker sources that feed them, console.queues.sources), and loading it creates or updates
+them, all or nothing. Every entry goes through the same
 `policy_from_mapping` the engine uses, so a setting the engine would refuse never reaches the DB.
 """
 
@@ -14,8 +15,9 @@ from django.utils import timezone
 from console.access.actor import acting_name
 from console.audit.services import audit_record
 from console.queues.models import POLICY_FIELDS, Queue
+from console.queues.sources import sources_save, sources_validate
 from workers.engine import policy as P
-from workers.engine.handlers import HandlerImportError, load_handler
+from workers.engine.handlers import HandlerImportError, handler_build
 
 CREATED = "created"
 UPDATED = "updated"
@@ -35,20 +37,24 @@ class QueueLoadResult:
     name: str
     status: str  # created, updated or unchanged
     changed: tuple = ()  # the fields an update changed
+    kind: str = "queue"  # or "source" (console.queues.sources)
 
 
 def queues_from_document(data):
-    """The list of queue entries in a parsed file: a top-level list or {"queues": [...]}."""
+    """(queue entries, source entries) of a parsed file: a top-level list of queues, or
+    {"queues": [...], "sources": [...]}."""
+    sources = None
     if isinstance(data, dict):
-        extra = set(data) - {"queues"}
+        extra = set(data) - {"queues", "sources"}
         if extra:
             raise QueueLoadError(
                 [f"unexpected top-level key(s): {', '.join(sorted(map(str, extra)))}"]
             )
+        sources = data.get("sources")
         data = data.get("queues")
     if not isinstance(data, list):
         raise QueueLoadError(['expected a list of queues, or a mapping {"queues": [...]}'])
-    return data
+    return data, sources
 
 
 def _label(index, entry):
@@ -77,7 +83,7 @@ def _validate(entries):
             errors.append(f"{label}: {exc}")
             continue
         try:
-            load_handler(policy.handler)
+            handler_build(policy.handler, policy.handler_options)
         except HandlerImportError as exc:
             errors.append(f"{label}: handler {policy.handler!r} cannot be used: {exc}")
             continue
@@ -148,7 +154,13 @@ def queues_load(*, data, actor=None):
     offending queue, and changes nothing when any entry is invalid. Queues missing from the file are
     left alone: their messages still refer to them.
     """
-    validated = _validate(queues_from_document(data))
+    entries, source_entries = queues_from_document(data)
+    validated = _validate(entries)
+    specs, errors = sources_validate(
+        source_entries, handlers_in_file={p.name: p.handler for p, _ in validated}
+    )
+    if errors:
+        raise QueueLoadError(errors)
     results = []
     with transaction.atomic():
         existing = {
@@ -186,6 +198,8 @@ def queues_load(*, data, actor=None):
                     else {"policy": values},
                 )
             results.append(QueueLoadResult(name=policy.name, status=status, changed=tuple(changed)))
+        for name, status, changed in sources_save(specs, actor=actor or acting_name()):
+            results.append(QueueLoadResult(name, status, changed, kind="source"))
     return results
 
 

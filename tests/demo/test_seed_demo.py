@@ -17,7 +17,9 @@ ORDERS = 40  # a small set: the full one is the same code with more orders
 
 
 @pytest.fixture(autouse=True)
-def _demo_dirs(settings, tmp_path, lake_root):
+def _demo_dirs(settings, tmp_path, lake_root, monkeypatch):
+    # The RabbitMQ-fed queue has its own tests (test_rabbitmq_demo.py).
+    monkeypatch.delenv("ANTIDOTE_AMQP_URL", raising=False)
     settings.VAR_DIR = tmp_path / "var"
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 

@@ -1,11 +1,12 @@
 """The contract between the engine and a queue's handler.
 
 A handler is a plain callable named by a dotted path, e.g. ``workers.demo.handlers.orders``. It
-receives one Message and returns normally on success. To say the message can never succeed (R6),
-it raises PermanentFailure; any other exception is a transient failure and the message is retried
-by the queue's backoff schedule (R5). A handler that ends its process (``os._exit``, abort, out of
-memory) is a crash (R7, R10): the engine runs handlers in an isolated child process, so the crash
-takes down one isolation batch, never the delivery run.
+receives one Message and returns normally on success (or returns a Deferred, resolved later). To
+say the message can never succeed (R6), it raises PermanentFailure; any other exception is a
+transient failure and the message is retried by the queue's backoff schedule (R5). A handler that
+ends its process (``os._exit``, abort, out of memory) is a crash (R7, R10): the engine runs
+handlers in an isolated child process, so the crash takes down one isolation batch, never the
+delivery run.
 """
 
 import importlib
@@ -15,7 +16,47 @@ import json
 class PermanentFailure(Exception):
     """Raised by a handler when a message can never be processed (validation error, unknown
     reference). The message is not retried: it is quarantined or returned to its sender,
-    as the queue's ``on_permanent`` says."""
+    as the queue's ``on_permanent`` says.
+
+    `exception_type` and `stack` replace the ones the engine would record (the class name and
+    this traceback) when the failure happened elsewhere: a message that arrives dead-lettered
+    carries its own consumer's exception, and the failure groups should show that one."""
+
+    def __init__(self, *args, exception_type=None, stack=None):
+        super().__init__(*args)
+        self.exception_type = exception_type
+        self.stack = stack
+
+
+class Deferred:
+    """What a handler returns when a call's outcome is known only later: a publish waiting for
+    the broker's confirm, so that a thousand publishes wait for their confirms together instead
+    of one after the other.
+
+    `settle` is a callable of the handler. The engine calls it once the batch's calls are made,
+    and it must resolve every Deferred it handed out: `done()`, or `fail(exc)` with a
+    PermanentFailure or any other exception (transient), as if the call had raised it. A handler
+    may resolve some earlier, as confirms arrive. One left unresolved is a transient failure,
+    and a batch whose process dies before it settles leaves its deferred messages unfinished:
+    they are delivered again, as messages that had not started (R2)."""
+
+    __slots__ = ("error", "settle", "settled")
+
+    def __init__(self, settle):
+        self.settle = settle
+        self.error = None
+        self.settled = False
+
+    def done(self):
+        self.settled = True
+
+    def fail(self, exc):
+        self.error = exc
+        self.settled = True
+
+
+class OutcomeUnknown(Exception):
+    """A deferred call that its handler never resolved."""
 
 
 class HandlerImportError(ValueError):
@@ -81,6 +122,31 @@ class Message:
 
     def __repr__(self):
         return f"Message(id={self.id!r}, queue={self.queue!r}, {len(self.body)} bytes)"
+
+
+def configurable(factory):
+    """Mark `factory` as a configurable handler: the engine calls it once per process with the
+    queue's ``handler_options`` as keyword arguments, and calls what it returns for each message.
+    It must not connect to anything itself (queues are validated by building their handler)."""
+    factory.configurable = True
+    return factory
+
+
+def handler_build(path, options=None):
+    """The callable that handles a queue's messages: `path` itself, or what the configurable
+    factory it names returns for `options`. Raises HandlerImportError when unusable."""
+    target = load_handler(path)
+    if getattr(target, "configurable", False):
+        try:
+            handler = target(**(options or {}))
+        except (TypeError, ValueError) as exc:
+            raise HandlerImportError(f"{path!r} refused its handler_options: {exc}") from exc
+        if not callable(handler):
+            raise HandlerImportError(f"{path!r} did not return a callable")
+        return handler
+    if options:
+        raise HandlerImportError(f"{path!r} takes no handler_options")
+    return target
 
 
 def load_handler(path):

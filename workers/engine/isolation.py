@@ -18,7 +18,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 
-from workers.engine.handlers import PermanentFailure
+from workers.engine.handlers import Deferred, OutcomeUnknown, PermanentFailure
 
 PENDING = 0
 SUCCESS = 1
@@ -27,6 +27,8 @@ PERMANENT = 3
 SKIPPED = 4  # not attempted: the queue was disabled earlier in this batch (R11)
 
 _HEADER = struct.Struct("qd")  # index in flight, monotonic time its call started
+IDLE = -1  # no call running: between calls, or the batch is done
+SETTLING = -2  # the calls are made; their deferred outcomes are being waited for
 _LEN = struct.Struct("I")
 MAX_REASON = 2000
 MAX_STACK = 8000
@@ -56,12 +58,42 @@ def _failure_record(index, exc, *, transient):
     reason = str(exc) or exc.__class__.__name__
     if transient and not isinstance(exc, Exception):
         reason = f"{exc.__class__.__name__}: {reason}"
-    stack = "".join(traceback.format_exception(exc))[-MAX_STACK:]
-    return pickle.dumps((index, reason[:MAX_REASON], exc.__class__.__name__, stack))
+    exc_type = getattr(exc, "exception_type", None) or exc.__class__.__name__
+    stack = getattr(exc, "stack", None) or "".join(traceback.format_exception(exc))
+    return pickle.dumps((index, reason[:MAX_REASON], str(exc_type), str(stack)[-MAX_STACK:]))
+
+
+def _failed(index, exc, wfd):
+    permanent = isinstance(exc, PermanentFailure)
+    record = _failure_record(index, exc, transient=not permanent)
+    os.write(wfd, _LEN.pack(len(record)) + record)
+    return PERMANENT if permanent else TRANSIENT
+
+
+def _settle(deferred, messages, streaks, shm, wfd):
+    """Wait for the deferred outcomes, then write them. Until written, their codes stay PENDING:
+    a child that dies meanwhile leaves them unfinished, to be delivered again."""
+    _HEADER.pack_into(shm, 0, SETTLING, time.monotonic())
+    for settle in {id(d.settle): d.settle for _, d in deferred}.values():
+        try:
+            settle()
+        except Exception as exc:  # a settle that fails leaves its calls' outcomes unknown
+            for _, d in deferred:
+                if d.settle is settle and not d.settled:
+                    d.fail(exc)
+    for index, d in deferred:
+        if d.settled and d.error is None:
+            code = SUCCESS
+        else:
+            code = _failed(index, d.error or OutcomeUnknown("the handler never said"), wfd)
+        shm[_HEADER.size + index] = code
+        if streaks is not None:
+            streaks.record(messages[index].queue, code)
 
 
 def _child(messages, call, streaks, shm, wfd):
     codes_at = _HEADER.size
+    deferred = []
     try:
         for index, message in enumerate(messages):
             if streaks is not None and streaks.disabled(message.queue):
@@ -69,25 +101,24 @@ def _child(messages, call, streaks, shm, wfd):
                 continue
             _HEADER.pack_into(shm, 0, index, time.monotonic())
             try:
-                call(message)
-            except PermanentFailure as exc:
-                record = _failure_record(index, exc, transient=False)
-                os.write(wfd, _LEN.pack(len(record)) + record)
-                code = PERMANENT
+                outcome = call(message)
             except SystemExit as exc:
                 # The handler asked to end its process: honour it, it is a crash (R10).
                 code = exc.code if isinstance(exc.code, int) else 1
                 os._exit(code or 1)
             except BaseException as exc:
-                record = _failure_record(index, exc, transient=True)
-                os.write(wfd, _LEN.pack(len(record)) + record)
-                code = TRANSIENT
+                code = _failed(index, exc, wfd)
             else:
+                if type(outcome) is Deferred:
+                    deferred.append((index, outcome))
+                    continue
                 code = SUCCESS
             shm[codes_at + index] = code
             if streaks is not None:
                 streaks.record(message.queue, code)
-        _HEADER.pack_into(shm, 0, -1, 0.0)
+        if deferred:
+            _settle(deferred, messages, streaks, shm, wfd)
+        _HEADER.pack_into(shm, 0, IDLE, 0.0)
     finally:
         os._exit(0)
 
@@ -114,7 +145,7 @@ def run_isolated(messages, call, *, timeout=300.0, streaks=None):
     reaches its disable_after threshold within this batch (R11)."""
     size = _HEADER.size + len(messages)
     shm = mmap.mmap(-1, max(size, mmap.PAGESIZE))
-    _HEADER.pack_into(shm, 0, -1, 0.0)
+    _HEADER.pack_into(shm, 0, IDLE, 0.0)
     rfd, wfd = os.pipe()
     pid = os.fork()
     if pid == 0:  # pragma: no cover - runs in the child, which never returns
@@ -133,7 +164,7 @@ def run_isolated(messages, call, *, timeout=300.0, streaks=None):
                 buffer += chunk
                 continue
             index, started = _HEADER.unpack_from(shm, 0)
-            if index >= 0 and time.monotonic() - started > timeout:
+            if index != IDLE and time.monotonic() - started > timeout:
                 timed_out = index
                 os.kill(pid, signal.SIGKILL)
     finally:
@@ -145,9 +176,11 @@ def run_isolated(messages, call, *, timeout=300.0, streaks=None):
     result = BatchResult(codes=codes, worker=f"{os.uname().nodename}:{pid}")
     for rec_index, reason, exc_type, stack in _read_records(buffer):
         result.failures[rec_index] = (reason, exc_type, stack)
-    normal = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and index == -1
+    normal = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and index == IDLE
     if not normal:
-        if timed_out is not None:
+        if timed_out == SETTLING:
+            result.crash = f"handler's outcomes not settled after {timeout:g} s"
+        elif timed_out is not None:
             result.crash = f"handler timed out after {timeout:g} s"
         else:
             result.crash = describe_exit(status)

@@ -5,6 +5,7 @@ The Django model, `manage.py load_queues` and the Spark job all build a QueuePol
 with the same message everywhere.
 """
 
+import json
 import re
 from dataclasses import asdict, dataclass, field
 
@@ -49,6 +50,9 @@ class QueuePolicy:
     poison_match: str = DEFAULTS["poison_match"]
     disable_after: int = DEFAULTS["disable_after"]
     retention_days: int = DEFAULTS["retention_days"]
+    # Settings for a configurable handler (workers.engine.handlers.configurable), such as the
+    # exchange a redrive publishes to. Never secrets: those come from the environment.
+    handler_options: dict = field(default_factory=dict, hash=False)
     enabled: bool = True
     # Failed attempts in a row on this queue before this run (R11).
     consecutive_failures: int = field(default=0, compare=False)
@@ -102,6 +106,20 @@ def validate_backoff_delays(value):
     return tuple(value)
 
 
+def validate_handler_options(value):
+    if value is None:
+        return {}
+    if not isinstance(value, dict) or not all(isinstance(k, str) for k in value):
+        raise PolicyError(f"handler_options: must be a mapping of names to values, not {value!r}")
+    try:
+        json.dumps(value)
+    except (TypeError, ValueError) as exc:
+        raise PolicyError(
+            f"handler_options: must hold plain values (text, numbers): {exc}"
+        ) from None
+    return dict(value)
+
+
 def policy_from_mapping(data):
     """Build a QueuePolicy from field names as in SEMANTICS.md; raise PolicyError when invalid."""
     unknown = set(data) - set(QueuePolicy.__dataclass_fields__)
@@ -141,6 +159,7 @@ def policy_from_mapping(data):
         poison_match=poison_match,
         disable_after=_nonnegative_int(data, "disable_after"),
         retention_days=_nonnegative_int(data, "retention_days", minimum=1),
+        handler_options=validate_handler_options(data.get("handler_options")),
         enabled=enabled,
         consecutive_failures=data.get("consecutive_failures", 0),
     )

@@ -3,6 +3,7 @@ and the events that record every outcome. Plain Python and pyarrow: the Spark jo
 batches and writes what it yields; the tests can drive it directly too.
 """
 
+import json
 import os
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -13,7 +14,7 @@ import pyarrow.compute as pc
 from workers.engine import isolation as iso
 from workers.engine import rules
 from workers.engine import states as S
-from workers.engine.handlers import HandlerImportError, Message, load_handler
+from workers.engine.handlers import HandlerImportError, Message, handler_build
 from workers.engine.poison_feed import PoisonFeed
 from workers.lake.schema import EVENT_SCHEMA, MESSAGE_CONTENT_COLUMNS, STATE_FIELDS
 
@@ -72,14 +73,15 @@ class QueueStreaks:
 _handlers = {}
 
 
-def _handler_for(path):
-    """Import each handler once per process; remember an import error as the handler's result."""
-    if path not in _handlers:
+def _handler_for(policy):
+    """Build each queue's handler once per process; remember an import error as its result."""
+    key = (policy.handler, json.dumps(policy.handler_options, sort_keys=True))
+    if key not in _handlers:
         try:
-            _handlers[path] = load_handler(path)
+            _handlers[key] = handler_build(policy.handler, policy.handler_options)
         except HandlerImportError as exc:
-            _handlers[path] = exc
-    return _handlers[path]
+            _handlers[key] = exc
+    return _handlers[key]
 
 
 # A due message's state and content (its body's hash too: entries added to the poison list
@@ -213,7 +215,7 @@ def _deliver_group(view, group, ctx, streaks, sequence, feed=None):
                 entry_reason=poison,
             )
             continue
-        handler = _handler_for(ctx.policies[queue].handler)
+        handler = _handler_for(ctx.policies[queue])
         if isinstance(handler, HandlerImportError):
             # Not called, so not a crash; transient so that R3 quarantines it in the end and
             # a fixed deployment can still deliver it meanwhile.
@@ -244,7 +246,7 @@ def _attempt(view, attempts, handlers, ctx, streaks, start, slow):
     messages = [view.message(i) for i in attempts]
 
     def call(message):
-        handlers[message.queue](message)
+        return handlers[message.queue](message)
 
     result = iso.run_isolated(
         messages, call, timeout=ctx.handler_timeout, streaks=streaks.snapshot()

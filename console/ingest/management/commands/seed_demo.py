@@ -5,13 +5,16 @@ messages are generated and ingested only when the demo set is not already there.
 deduplicates by id and body, so a second ingest of the same file accepts nothing.
 """
 
+import os
 from pathlib import Path
 
+import pika.exceptions
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 
 from console.ingest.models import MessageKey
+from workers.demo import rabbitmq as demo_rabbitmq
 from workers.demo.data import DEFAULT_ORDERS, QUEUES_FILE, demo_file_write, demo_message_ids
 
 INGEST_SOURCE = "seed_demo"
@@ -46,6 +49,7 @@ class Command(BaseCommand):
         call_command("seed_roles", stdout=self.stdout, stderr=self.stderr)
         call_command("create_demo_users", stdout=self.stdout, stderr=self.stderr)
         call_command("load_queues", str(QUEUES_FILE), stdout=self.stdout, stderr=self.stderr)
+        self._rabbitmq_demo()
 
         ids = demo_message_ids(orders=orders)
         present = _already_ingested(ids)
@@ -71,3 +75,34 @@ class Command(BaseCommand):
             shown = "\n".join(f"  - {error}" for error in result.errors[:10])
             raise CommandError(f"ingest refused {result.refused} demo message(s):\n{shown}")
         self.stdout.write(self.style.SUCCESS("Demo ready."))
+
+    def _rabbitmq_demo(self):
+        """The RabbitMQ-fed queue, when RabbitMQ answers; otherwise how to get it. The embedded
+        default needs no server, so a missing broker is a note, not an error."""
+        url = os.environ.get(demo_rabbitmq.URL_ENV)
+        if not url:
+            self.stdout.write(
+                f"RabbitMQ demo: off ({demo_rabbitmq.URL_ENV} is not set). Set it to an AMQP URL "
+                "(make run sets amqp://guest:guest@127.0.0.1:5672/%2F) to get a RabbitMQ-fed queue."
+            )
+            return
+        where = demo_rabbitmq.broker_where(url)
+        try:
+            fed = demo_rabbitmq.demo_dead_letters(url)
+        except (OSError, pika.exceptions.AMQPError) as exc:
+            self.stdout.write(
+                f"RabbitMQ demo: off (RabbitMQ does not answer at {where}: "
+                f"{exc.__class__.__name__}). Start it (rabbitmq-server -detached, or "
+                "docker run -p 5672:5672 rabbitmq) and run make run again for a RabbitMQ-fed queue."
+            )
+            return
+        call_command(
+            "load_queues", demo_rabbitmq.QUEUES_FILE, stdout=self.stdout, stderr=self.stderr
+        )
+        if fed:
+            self.stdout.write(
+                f"RabbitMQ demo: {fed} refunds dead-lettered to {demo_rabbitmq.DEAD_LETTER_QUEUE} "
+                f"at {where}; the rabbitmq process drains them into queue refunds-dead."
+            )
+        else:
+            self.stdout.write(f"RabbitMQ demo: already fed at {where}.")

@@ -30,7 +30,8 @@ def read_queue_file(path):
 class Command(BaseCommand):
     help = (
         "Create or update queues from a JSON or YAML file: a list of queues, or {queues: [...]}, "
-        "with the policy field names of SEMANTICS.md. All or nothing."
+        "with the policy field names of SEMANTICS.md, and the broker sources that feed them "
+        "({queues: [...], sources: [...]}). All or nothing."
     )
 
     def add_arguments(self, parser):
@@ -45,14 +46,16 @@ class Command(BaseCommand):
                 f"{file}: refused, nothing was changed:\n"
                 + "\n".join(f"  - {e}" for e in exc.errors)
             ) from exc
-        width = max((len(r.name) for r in results), default=0)
-        for result in results:
-            line = f"{result.name:<{width}}  {result.status}"
+        labels = [r.name if r.kind == "queue" else f"source {r.name}" for r in results]
+        width = max((len(label) for label in labels), default=0)
+        for label, result in zip(labels, results, strict=True):
+            line = f"{label:<{width}}  {result.status}"
             if result.changed:
                 line += f" ({', '.join(result.changed)})"
             self.stdout.write(line)
         counts = {
-            s: sum(r.status == s for r in results) for s in ("created", "updated", "unchanged")
+            s: sum(r.status == s for r in results if r.kind == "queue")
+            for s in ("created", "updated", "unchanged")
         }
         self.stdout.write(
             self.style.SUCCESS(", ".join(f"{n} {status}" for status, n in counts.items()))

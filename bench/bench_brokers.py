@@ -1,0 +1,220 @@
+"""Broker benchmarks (issue 13), on the real RabbitMQ, side by side with its own shovel.
+
+1. Drain: N dead letters (default 100k, 200-byte bodies, each with its `x-death` record) from a
+   RabbitMQ dead-letter queue into the lake, by the consumer the `rabbitmq` process runs
+   (`source_consume`), from its start until every message is stored and acknowledged (the DLQ is
+   empty).
+2. Redrive: the same N, quarantined by the intake handler (not timed), sent back by an approved
+   "reprocess to its original RabbitMQ queue": from "approve" until the N messages are confirmed
+   in their original queue (the decision's execution, then delivery runs of the redrive queue,
+   whose handler publishes with pipelined publisher confirms).
+3. RabbitMQ's shovel moving the same N (200-byte persistent messages) between two durable queues
+   with `ack-mode: on-confirm`, in the same run (bench_decisions' `_shovel`).
+
+Goal: drain and redrive each at least as fast as the shovel. Runs on SQLite and then on
+PostgreSQL (bench.support.on_both_databases). BENCH_BROKER_MESSAGES overrides N.
+"""
+
+import os
+import threading
+import time
+import uuid
+
+from bench.bench_decisions import _people, _rabbitmq_up, _shovel
+from bench.support import django_setup, fresh_state, on_both_databases, rows_print
+
+URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
+URL_ENV = "BENCH_AMQP_URL"
+BODY_SIZE = 200
+
+
+def _dead_letters(channel, work, dlq, n):
+    """n persistent messages published to `work` and rejected by its consumer: RabbitMQ
+    dead-letters each to `dlq` with its x-death record."""
+    import pika
+
+    body = b"x" * BODY_SIZE
+    for i in range(n):
+        channel.basic_publish(
+            "",
+            work,
+            body,
+            pika.BasicProperties(
+                delivery_mode=2, message_id=f"b{i:08d}", content_type="text/plain"
+            ),
+        )
+    channel.basic_qos(prefetch_count=5000)
+    for rejected, (method, _, _) in enumerate(channel.consume(work, inactivity_timeout=5), 1):
+        if method is None:
+            break
+        if rejected % 1000 == 0 or rejected == n:
+            channel.basic_nack(method.delivery_tag, multiple=True, requeue=False)
+        if rejected == n:
+            break
+    channel.cancel()
+    while channel.queue_declare(dlq, passive=True).method.message_count < n:
+        time.sleep(0.2)
+
+
+def _depth(channel, queue):
+    return channel.queue_declare(queue, passive=True).method.message_count
+
+
+def _drain(channel, dlq, n):
+    from console.ingest.models import MessageKey
+    from console.ingest.rabbitmq import source_consume
+    from console.queues.models import BrokerSource
+
+    source = BrokerSource.objects.get(name="bench-dlq")
+    stop = threading.Event()
+    thread = threading.Thread(target=source_consume, args=(source,), kwargs={"stop": stop})
+    started = time.perf_counter()
+    thread.start()
+    while _depth(channel, dlq) > 0 or MessageKey.objects.filter(queue="bench-dead").count() < n:
+        time.sleep(0.05)
+    seconds = time.perf_counter() - started
+    stop.set()
+    thread.join()
+    stored = MessageKey.objects.filter(queue="bench-dead").count()
+    assert stored == n, stored
+    return seconds
+
+
+def _deliver_until_idle(spark, queues):
+    from console.delivery.services import delivery_run
+
+    while True:
+        run = delivery_run(queues=queues, spark=spark)
+        if run is None or not run.claimed:
+            return
+
+
+def _redrive(people, spark, channel, work, n):
+    from console.decisions.execution import action_request_execute
+    from console.decisions.services import Action, action_request_approve, action_request_create
+
+    request = action_request_create(
+        actor=people["operator"],
+        scope={"kind": "filter", "filters": {"queue": "bench-dead"}},
+        action=Action(kind="reprocess", target_queue="bench-redrive"),
+        comment="bench: back to the queue they died in",
+    )
+    assert request.count == n, request.count
+    started = time.perf_counter()
+    action_request_approve(actor=people["approver"], request=request)
+    request = action_request_execute(request_id=request.id, spark=spark)
+    assert request.status == "done", request.status
+    decided = time.perf_counter() - started
+    _deliver_until_idle(spark, ["bench-redrive"])
+    while _depth(channel, work) < n:
+        time.sleep(0.05)
+    seconds = time.perf_counter() - started
+    assert _depth(channel, work) == n, _depth(channel, work)
+    return seconds, decided
+
+
+def run():
+    return on_both_databases(run_here, "bench.bench_brokers")
+
+
+def run_here():
+    django_setup()
+    import pika
+    from django.conf import settings
+    from django.db import connection
+
+    from console.queues.models import BrokerSource
+    from console.queues.services import queues_load
+    from console.queues.sources import INTAKE_HANDLER, REDRIVE_HANDLER
+    from console.readmodels.services import read_models_refresh
+    from console.spark import spark_from_settings
+
+    settings.REFRESH_ON_COMMIT = False
+    n = int(os.environ.get("BENCH_BROKER_MESSAGES", 100_000))
+    cores = os.cpu_count()
+    db = connection.vendor
+    os.environ[URL_ENV] = URL
+    _rabbitmq_up()
+    BrokerSource.objects.all().delete()
+    fresh_state("brokers")
+    tag = uuid.uuid4().hex[:6]
+    work, dlq = f"bench.brokers.{tag}", f"bench.brokers.{tag}.dlq"
+    connection_ = pika.BlockingConnection(pika.URLParameters(URL))
+    channel = connection_.channel()
+    channel.queue_declare(dlq, durable=True)
+    channel.queue_declare(
+        work,
+        durable=True,
+        arguments={"x-dead-letter-exchange": "", "x-dead-letter-routing-key": dlq},
+    )
+    try:
+        _dead_letters(channel, work, dlq, n)
+        queues_load(
+            data={
+                "queues": [
+                    {"name": "bench-dead", "handler": INTAKE_HANDLER},
+                    {
+                        "name": "bench-redrive",
+                        "handler": REDRIVE_HANDLER,
+                        "handler_options": {"url_env": URL_ENV},
+                    },
+                ],
+                "sources": [
+                    {
+                        "name": "bench-dlq",
+                        "url_env": URL_ENV,
+                        "broker_queue": dlq,
+                        "queue": "bench-dead",
+                        "redrive_queue": "bench-redrive",
+                        "prefetch": 5000,
+                        "batch_size": 5000,
+                    }
+                ],
+            }
+        )
+        drain = _drain(channel, dlq, n)
+
+        spark = spark_from_settings()
+        started = time.perf_counter()
+        _deliver_until_idle(spark, ["bench-dead"])
+        quarantine = time.perf_counter() - started
+        read_models_refresh(full=True, spark=spark)
+        people = _people()
+        redrive, decided = _redrive(people, spark, channel, work, n)
+    finally:
+        for queue in (work, dlq, dlq + ".antidote-refused"):
+            channel.queue_delete(queue)
+        connection_.close()
+    shovel = _shovel(n, body_size=BODY_SIZE)
+    return [
+        {
+            "benchmark": f"drain {n:,} dead letters from RabbitMQ ({db})",
+            "messages": n,
+            "seconds": round(drain, 1),
+            "msgs_per_s": round(n / drain),
+            "shovel_s": round(shovel, 1),
+            "shovel_msgs_per_s": round(n / shovel),
+            "vs_shovel": round(shovel / drain, 2),
+            "goal": ">= 1 x the shovel",
+            "cores": cores,
+        },
+        {
+            "benchmark": f"redrive {n:,} to their RabbitMQ queue ({db})",
+            "messages": n,
+            "seconds": round(redrive, 1),
+            "of_which_decision_s": round(decided, 1),
+            # The same delivery run with a handler that does nothing but fail (the intake's):
+            # what the engine takes for N messages, publishing aside.
+            "engine_only_s": round(quarantine, 1),
+            "msgs_per_s": round(n / redrive),
+            "shovel_s": round(shovel, 1),
+            "shovel_msgs_per_s": round(n / shovel),
+            "vs_shovel": round(shovel / redrive, 2),
+            "goal": ">= 1 x the shovel",
+            "cores": cores,
+        },
+    ]
+
+
+if __name__ == "__main__":
+    rows_print(run_here())

@@ -1,0 +1,96 @@
+"""The demo's RabbitMQ-fed queue: when RabbitMQ answers, `seed_demo` feeds a dead-letter queue
+once and loads the source that drains it; when it does not, the demo goes on without it and says
+how to get it. Each test has a RabbitMQ virtual host of its own."""
+
+import json
+import subprocess
+import uuid
+from io import StringIO
+
+import pika
+import pytest
+from django.core.management import call_command
+
+from console.queues.models import BrokerSource, Queue
+from tests.conftest import require_service
+from workers.brokers.dead_letters import dead_letter_of
+from workers.demo import rabbitmq as demo
+
+pytestmark = pytest.mark.django_db
+
+
+@pytest.fixture(autouse=True)
+def _demo_dirs(settings, tmp_path, lake_root):
+    settings.VAR_DIR = tmp_path / "var"
+    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+
+
+@pytest.fixture
+def vhost(monkeypatch):
+    require_service("RabbitMQ", port=5672)
+    require_service("rabbitmqctl", path="rabbitmqctl")
+    name = f"antidote-demo-{uuid.uuid4().hex[:8]}"
+    ctl = ["rabbitmqctl", "-q"]
+    subprocess.run([*ctl, "add_vhost", name], check=True, capture_output=True)
+    subprocess.run(
+        [*ctl, "set_permissions", "-p", name, "guest", ".*", ".*", ".*"],
+        check=True,
+        capture_output=True,
+    )
+    url = f"amqp://guest:guest@127.0.0.1:5672/{name}"
+    monkeypatch.setenv(demo.URL_ENV, url)
+    yield url
+    subprocess.run([*ctl, "delete_vhost", name], check=False, capture_output=True)
+
+
+def _seed():
+    out = StringIO()
+    call_command("seed_demo", "--orders", "10", stdout=out)
+    return out.getvalue()
+
+
+def _dead_letters(url):
+    connection = pika.BlockingConnection(pika.URLParameters(url))
+    channel = connection.channel()
+    found = []
+    while True:
+        method, properties, _ = channel.basic_get(demo.DEAD_LETTER_QUEUE, auto_ack=False)
+        if method is None:
+            break
+        found.append(properties)
+    connection.close()  # unacknowledged: they stay in the queue
+    return found
+
+
+def test_with_rabbitmq_the_demo_feeds_a_dead_letter_queue_once_and_drains_it(vhost):
+    output = _seed()
+
+    assert f"{demo.REFUNDS} refunds dead-lettered to {demo.DEAD_LETTER_QUEUE}" in output
+    assert "guest:guest" not in output
+    source = BrokerSource.objects.get(name="refunds-dlq")
+    assert (source.queue.name, source.redrive_queue.name) == ("refunds-dead", "refunds-redrive")
+    assert Queue.objects.get(name="refunds-redrive").handler_options == {"url_env": demo.URL_ENV}
+    dead = _dead_letters(vhost)
+    assert len(dead) == demo.REFUNDS
+    reasons = {
+        dead_letter_of({"x-death": json.dumps(p.headers["x-death"], default=str)}).exception_type
+        for p in dead
+    }
+    assert reasons <= {"amqp.rejected", "amqp.expired"} and "amqp.rejected" in reasons
+
+    again = _seed()
+
+    assert "RabbitMQ demo: already fed" in again
+    assert len(_dead_letters(vhost)) == demo.REFUNDS
+
+
+def test_without_rabbitmq_the_demo_says_how_to_get_the_rabbitmq_queue(monkeypatch):
+    # A port nothing listens on: the embedded default must not need a server.
+    monkeypatch.setenv(demo.URL_ENV, "amqp://guest:secret@127.0.0.1:1/%2F")
+
+    output = _seed()
+
+    assert "RabbitMQ demo: off (RabbitMQ does not answer at 127.0.0.1:1/%2F" in output
+    assert "secret" not in output
+    assert "Demo ready." in output
+    assert not BrokerSource.objects.exists()
