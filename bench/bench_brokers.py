@@ -139,7 +139,7 @@ def run_here():
     fresh_state("brokers")
     tag = uuid.uuid4().hex[:6]
     work, dlq = f"bench.brokers.{tag}", f"bench.brokers.{tag}.dlq"
-    connection_ = pika.BlockingConnection(pika.URLParameters(URL))
+    connection_ = pika.BlockingConnection(pika.URLParameters(URL + "?heartbeat=0"))
     channel = connection_.channel()
     channel.queue_declare(dlq, durable=True)
     channel.queue_declare(

@@ -444,5 +444,6 @@ LOGGING = {
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    "loggers": {"py4j": {"level": "WARNING"}},
+    # pika logs every step of every AMQP connection at INFO.
+    "loggers": {"py4j": {"level": "WARNING"}, "pika": {"level": "WARNING"}},
 }

@@ -27,6 +27,14 @@ COUNT = 12
 CREATED = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
 
 
+def _quiet(url):
+    """Connection parameters for the test's own connection, which sits idle while Spark runs:
+    no heartbeats, or the broker closes it after a minute of a slow machine."""
+    parameters = pika.URLParameters(url)
+    parameters.heartbeat = 0
+    return parameters
+
+
 @pytest.fixture
 def desk(transactional_db, lake_root, spark, personas, settings):
     return make_desk(spark, personas, settings)
@@ -42,7 +50,7 @@ def broker(monkeypatch):
         "work": f"refunds.{tag}",
         "dlq": f"refunds.{tag}.dlq",
     }
-    connection = pika.BlockingConnection(pika.URLParameters(URL))
+    connection = pika.BlockingConnection(_quiet(URL))
     channel = connection.channel()
     channel.exchange_declare(names["exchange"], "direct", durable=True)
     channel.queue_declare(names["dlq"], durable=True)

@@ -23,6 +23,14 @@ COUNT = 600
 CUT_AFTER = 150
 
 
+def _quiet(url):
+    """Connection parameters for the test's own connection, which sits idle while Spark runs:
+    no heartbeats, or the broker closes it after a minute of a slow machine."""
+    parameters = pika.URLParameters(url)
+    parameters.heartbeat = 0
+    return parameters
+
+
 @pytest.fixture
 def desk(transactional_db, lake_root, spark, personas, settings):
     return make_desk(spark, personas, settings)
@@ -31,7 +39,7 @@ def desk(transactional_db, lake_root, spark, personas, settings):
 @pytest.fixture
 def destination():
     require_service("RabbitMQ", port=5672)
-    connection = pika.BlockingConnection(pika.URLParameters(URL))
+    connection = pika.BlockingConnection(_quiet(URL))
     channel = connection.channel()
     name = f"antidote.test.outage.{uuid.uuid4().hex}"
     channel.queue_declare(name, durable=True)
@@ -71,7 +79,7 @@ def _dead_letter(n, queue):
 
 def _cut_when(channel_url, queue, proxy, depth):
     """Cut the proxy once `queue` holds `depth` messages: RabbitMQ goes away mid-redrive."""
-    connection = pika.BlockingConnection(pika.URLParameters(channel_url))
+    connection = pika.BlockingConnection(_quiet(channel_url))
     channel = connection.channel()
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:

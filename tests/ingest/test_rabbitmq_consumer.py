@@ -52,7 +52,8 @@ class Broker:
     """A connection of the test's own and the queues it made (deleted at the end)."""
 
     def __init__(self):
-        self.connection = pika.BlockingConnection(pika.URLParameters(amqp_url()))
+        # No heartbeats: the connection sits idle while a delivery run goes on.
+        self.connection = pika.BlockingConnection(pika.URLParameters(amqp_url() + "?heartbeat=0"))
         self.channel = self.connection.channel()
         self.declared = []
         self.tag = uuid.uuid4().hex[:10]

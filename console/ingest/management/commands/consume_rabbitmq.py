@@ -5,7 +5,6 @@ so that `make run` can start it always. SIGTERM or Ctrl-C stops it: each source 
 it holds, then closes its connection.
 """
 
-import logging
 import signal
 import threading
 
@@ -27,8 +26,6 @@ class Command(BaseCommand):
         )
 
     def handle(self, *args, sources, **options):
-        # pika logs every step of every connection at INFO; these lines say what matters.
-        logging.getLogger("pika").setLevel(logging.WARNING)
         stop = threading.Event()
 
         def on_signal(signum, frame):
