@@ -58,8 +58,10 @@ def _failure_record(index, exc, *, transient):
     reason = str(exc) or exc.__class__.__name__
     if transient and not isinstance(exc, Exception):
         reason = f"{exc.__class__.__name__}: {reason}"
-    exc_type = getattr(exc, "exception_type", None) or exc.__class__.__name__
-    stack = getattr(exc, "stack", None) or "".join(traceback.format_exception(exc))
+    # A PermanentFailure may carry the type and stack of a failure that happened elsewhere.
+    given = isinstance(exc, PermanentFailure)
+    exc_type = (given and exc.exception_type) or exc.__class__.__name__
+    stack = (given and exc.stack) or "".join(traceback.format_exception(exc))
     return pickle.dumps((index, reason[:MAX_REASON], str(exc_type), str(stack)[-MAX_STACK:]))
 
 
