@@ -18,6 +18,7 @@ from console.queues.models import BrokerSource
 from console.queues.services import queues_load
 from console.queues.sources import INTAKE_HANDLER, REDRIVE_HANDLER
 from console.readmodels.models import MessageIndex
+from tests.brokers.connections import quiet_parameters
 from tests.conftest import require_service
 from tests.decisions.desk import make_desk
 
@@ -25,14 +26,6 @@ URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
 DEATH_HEADERS = {"x-death", "x-first-death-reason", "x-first-death-queue", "x-first-death-exchange"}
 COUNT = 12
 CREATED = datetime(2026, 11, 1, 12, 0, tzinfo=UTC)
-
-
-def _quiet(url):
-    """Connection parameters for the test's own connection, which sits idle while Spark runs:
-    no heartbeats, or the broker closes it after a minute of a slow machine."""
-    parameters = pika.URLParameters(url)
-    parameters.heartbeat = 0
-    return parameters
 
 
 @pytest.fixture
@@ -50,7 +43,7 @@ def broker(monkeypatch):
         "work": f"refunds.{tag}",
         "dlq": f"refunds.{tag}.dlq",
     }
-    connection = pika.BlockingConnection(_quiet(URL))
+    connection = pika.BlockingConnection(quiet_parameters(URL))
     channel = connection.channel()
     channel.exchange_declare(names["exchange"], "direct", durable=True)
     channel.queue_declare(names["dlq"], durable=True)

@@ -13,6 +13,7 @@ import pytest
 
 from console.ingest.services import messages_ingest
 from console.queues.sources import REDRIVE_HANDLER
+from tests.brokers.connections import quiet_parameters
 from tests.brokers.tcp_proxy import TcpProxy
 from tests.conftest import require_service
 from tests.decisions.desk import make_desk
@@ -23,14 +24,6 @@ COUNT = 600
 CUT_AFTER = 150
 
 
-def _quiet(url):
-    """Connection parameters for the test's own connection, which sits idle while Spark runs:
-    no heartbeats, or the broker closes it after a minute of a slow machine."""
-    parameters = pika.URLParameters(url)
-    parameters.heartbeat = 0
-    return parameters
-
-
 @pytest.fixture
 def desk(transactional_db, lake_root, spark, personas, settings):
     return make_desk(spark, personas, settings)
@@ -39,7 +32,7 @@ def desk(transactional_db, lake_root, spark, personas, settings):
 @pytest.fixture
 def destination():
     require_service("RabbitMQ", port=5672)
-    connection = pika.BlockingConnection(_quiet(URL))
+    connection = pika.BlockingConnection(quiet_parameters(URL))
     channel = connection.channel()
     name = f"antidote.test.outage.{uuid.uuid4().hex}"
     channel.queue_declare(name, durable=True)
@@ -79,7 +72,7 @@ def _dead_letter(n, queue):
 
 def _cut_when(channel_url, queue, proxy, depth):
     """Cut the proxy once `queue` holds `depth` messages: RabbitMQ goes away mid-redrive."""
-    connection = pika.BlockingConnection(_quiet(channel_url))
+    connection = pika.BlockingConnection(quiet_parameters(channel_url))
     channel = connection.channel()
     deadline = time.monotonic() + 120
     while time.monotonic() < deadline:
