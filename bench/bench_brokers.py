@@ -8,7 +8,12 @@
    "reprocess to its original RabbitMQ queue": from "approve" until the N messages are confirmed
    in their original queue (the decision's execution, then delivery runs of the redrive queue,
    whose handler publishes with pipelined publisher confirms).
-3. RabbitMQ's shovel moving the same N (200-byte persistent messages) between two durable queues
+3. The floor of a redrive: N quarantined messages (seeded as bench_decisions seeds them, 200-byte
+   bodies) reprocessed by an approved request to a queue whose handler does nothing
+   (workers.demo.handlers.noop), timed as the redrive is, from "approve" until every one is
+   delivered. What the decision and the engine cost without any publishing: a redrive cannot be
+   faster than this.
+4. RabbitMQ's shovel moving the same N (200-byte persistent messages) between two durable queues
    with `ack-mode: on-confirm`, in the same run (bench_decisions' `_shovel`).
 
 Goal: drain and redrive each at least as fast as the shovel. Runs on SQLite and then on
@@ -20,7 +25,7 @@ import threading
 import time
 import uuid
 
-from bench.bench_decisions import _people, _rabbitmq_up, _shovel
+from bench.bench_decisions import _people, _rabbitmq_up, _seed, _shovel, _window
 from bench.support import django_setup, fresh_state, on_both_databases, rows_print
 
 URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
@@ -80,6 +85,18 @@ def _drain(channel, dlq, n):
     return seconds
 
 
+def _deliver(spark, queue, n):
+    """Delivery runs of `queue` until n of its messages were delivered (or nothing is due)."""
+    from console.delivery.services import delivery_run
+
+    delivered = 0
+    while delivered < n:
+        run = delivery_run(queues=[queue], spark=spark)
+        if run is None or not run.claimed:
+            return
+        delivered += (run.outcomes or {}).get("states", {}).get("DLVD", 0)
+
+
 def _deliver_until_idle(spark, queues):
     from console.delivery.services import delivery_run
 
@@ -89,15 +106,18 @@ def _deliver_until_idle(spark, queues):
             return
 
 
-def _redrive(people, spark, channel, work, n):
+def _reprocess(people, spark, filters, target, n):
+    """Approve and carry out "reprocess to `target`" of the n quarantined messages `filters`
+    select, then deliver `target` until nothing is due. Returns the seconds of the decision and
+    of the whole, from "approve"."""
     from console.decisions.execution import action_request_execute
     from console.decisions.services import Action, action_request_approve, action_request_create
 
     request = action_request_create(
         actor=people["operator"],
-        scope={"kind": "filter", "filters": {"queue": "bench-dead"}},
-        action=Action(kind="reprocess", target_queue="bench-redrive"),
-        comment="bench: back to the queue they died in",
+        scope={"kind": "filter", "filters": filters},
+        action=Action(kind="reprocess", target_queue=target),
+        comment=f"bench: reprocess to {target}",
     )
     assert request.count == n, request.count
     started = time.perf_counter()
@@ -105,11 +125,38 @@ def _redrive(people, spark, channel, work, n):
     request = action_request_execute(request_id=request.id, spark=spark)
     assert request.status == "done", request.status
     decided = time.perf_counter() - started
-    _deliver_until_idle(spark, ["bench-redrive"])
+    _deliver(spark, target, n)
+    return decided, started
+
+
+def _redrive(people, spark, channel, work, n):
+    decided, started = _reprocess(people, spark, {"queue": "bench-dead"}, "bench-redrive", n)
     while _depth(channel, work) < n:
         time.sleep(0.05)
     seconds = time.perf_counter() - started
     assert _depth(channel, work) == n, _depth(channel, work)
+    return seconds, decided
+
+
+def _floor(people, spark, n):
+    """The redrive's decision and delivery with a handler that does nothing, over n quarantined
+    messages seeded beside the drained ones (not timed), indexed by a full refresh."""
+    from django.db import connection
+
+    from console.lake.services import lake
+    from console.readmodels.models import QueueStat
+    from console.readmodels.services import read_models_refresh
+
+    _seed(lake(), n)
+    read_models_refresh(full=True, spark=spark)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:  # as autovacuum would have (bench_decisions)
+            cursor.execute("VACUUM ANALYZE")
+    decided, started = _reprocess(people, spark, _window(0, n), "bench-floor", n)
+    seconds = time.perf_counter() - started
+    read_models_refresh(spark=spark)
+    delivered = QueueStat.objects.get(queue="bench-floor").counts.get("DLVD", 0)
+    assert delivered == n, delivered
     return seconds, decided
 
 
@@ -158,6 +205,7 @@ def run_here():
                         "handler": REDRIVE_HANDLER,
                         "handler_options": {"url_env": URL_ENV},
                     },
+                    {"name": "bench-floor", "handler": "workers.demo.handlers.noop"},
                 ],
                 "sources": [
                     {
@@ -181,6 +229,7 @@ def run_here():
         read_models_refresh(full=True, spark=spark)
         people = _people()
         redrive, decided = _redrive(people, spark, channel, work, n)
+        floor, floor_decided = _floor(people, spark, n)
     finally:
         for queue in (work, dlq, dlq + ".antidote-refused"):
             channel.queue_delete(queue)
@@ -211,6 +260,18 @@ def run_here():
             "shovel_msgs_per_s": round(n / shovel),
             "vs_shovel": round(shovel / redrive, 2),
             "goal": ">= 1 x the shovel",
+            "cores": cores,
+        },
+        {
+            "benchmark": f"redrive floor: {n:,} reprocessed to a no-op handler ({db})",
+            "messages": n,
+            "seconds": round(floor, 1),
+            "of_which_decision_s": round(floor_decided, 1),
+            "msgs_per_s": round(n / floor),
+            "shovel_s": round(shovel, 1),
+            "shovel_msgs_per_s": round(n / shovel),
+            "vs_shovel": round(shovel / floor, 2),
+            "goal": "(none: the most a redrive can reach)",
             "cores": cores,
         },
     ]

@@ -113,6 +113,24 @@ def test_a_permanent_failure_may_name_the_exception_and_stack_of_the_original_fa
     )
 
 
+def test_a_failure_from_elsewhere_without_a_stack_records_none_of_this_process():
+    def handler(message):
+        raise PermanentFailure("expired in queue 'orders'", exception_type="amqp.expired")
+
+    result = iso.run_isolated(_messages([b"x"]), handler)
+    assert result.failures[0] == ("expired in queue 'orders'", "amqp.expired", "")
+
+
+def test_a_permanent_failure_of_this_handler_keeps_its_own_type_and_traceback():
+    def handler(message):
+        raise PermanentFailure("missing field: customer")
+
+    result = iso.run_isolated(_messages([b"x"]), handler)
+    reason, exc_type, stack = result.failures[0]
+    assert (reason, exc_type) == ("missing field: customer", "PermanentFailure")
+    assert "Traceback" in stack and "in handler" in stack
+
+
 @configurable
 def _greeter(*, greeting="hello"):
     def handler(message):

@@ -477,6 +477,8 @@ def _line(text, limit):
     # Newlines, control and bidi characters would let a header forge extra lines or reorder what
     # a person reads: each becomes a space.
     text = _head(text, limit)
+    if text.isprintable():  # the common case, without a Python step per character
+        return text
     return "".join(c if c.isprintable() else " " for c in text)
 
 

@@ -58,10 +58,16 @@ def _failure_record(index, exc, *, transient):
     reason = str(exc) or exc.__class__.__name__
     if transient and not isinstance(exc, Exception):
         reason = f"{exc.__class__.__name__}: {reason}"
-    # A PermanentFailure may carry the type and stack of a failure that happened elsewhere.
-    given = isinstance(exc, PermanentFailure)
-    exc_type = (given and exc.exception_type) or exc.__class__.__name__
-    stack = (given and exc.stack) or "".join(traceback.format_exception(exc))
+    # A PermanentFailure may carry the type and stack of a failure that happened elsewhere. This
+    # process's traceback says nothing of such a failure (and formatting it costs more than the
+    # rest of a failed call): one that names its type but has no stack records none.
+    elsewhere = isinstance(exc, PermanentFailure) and (exc.exception_type or exc.stack)
+    if elsewhere:
+        exc_type = exc.exception_type or exc.__class__.__name__
+        stack = exc.stack or ""
+    else:
+        exc_type = exc.__class__.__name__
+        stack = "".join(traceback.format_exception(exc))
     return pickle.dumps((index, reason[:MAX_REASON], str(exc_type), str(stack)[-MAX_STACK:]))
 
 

@@ -215,7 +215,9 @@ def _deliver_group(view, group, ctx, streaks, sequence, feed=None):
                 entry_reason=poison,
             )
             continue
-        handler = _handler_for(ctx.policies[queue])
+        handler = handlers.get(queue)
+        if handler is None:
+            handler = _handler_for(ctx.policies[queue])
         if isinstance(handler, HandlerImportError):
             # Not called, so not a crash; transient so that R3 quarantines it in the end and
             # a fixed deployment can still deliver it meanwhile.
