@@ -170,7 +170,6 @@ def run_here():
     from django.conf import settings
     from django.db import connection
 
-    from console.queues.models import BrokerSource
     from console.queues.services import queues_load
     from console.queues.sources import INTAKE_HANDLER, REDRIVE_HANDLER
     from console.readmodels.services import read_models_refresh
@@ -182,7 +181,6 @@ def run_here():
     db = connection.vendor
     os.environ[URL_ENV] = URL
     _rabbitmq_up()
-    BrokerSource.objects.all().delete()
     fresh_state("brokers")
     tag = uuid.uuid4().hex[:6]
     work, dlq = f"bench.brokers.{tag}", f"bench.brokers.{tag}.dlq"

@@ -376,7 +376,9 @@ def clear():
 
 
 def analyze():
-    """Planner statistics, as PostgreSQL's autovacuum would gather them after a bulk load."""
+    """What PostgreSQL's autovacuum does after a bulk load, long before anyone browses a million
+    rows: planner statistics, and the visibility map without which no index-only scan skips the
+    table (bench_decisions does the same). A first page took 63 ms without it, 37 ms with it."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("ANALYZE")
+            cursor.execute("VACUUM ANALYZE")

@@ -35,7 +35,7 @@ def fresh_state(name):
     from console.delivery.models import DeliveryRun, PoisonChange, PoisonEntry
     from console.ingest.models import InboxFile, MessageKey
     from console.lake.models import Epoch, LakeCommit
-    from console.queues.models import Queue
+    from console.queues.models import BrokerSource, Queue
     from console.readmodels.models import (
         FailureGroup,
         MessageIndex,
@@ -52,6 +52,7 @@ def fresh_state(name):
         DeliveryRun,
         LakeCommit,
         Epoch,
+        BrokerSource,  # before the queues they feed (a protected reference)
         Queue,
     )
     for model in product:

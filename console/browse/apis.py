@@ -21,6 +21,7 @@ from console.api import BAD_FILTERS, ERRORS, NOT_FOUND, bad_filters, path_key, p
 from console.browse import selectors
 from console.browse.body import raw_body_response
 from console.browse.forms import API_PAGE_SIZE_MAX, PAGE_SIZE, MessageFilterForm
+from console.browse.search import QUERY_MAX, search
 from console.browse.services import message_body_read
 from console.permissions import (
     CHANGE_QUEUE,
@@ -214,6 +215,74 @@ class GroupListApi(APIView):
         return Response({"results": _GroupSerializer(groups, many=True).data})
 
 
+def _count(match):
+    if match is None:
+        return None
+    return {"count": match.count, "more": match.more}
+
+
+class SearchApi(APIView):
+    """The console's search box: what a query finds. `message_id` is set when it names one message
+    (its whole id, or the beginning of only one id when nothing else matches); otherwise the ids
+    that start with it, how many messages have it in their last failure's reason, as their sender
+    or their conversation (counts stop at 1,000: `more` says so), and the failure groups and
+    queues whose names hold it. Reasons, groups and queues from 3 characters on."""
+
+    permission_classes = [has_perms(VIEW_MESSAGES)]
+
+    class FilterSerializer(serializers.Serializer):
+        q = serializers.CharField(max_length=QUERY_MAX, help_text="What to look for.")
+
+    _Count = inline_serializer(
+        "SearchCount",
+        {"count": serializers.IntegerField(), "more": serializers.BooleanField()},
+        allow_null=True,
+    )
+
+    @extend_schema(
+        operation_id="search",
+        parameters=[FilterSerializer],
+        responses={
+            200: inline_serializer(
+                "SearchResult",
+                {
+                    "query": serializers.CharField(),
+                    "message_id": serializers.CharField(allow_null=True),
+                    "message_ids": serializers.ListField(child=serializers.CharField()),
+                    "more_message_ids": serializers.BooleanField(),
+                    "reasons": _Count,
+                    "senders": _Count,
+                    "conversations": _Count,
+                    "groups": _GroupSerializer(many=True),
+                    "queues": serializers.ListField(child=serializers.CharField()),
+                },
+            ),
+            400: BAD_FILTERS,
+            **ERRORS,
+        },
+    )
+    def get(self, request):
+        filters = self.FilterSerializer(data=request.query_params)
+        if not filters.is_valid():
+            return bad_filters(filters.errors)
+        result = search(
+            query=filters.validated_data["q"], groups=request.user.has_perm(VIEW_GROUPS)
+        )
+        return Response(
+            {
+                "query": result.query,
+                "message_id": result.go_to,
+                "message_ids": result.ids,
+                "more_message_ids": result.more_ids,
+                "reasons": _count(result.reasons),
+                "senders": _count(result.senders),
+                "conversations": _count(result.conversations),
+                "groups": _GroupSerializer(result.groups, many=True).data,
+                "queues": result.queues,
+            }
+        )
+
+
 class GroupDetailApi(APIView):
     permission_classes = [has_perms(VIEW_GROUPS)]
 
@@ -340,6 +409,12 @@ class StatsApi(APIView):
                         child=_StateCounts(), help_text="Messages per state, per queue."
                     ),
                     "quarantined": serializers.IntegerField(),
+                    "delivered_after_failure": inline_serializer(
+                        "DeliveredAfterFailure",
+                        {"count": serializers.IntegerField(), "more": serializers.BooleanField()},
+                        help_text="Of the DLVD messages, those that failed at least once (the "
+                        "ones the message list holds); the count stops at 10,000 (`more`).",
+                    ),
                     "updated_at": serializers.DateTimeField(allow_null=True),
                     "disabled_queues": inline_serializer(
                         "DisabledQueue",
@@ -394,6 +469,7 @@ class StatsApi(APIView):
                 "totals": dict(stats["totals"]),
                 "queues": {name: dict(counts) for name, counts in stats["per_queue"]},
                 "quarantined": stats["quarantined"],
+                "delivered_after_failure": _count(stats["delivered_after_failure"]),
                 "updated_at": stats["updated_at"],
                 "disabled_queues": [
                     {"name": q.name, "disabled_at": q.disabled_at, "reason": q.disabled_reason}

@@ -20,7 +20,13 @@ from console.delivery.selectors import HISTORY_FIELDS, message_history
 from console.ingest.models import MessageKey
 from console.lake.services import lake
 from console.queues.models import POLICY_FIELDS, Queue
-from console.readmodels.models import FailureGroup, MessageIndex, QuarantineInflow, QueueStat
+from console.readmodels.models import (
+    FailureGroup,
+    MessageIndex,
+    MessageState,
+    QuarantineInflow,
+    QueueStat,
+)
 from workers.brokers.dead_letters import dead_letter_details, dead_letter_of
 from workers.engine.states import ATTENTION_STATES, DLNG, DLVD, NDLV, STATES, is_failure
 from workers.lake.schema import MESSAGE_COLUMNS_WITHOUT_BODY
@@ -58,9 +64,10 @@ class BadCursor(ValueError):
 # --- The browser ---------------------------------------------------------------------------------
 
 
-def message_queryset(*, filters):
-    """MessageIndex rows matching the browser's filters (see forms.FILTER_FIELDS)."""
-    qs = MessageIndex.objects.all()
+def message_queryset(*, filters, base=None):
+    """MessageIndex rows matching the browser's filters (see forms.FILTER_FIELDS). `base`: another
+    queryset to filter, MessageState's for filters on its columns only."""
+    qs = MessageIndex.objects.all() if base is None else base
     if filters.get("state") == OPEN:
         qs = qs.filter(state__in=ATTENTION_STATES)
     elif filters.get("state"):
@@ -250,7 +257,18 @@ def message_match_count(*, filters, cap=None):
         stat = QueueStat.objects.filter(queue=filters["queue"]).first()
         counts = (stat.counts or {}) if stat else {}
         return MatchCount(sum(int(counts.get(s, 0)) for s in wanted), False, "stats")
-    counted = message_queryset(filters=filters).values("pk")[: cap + 1].count()
+    if active == {"state"} and state != DLVD:
+        # The same, over every queue: what the dashboard's cards say.
+        counts = QueueStat.objects.values_list("counts", flat=True)
+        return MatchCount(
+            sum(int((c or {}).get(s, 0)) for c in counts for s in wanted), False, "stats"
+        )
+    base = None
+    if active <= _STATE_FILTERS | {"since", "until"} and _failure_column(filters) == "failure_at":
+        # Only MessageState's columns: its narrow rows are counted (one per indexed message),
+        # without the join to MessageIndex that would read a wide row for each.
+        base = MessageState.objects.all()
+    counted = message_queryset(filters=filters, base=base).values("pk")[: cap + 1].count()
     return MatchCount(min(counted, cap), counted > cap, "index")
 
 
@@ -592,4 +610,6 @@ def dashboard_stats():
         "per_queue": per_queue,
         "quarantined": totals.get(NDLV, 0),
         "updated_at": latest,
+        # DLVD counts every delivered message; the browser lists those that failed first.
+        "delivered_after_failure": message_match_count(filters={"state": DLVD}),
     }

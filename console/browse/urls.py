@@ -7,6 +7,7 @@ register_converter(MessageIdConverter, "msgid")
 
 urlpatterns = [
     path("", views.dashboard, name="dashboard"),
+    path("search/", views.search, name="search"),
     path("messages/", views.message_list, name="message-list"),
     path("messages/<msgid:message_id>/raw", views.message_raw, name="message-raw"),
     path("messages/<msgid:message_id>/", views.message_detail, name="message-detail"),
@@ -19,6 +20,7 @@ urlpatterns = [
 # Under /api/v1/ (console/urls.py).
 api_urlpatterns = [
     path("index/messages", apis.MessageIndexApi.as_view(), name="api-index-messages"),
+    path("search", apis.SearchApi.as_view(), name="api-search"),
     path("groups", apis.GroupListApi.as_view(), name="api-group-list"),
     path("groups/<path:fingerprint>", apis.GroupDetailApi.as_view(), name="api-group-detail"),
     path("queues", apis.QueueListApi.as_view(), name="api-queue-list"),

@@ -13,6 +13,8 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 from console.browse import selectors
 from console.browse.body import body_render, raw_body_response
 from console.browse.forms import FILTER_FIELDS, OPEN, MessageFilterForm
+from console.browse.search import MIN_TEXT
+from console.browse.search import search as search_for
 from console.browse.services import message_body_read, message_body_read_record
 from console.permissions import (
     CHANGE_QUEUE,
@@ -56,6 +58,7 @@ def dashboard(request):
         "groups": selectors.group_list(limit=selectors.TOP_GROUPS),
         "inflow": selectors.inflow_chart(series),
         "inflow_total": sum(n for _, n in series),
+        "inflow_peak": max((n for _, n in series), default=0),
         "chart": selectors.INFLOW_CHART,
     }
     return render(request, "browse/dashboard.html", ctx)
@@ -121,6 +124,17 @@ def message_detail(request, message_id):
         ),
     }
     return render(request, "browse/message_detail.html", ctx)
+
+
+@require_GET
+@login_required
+@perms_required(VIEW_MESSAGES)
+def search(request):
+    """The search box's answer: the message itself for an id, otherwise where the text is."""
+    result = search_for(query=request.GET.get("q", ""), groups=request.user.has_perm(VIEW_GROUPS))
+    if result.go_to is not None:
+        return redirect("message-detail", message_id=result.go_to)
+    return render(request, "browse/search.html", {"result": result, "min_text": MIN_TEXT})
 
 
 @require_GET

@@ -8,3 +8,21 @@ document.addEventListener("submit", function (event) {
     event.preventDefault();
   }
 });
+
+// "/" goes to the search box from anywhere but a field being typed in (as on GitHub or Gmail).
+document.addEventListener("keydown", function (event) {
+  if (event.key !== "/" || event.ctrlKey || event.metaKey || event.altKey) {
+    return;
+  }
+  var target = event.target;
+  var tag = target && target.tagName;
+  if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || (target && target.isContentEditable)) {
+    return;
+  }
+  var box = document.getElementById("search-box");
+  if (box) {
+    event.preventDefault();
+    box.focus();
+    box.select();
+  }
+});
