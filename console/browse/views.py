@@ -3,6 +3,7 @@ nothing (R12). Data from messages (bodies, headers, reasons, ids, queue names, s
 the templates as plain strings and is escaped there; nothing here marks anything safe."""
 
 import functools
+from urllib.parse import urlencode
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
@@ -86,6 +87,7 @@ def message_list(request):
             ctx["page"] = selectors.message_page(filters=filters, sort=data["sort"])
         ctx["count"] = selectors.message_match_count(filters=filters)
         ctx["filter_items"] = [(name, _as_param(filters[name])) for name in filters]
+        ctx["quick_query"] = urlencode([("scope", "filter"), *ctx["filter_items"]])
     # The page links keep the filters and sort, whichever way they came (GET or the POST above).
     source = request.POST if selecting else request.GET
     ctx["query"] = QueryDict(mutable=True)
@@ -122,6 +124,9 @@ def message_detail(request, message_id):
         "conversation": selectors.message_conversation(
             conversation_id=conversation_id, exclude=message_id
         ),
+        "group": selectors.group_get(fingerprint=view.indexed.group_id)
+        if view.indexed is not None and view.indexed.group_id
+        else None,
     }
     return render(request, "browse/message_detail.html", ctx)
 
@@ -176,6 +181,7 @@ def group_detail(request, fingerprint):
         "states": selectors.state_counts(group.states),
         "page": selectors.message_page(filters=filters),
         "everyone": everyone,
+        "quick_query": urlencode({"scope": "group", "group": fingerprint}),
     }
     return render(request, "browse/group_detail.html", ctx)
 

@@ -195,3 +195,30 @@ class NotificationFilterForm(NoAutocompleteForm):
     def filters(self):
         data = self.cleaned_data
         return {name: data[name] for name in ("sender", "conversation", "message_id") if data[name]}
+
+
+class QuickActionForm(NoAutocompleteForm):
+    """The short confirmation of a one-click action on a group or a filter: a comment if one wants
+    (a plain one is written otherwise), and for an end with error what the sender is told."""
+
+    comment = forms.CharField(
+        required=False,
+        max_length=COMMENT_MAX,
+        widget=forms.Textarea(attrs={"rows": 2}),
+        label="comment (optional)",
+        help_text="Why, for the approver and the audit trail; if empty, the request says what "
+        "was clicked where.",
+    )
+    error_code = forms.CharField(max_length=ERROR_CODE_MAX, label="error code")
+    error_description = forms.CharField(
+        max_length=ERROR_DESCRIPTION_MAX,
+        widget=forms.Textarea(attrs={"rows": 3}),
+        label="error description",
+        help_text="Sent to each message's sender with the code.",
+    )
+
+    def __init__(self, *args, ends=False, **kwargs):
+        super().__init__(*args, **kwargs)
+        if not ends:
+            del self.fields["error_code"]
+            del self.fields["error_description"]

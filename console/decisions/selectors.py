@@ -7,6 +7,7 @@ from datetime import datetime
 import pyarrow as pa
 import pyarrow.compute as pc
 from django.core import signing
+from django.db.models import Count
 
 from console.audit.models import AuditEntry
 from console.browse.selectors import COUNT_CAP, MatchCount
@@ -16,6 +17,7 @@ from console.lake.selectors import lake_paths
 from console.lake.services import lake
 from console.permissions import APPROVE_REQUESTS
 from console.queues.models import BrokerSource
+from console.readmodels.models import FailureGroup
 from workers.lake.schema import TS
 
 ACTIVE = (ActionRequest.APPROVED, ActionRequest.RUNNING, ActionRequest.CANARY)
@@ -86,6 +88,37 @@ def scope_match_count(*, scope, cap=COUNT_CAP):
     qs = scope_queryset(scope)
     counted = qs.values("pk")[: cap + 1].count()
     return MatchCount(min(counted, cap), counted > cap, "index")
+
+
+def scope_queues(*, scope, matching, limit=10):
+    """[(queue, quarantined messages)] of a scope, most first, when `matching` (its count) is
+    exact: over the count's cap a breakdown would read every row. None when it is not told."""
+    if matching is None or matching.more or not matching.count:
+        return None
+    rows = (
+        scope_queryset(scope)
+        .values("queue")
+        .annotate(n=Count("pk"))
+        .order_by("-n", "queue")
+        .values_list("queue", "n")
+    )
+    return list(rows[:limit])
+
+
+def scope_group(*, scope):
+    """The failure group a group scope names (for its pattern), or None."""
+    if scope.get("kind") != "group":
+        return None
+    return FailureGroup.objects.filter(fingerprint=scope.get("group")).first()
+
+
+def group_patterns(*, fingerprints):
+    """{fingerprint: pattern} of the failure groups named (those that still exist)."""
+    return dict(
+        FailureGroup.objects.filter(fingerprint__in=fingerprints).values_list(
+            "fingerprint", "pattern"
+        )
+    )
 
 
 def scope_redrive_sources(*, scope, limit=20):

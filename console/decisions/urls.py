@@ -5,6 +5,7 @@ from console.decisions import apis, views
 urlpatterns = [
     path("requests/", views.request_list, name="request-list"),
     path("requests/new", views.request_new, name="request-new"),
+    path("requests/quick", views.request_quick, name="request-quick"),
     path("requests/<int:request_id>/", views.request_detail, name="request-detail"),
     path("requests/<int:request_id>/ids.txt", views.request_ids, name="request-ids"),
     path("requests/<int:request_id>/approve", views.request_approve, name="request-approve"),

@@ -15,6 +15,7 @@ from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
 from django.http import Http404, QueryDict, StreamingHttpResponse
 from django.shortcuts import redirect, render
+from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
@@ -30,6 +31,7 @@ from console.decisions.forms import (
     REQUESTS_PAGE,
     ActionRequestForm,
     NotificationFilterForm,
+    QuickActionForm,
     RequestFilterForm,
     normalize_edited_body,
     scope_from_params,
@@ -45,6 +47,7 @@ from console.decisions.services import (
     action_request_edited_body_read,
     action_request_reject,
     action_request_withdraw,
+    approval_needed,
 )
 from console.lake.services import lake
 from console.permissions import (
@@ -130,7 +133,7 @@ def request_new(request):
         matching = selectors.scope_match_count(scope=scope)
     except ScopeError as exc:
         return render(request, template, {"scope_error": str(exc)}, status=400)
-    ctx = {"scope": scope, "matching": matching}
+    ctx = {"scope": scope, "matching": matching, "scope_group": selectors.scope_group(scope=scope)}
     original = None
     with_body = scope["kind"] == "message"
     if with_body:
@@ -187,6 +190,82 @@ def request_new(request):
     return render(request, template, ctx, status=400 if posted else 200)
 
 
+# One click on a failure group or on the message list's filter: the action, and what its button
+# says (the full form keeps the other queue, the edited body, the rate and the canary).
+QUICK_ACTIONS = {R.REPROCESS: "Retry", R.FAIL: "Fail", R.END: "End with error"}
+QUICK_SCOPES = ("group", "filter", "selection")
+
+
+def _scope_said(scope, group):
+    """The scope in a sentence, for a request's comment when nobody wrote one."""
+    if scope["kind"] == "group":
+        pattern = group.pattern if group is not None else scope["group"]
+        return f"failure group '{pattern[:200]}'"
+    if scope["kind"] == "selection":
+        return f"{len(scope['ids'])} selected messages"
+    said = ", ".join(f"{name} = {value}" for name, value in scope["filters"].items())
+    return f"the messages of the filter {said}" if said else "every quarantined message"
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+@perms_required(MAKE_REQUESTS, VIEW_MESSAGES)
+def request_quick(request):
+    """GET: the short confirmation of a one-click action (how many, in which queues, whether a
+    second person must approve); POST: the request, as the full form would send it."""
+    template = "decisions/request_quick.html"
+    action = request.GET.get("action", "")
+    try:
+        if action not in QUICK_ACTIONS:
+            raise ScopeError(f"the action is one of {', '.join(QUICK_ACTIONS)}")
+        scope = scope_from_params(request.GET)
+        if scope["kind"] not in QUICK_SCOPES:
+            raise ScopeError("one click acts on a failure group, a selection or a filter")
+        matching = selectors.scope_match_count(scope=scope)
+    except ScopeError as exc:
+        return render(request, template, {"scope_error": str(exc)}, status=400)
+    group = selectors.scope_group(scope=scope)
+    posted = request.method == "POST"
+    form = QuickActionForm(request.POST if posted else None, ends=action == R.END)
+    if posted and form.is_valid():
+        data = form.cleaned_data
+        label = QUICK_ACTIONS[action]
+        comment = data["comment"].strip() or f"{label}: {_scope_said(scope, group)} (one click)"
+        try:
+            created = action_request_create(
+                actor=request.user,
+                scope=scope,
+                action=Action(
+                    kind=action,
+                    error_code=data.get("error_code", ""),
+                    error_description=data.get("error_description", ""),
+                ),
+                comment=comment,
+            )
+        except (ValidationError, ScopeError) as exc:
+            form.add_error(None, why(exc))
+        else:
+            if created.status == R.PENDING:
+                messages.success(request, f"Request {created.id} waits for a second person.")
+            else:
+                messages.success(request, f"Request {created.id} is approved and starts now.")
+            return redirect("request-detail", created.id)
+    ctx = {
+        "scope": scope,
+        "scope_group": group,
+        "action": action,
+        "label": QUICK_ACTIONS[action],
+        "matching": matching,
+        "queues": selectors.scope_queues(scope=scope, matching=matching),
+        "second_person": matching.more or approval_needed(action=action, count=matching.count),
+        "full_form": reverse("request-new")
+        + "?"
+        + urlencode([*scope_params(scope), ("action", action)]),
+        "form": form,
+    }
+    return render(request, template, ctx, status=400 if posted else 200)
+
+
 # --- Reading ------------------------------------------------------------------------------------
 
 
@@ -230,6 +309,8 @@ def request_detail(request, request_id):
     may_approve = user.has_perm(APPROVE_REQUESTS)
     queues, more_queues = _by_count(r.breakdown.get("queues"))
     groups, more_groups = _by_count(r.breakdown.get("groups"))
+    patterns = selectors.group_patterns(fingerprints=[name for name, _ in groups if name])
+    groups = [(name, n, patterns.get(name)) for name, n in groups]
     edited = None
     if r.edited_body is not None and user.has_perm(VIEW_BODY):
         edited = body_render(action_request_edited_body_read(actor=user, request=r, via="request"))
@@ -239,6 +320,7 @@ def request_detail(request, request_id):
     cooling = approve_from is not None and approve_from > timezone.now()
     ctx = {
         "r": r,
+        "scope_group": selectors.scope_group(scope=r.scope),
         "approve_from": approve_from if cooling else None,
         "queues": queues,
         "more_queues": more_queues,

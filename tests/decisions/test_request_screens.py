@@ -36,6 +36,11 @@ PAGES = [
     ("request-detail", lambda r: reverse("request-detail", args=[r.id]), VIEW),
     ("request-ids", lambda r: reverse("request-ids", args=[r.id]), VIEW),
     ("request-new", lambda r: _new(scope="message", id="m-01"), ASK),
+    (
+        "request-quick",
+        lambda r: reverse("request-quick") + "?scope=group&group=g-missing&action=reprocess",
+        ASK,
+    ),
 ]
 
 
