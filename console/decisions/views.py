@@ -122,6 +122,15 @@ def _editable_body(user, message_id):
     return text, ""
 
 
+def _to_created(request, created):
+    """To the new request's page, saying whether it waits for a second person."""
+    if created.status == R.PENDING:
+        messages.success(request, f"Request {created.id} waits for a second person.")
+    else:
+        messages.success(request, f"Request {created.id} is approved and starts now.")
+    return redirect("request-detail", created.id)
+
+
 @require_http_methods(["GET", "POST"])
 @login_required
 @perms_required(MAKE_REQUESTS, VIEW_MESSAGES)
@@ -181,11 +190,7 @@ def request_new(request):
         except (ValidationError, ScopeError) as exc:
             form.add_error(None, why(exc))
         else:
-            if created.status == R.PENDING:
-                messages.success(request, f"Request {created.id} waits for a second person.")
-            else:
-                messages.success(request, f"Request {created.id} is approved and starts now.")
-            return redirect("request-detail", created.id)
+            return _to_created(request, created)
     ctx["form"] = form
     return render(request, template, ctx, status=400 if posted else 200)
 
@@ -245,11 +250,7 @@ def request_quick(request):
         except (ValidationError, ScopeError) as exc:
             form.add_error(None, why(exc))
         else:
-            if created.status == R.PENDING:
-                messages.success(request, f"Request {created.id} waits for a second person.")
-            else:
-                messages.success(request, f"Request {created.id} is approved and starts now.")
-            return redirect("request-detail", created.id)
+            return _to_created(request, created)
     ctx = {
         "scope": scope,
         "scope_group": group,

@@ -144,3 +144,19 @@ def refresh(engine):
         return read_models_refresh(spark=engine.spark)
 
     return refresh
+
+
+MISSING_CUSTOMER = "missing field: customer"
+
+
+@pytest.fixture
+def refused(engine, refresh, settings):
+    """Five orders without a customer, quarantined in one failure group of queue orders (no
+    retry: max_failed_deliveries 1), and indexed. Refreshes after a commit are the test's to do."""
+    settings.REFRESH_ON_COMMIT = False
+    engine.queue("orders", handler="tests.browser.handlers.orders", max_failed_deliveries=1)
+    orders = {f"order-{i}": f'{{"order_id": "A-{i}", "items": []}}' for i in range(1, 6)}
+    engine.ingest("orders", orders, content_type="application/json")
+    engine.deliver()
+    refresh()
+    return sorted(orders)

@@ -11,21 +11,9 @@ from playwright.sync_api import expect
 from console.decisions.execution import action_request_execute
 from console.decisions.models import ActionRequest
 from console.queues.models import Queue
+from tests.browser.conftest import MISSING_CUSTOMER
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
-
-MISSING_CUSTOMER = "missing field: customer"
-
-
-@pytest.fixture
-def refused(engine, refresh, settings):
-    settings.REFRESH_ON_COMMIT = False
-    engine.queue("orders", handler="tests.browser.handlers.orders", max_failed_deliveries=1)
-    orders = {f"order-{i}": f'{{"order_id": "A-{i}", "items": []}}' for i in range(1, 6)}
-    engine.ingest("orders", orders, content_type="application/json")
-    engine.deliver()
-    refresh()
-    return sorted(orders)
 
 
 def test_a_group_is_reprocessed_with_four_eyes_and_the_auditor_sees_every_step(

@@ -8,21 +8,9 @@ import pytest
 from console.decisions.execution import action_request_execute
 from console.decisions.models import ActionRequest
 from console.queues.models import Queue
+from tests.browser.conftest import MISSING_CUSTOMER
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
-
-MISSING_CUSTOMER = "missing field: customer"
-
-
-@pytest.fixture
-def refused(engine, refresh, settings):
-    settings.REFRESH_ON_COMMIT = False
-    engine.queue("orders", handler="tests.browser.handlers.orders", max_failed_deliveries=1)
-    orders = {f"order-{i}": f'{{"order_id": "A-{i}", "items": []}}' for i in range(1, 5)}
-    engine.ingest("orders", orders, content_type="application/json")
-    engine.deliver()
-    refresh()
-    return sorted(orders)
 
 
 def test_a_group_is_retried_in_one_click_and_approved_by_a_second_person(
@@ -46,7 +34,7 @@ def test_a_group_is_retried_in_one_click_and_approved_by_a_second_person(
     with page.expect_navigation():
         page.locator("#quick-submit").click()
     request = ActionRequest.objects.get()
-    assert (request.status, request.count, request.action) == ("pending", 4, "reprocess")
+    assert (request.status, request.count, request.action) == ("pending", len(refused), "reprocess")
     assert page.url.endswith(f"/requests/{request.id}/")
     assert MISSING_CUSTOMER in page.locator("#scope-group").inner_text()
     tab.logout()
