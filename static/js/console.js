@@ -9,20 +9,89 @@ document.addEventListener("submit", function (event) {
   }
 });
 
-// "/" goes to the search box from anywhere but a field being typed in (as on GitHub or Gmail).
-document.addEventListener("keydown", function (event) {
-  if (event.key !== "/" || event.ctrlKey || event.metaKey || event.altKey) {
-    return;
+// Keyboard shortcuts, as in Gmail or GitHub: "/" search, "j"/"k" move down and up a list, "o" or
+// Enter open the row, "x" select it, "?" this help. Never while typing in a field, never with
+// Ctrl, Cmd or Alt (the browser's own shortcuts stay the browser's).
+(function () {
+  function typing(target) {
+    var tag = target && target.tagName;
+    return tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" ||
+      (target && target.isContentEditable);
   }
-  var target = event.target;
-  var tag = target && target.tagName;
-  if (tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" || (target && target.isContentEditable)) {
-    return;
+
+  function rows() {
+    // The rows of the page's main list that lead somewhere.
+    var table = document.querySelector("main table.grid");
+    if (!table) {
+      return [];
+    }
+    return Array.prototype.filter.call(table.querySelectorAll("tbody tr"), function (row) {
+      return row.querySelector("a[href]") !== null;
+    });
   }
-  var box = document.getElementById("search-box");
-  if (box) {
-    event.preventDefault();
-    box.focus();
-    box.select();
+
+  function move(step) {
+    var list = rows();
+    if (!list.length) {
+      return;
+    }
+    var at = list.findIndex(function (row) { return row.classList.contains("current"); });
+    var next = at < 0 ? 0 : Math.min(list.length - 1, Math.max(0, at + step));
+    if (at >= 0) {
+      list[at].classList.remove("current");
+      list[at].removeAttribute("aria-current");
+    }
+    list[next].classList.add("current");
+    list[next].setAttribute("aria-current", "true");
+    list[next].scrollIntoView({block: "nearest"});
   }
-});
+
+  function current() {
+    return document.querySelector("main table.grid tbody tr.current");
+  }
+
+  var help = document.getElementById("shortcuts");  // closed by its own form (method=dialog)
+
+  document.addEventListener("keydown", function (event) {
+    if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) {
+      return;
+    }
+    var row;
+    switch (event.key) {
+    case "/":
+      var box = document.getElementById("search-box");
+      if (box) {
+        event.preventDefault();
+        box.focus();
+        box.select();
+      }
+      return;
+    case "j":
+      move(1);
+      return;
+    case "k":
+      move(-1);
+      return;
+    case "o":
+    case "Enter":
+      row = current();
+      if (row && (event.key === "o" || event.target === document.body)) {
+        event.preventDefault();
+        row.querySelector("a[href]").click();
+      }
+      return;
+    case "x":
+      row = current();
+      var box2 = row && row.querySelector("input[type=checkbox]");
+      if (box2) {
+        box2.click();
+      }
+      return;
+    case "?":
+      if (help && !help.open) {
+        help.showModal();
+      }
+      return;
+    }
+  });
+}());
