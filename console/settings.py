@@ -385,6 +385,11 @@ HISTORY_COMPACT_AFTER_COMMITS = envint("HISTORY_COMPACT_AFTER_COMMITS", 10, mini
 # (unless REFRESH_ON_COMMIT is off: then only on the timer).
 REFRESH_INTERVAL_SECONDS = envint("REFRESH_INTERVAL_SECONDS", 30, minimum=1)
 REFRESH_ON_COMMIT = envbool("REFRESH_ON_COMMIT", "true")
+# The dashboard asks for its counts again this often (no reload), and says they may be stale when
+# the last refresh is older than STATS_STALE_SECONDS (a refresh runs at least every
+# REFRESH_INTERVAL_SECONDS: several missed ones mean the beat or the workers are down).
+DASHBOARD_POLL_SECONDS = envint("DASHBOARD_POLL_SECONDS", 10, minimum=1)
+STATS_STALE_SECONDS = envint("STATS_STALE_SECONDS", 300, minimum=1)
 
 # --- Decisions ------------------------------------------------------------------------------------
 

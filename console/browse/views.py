@@ -3,8 +3,10 @@ nothing (R12). Data from messages (bodies, headers, reasons, ids, queue names, s
 the templates as plain strings and is escaped there; nothing here marks anything safe."""
 
 import functools
+import json
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import Http404, QueryDict
@@ -53,9 +55,22 @@ def _auditors_to_the_audit_trail(view):
 @perms_required(VIEW_STATS)
 def dashboard(request):
     series = selectors.inflow_series()
+    stats = selectors.dashboard_stats()
+    disabled = selectors.queues_disabled()
     ctx = {
-        "stats": selectors.dashboard_stats(),
-        "disabled": selectors.queues_disabled(),
+        "stats": stats,
+        # What the page shows rows and cards for: the poller reloads the page when it changes.
+        "live_shape": json.dumps(
+            [
+                [state for state, _ in stats["totals"]],
+                [queue for queue, _ in stats["per_queue"]],
+                [q.name for q in disabled],
+            ]
+        ),
+        "poll_seconds": settings.DASHBOARD_POLL_SECONDS,
+        "stale_seconds": settings.STATS_STALE_SECONDS,
+        "refresh_seconds": settings.REFRESH_INTERVAL_SECONDS,
+        "disabled": disabled,
         "groups": selectors.group_list(limit=selectors.TOP_GROUPS),
         "inflow": selectors.inflow_chart(series),
         "inflow_total": sum(n for _, n in series),

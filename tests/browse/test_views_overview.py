@@ -24,7 +24,9 @@ def test_the_dashboard_shows_counts_inflow_and_top_groups(seeded, index, persona
     card = html[html.index('id="quarantined-count"') :]
     assert re.match(r'id="quarantined-count">\s*<a class="count" data-count="3" ', card)
     counts = html[html.index('id="queue-counts"') :]
-    assert "NDLV 2" in counts and "TBDL 4" in counts
+    pill = r'{} <span data-live="queue" data-queue="{}" data-state="{}">{}</span>'
+    assert re.search(pill.format("NDLV", "payments", "NDLV", 2), counts)
+    assert re.search(pill.format("TBDL", "orders", "TBDL", 4), counts)
     chart = html[html.index('<svg id="inflow-chart"') : html.index("</svg>")]
     assert chart.count('<rect class="bar"') == 7 * 24
     assert "2026-03-01 09:00 UTC: 4" in chart and "2026-03-01 12:00 UTC: 1" in chart

@@ -1,0 +1,46 @@
+"""The dashboard follows the counts by itself: new quarantines show without a reload, a new
+queue's row comes with one (the page reloads itself), and counts whose last refresh is old say
+so. Polled from /api/v1/stats by a static script: no inline script, the CSP kept."""
+
+import json
+
+import pytest
+from playwright.sync_api import expect
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+
+def test_the_dashboards_counts_change_without_a_reload(
+    personas, refused, engine, refresh, tab, settings
+):
+    settings.DASHBOARD_POLL_SECONDS = 1
+    page = tab.page
+    tab.login("operator")
+    tab.goto("/")
+    quarantined = page.locator('#quarantined-count [data-live="quarantined"]')
+    assert quarantined.inner_text() == str(len(refused))
+    page.evaluate("window.__same_page = true")
+
+    more = {f"order-{i}": json.dumps({"order_id": f"A-{i}", "items": []}) for i in (6, 7)}
+    engine.ingest("orders", more, content_type="application/json")
+    engine.deliver()
+    refresh()
+
+    expect(quarantined).to_have_text(str(len(refused) + 2))
+    expect(
+        page.locator('[data-live="queue"][data-queue="orders"][data-state="NDLV"]')
+    ).to_have_text("7")
+    assert page.evaluate("window.__same_page") is True  # no reload
+    assert page.locator("#stats-stale").is_hidden()
+
+    # A queue the page has no row for: the page reloads itself to show it.
+    settings.STATS_STALE_SECONDS = 1
+    engine.queue("refunds", handler="tests.browser.handlers.orders", max_failed_deliveries=1)
+    engine.ingest("refunds", {"refund-1": '{"items": []}'}, content_type="application/json")
+    engine.deliver()
+    refresh()
+    expect(page.locator("#queue-counts")).to_contain_text("refunds", timeout=15_000)
+    assert page.evaluate("window.__same_page") is None
+    # ...and, once its refresh is older than STATS_STALE_SECONDS, says the counts may be stale.
+    expect(page.locator("#stats-stale")).to_contain_text("may be stale")
+    assert not tab.csp_violations and not tab.errors
