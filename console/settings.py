@@ -138,6 +138,8 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "console.decisions.context_processors.requests_waiting",
             ],
+            # {{ value|when }} on every screen (console/browse/templatetags/when.py).
+            "builtins": ["console.browse.templatetags.when"],
         },
     },
 ]

@@ -95,3 +95,46 @@ document.addEventListener("submit", function (event) {
     }
   });
 }());
+
+// Moments (<time data-when>, written by the server in UTC): "4 min ago" up to a week away, else
+// the date in the browser's own zone, named; on hover, the full time in that zone and in UTC.
+(function () {
+  var local = new Intl.DateTimeFormat("sv-SE", {
+    year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit",
+    second: "2-digit", timeZoneName: "short"
+  });
+  var relative = new Intl.RelativeTimeFormat("en", {numeric: "auto"});
+  var steps = [[60, "second"], [3600, "minute"], [86400, "hour"], [604800, "day"]];
+
+  function ago(seconds) {
+    var size = 1;
+    for (var i = 0; i < steps.length; i++) {
+      if (Math.abs(seconds) < steps[i][0]) {
+        return relative.format(Math.round(seconds / size), steps[i][1]);
+      }
+      size = steps[i][0];
+    }
+    return null;
+  }
+
+  function render(element) {
+    var iso = element.getAttribute("datetime");
+    var at = iso ? new Date(iso) : null;
+    if (!at || isNaN(at.getTime())) {
+      return;
+    }
+    var utc = element.getAttribute("data-utc") || element.textContent;
+    element.setAttribute("data-utc", utc);
+    var there = local.format(at);
+    element.title = there + " (" + utc + ")";
+    element.textContent = ago((at.getTime() - Date.now()) / 1000) || there;
+  }
+
+  function renderAll() {
+    document.querySelectorAll("time[data-when]").forEach(render);
+  }
+
+  window.Antidote = {when: render};
+  renderAll();
+  window.setInterval(renderAll, 30000);
+}());

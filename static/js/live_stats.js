@@ -72,9 +72,14 @@
         element.closest("a.count").setAttribute("data-count", String(d.count));
       }
     });
-    if (asOf && data.updated_at) {
-      asOf.setAttribute("datetime", data.updated_at);
-      asOf.textContent = when(data.updated_at);
+    var moment = asOf && asOf.querySelector("time");
+    if (moment && data.updated_at) {
+      moment.setAttribute("datetime", data.updated_at);
+      moment.setAttribute("data-utc", when(data.updated_at));
+      moment.textContent = when(data.updated_at);
+      if (window.Antidote) {
+        window.Antidote.when(moment);
+      }
     }
     var age = data.updated_at ? Date.now() - Date.parse(data.updated_at) : 0;
     warn(age > staleAfter
@@ -98,8 +103,10 @@
         }
       })
       .catch(function (error) {
+        var at = asOf && asOf.querySelector("time");
         warn("The counts could not be brought up to date (" + error.message + "); they are as " +
-          "of " + (asOf ? asOf.textContent : "the page's loading") + ". Trying again.");
+          "of " + (at ? at.getAttribute("data-utc") || at.textContent : "the page's loading") +
+          ". Trying again.");
         window.setTimeout(poll, every);
       });
   }

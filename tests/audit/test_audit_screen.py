@@ -160,7 +160,11 @@ def test_it_says_when_there_is_no_checkpoint_yet(personas, record):
     html = _html(login(personas["auditor"]).get(reverse("audit-list")))
 
     assert "No checkpoint yet" in html
-    assert "Latest entry #2 of 2026-03-01 12:00:00" in html  # #2: the auditor's login
+    # #2: the auditor's login; a moment is said in UTC, with its exact instant for the browser.
+    assert (
+        'Latest entry #2 of <time datetime="2026-03-01T12:00:00Z" data-when>'
+        "2026-03-01 12:00:00 UTC</time>" in html
+    )
 
 
 def test_it_shows_whether_the_latest_checkpoint_still_holds(personas, record):

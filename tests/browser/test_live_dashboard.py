@@ -3,6 +3,7 @@ queue's row comes with one (the page reloads itself), and counts whose last refr
 so. Polled from /api/v1/stats by a static script: no inline script, the CSP kept."""
 
 import json
+import re
 
 import pytest
 from playwright.sync_api import expect
@@ -20,6 +21,10 @@ def test_the_dashboards_counts_change_without_a_reload(
     quarantined = page.locator('#quarantined-count [data-live="quarantined"]')
     assert quarantined.inner_text() == str(len(refused))
     page.evaluate("window.__same_page = true")
+    # The refresh's time as people say it, the full time with its zone on hover.
+    as_of = page.locator("#stats-as-of time")
+    assert re.fullmatch(r"now|\d+ seconds? ago|\d+ minutes? ago", as_of.inner_text())
+    assert re.search(r"\(\d{4}-\d\d-\d\d \d\d:\d\d:\d\d UTC\)$", as_of.get_attribute("title"))
 
     more = {f"order-{i}": json.dumps({"order_id": f"A-{i}", "items": []}) for i in (6, 7)}
     engine.ingest("orders", more, content_type="application/json")
