@@ -138,3 +138,23 @@ document.addEventListener("submit", function (event) {
   renderAll();
   window.setInterval(renderAll, 30000);
 }());
+
+// The request form shows the fields of the chosen action only (without script, all of them).
+(function () {
+  var form = document.getElementById("request-form");
+  if (!form) {
+    return;
+  }
+  function show() {
+    var chosen = form.querySelector("input[name=action]:checked");
+    form.querySelectorAll("fieldset[data-for-action]").forEach(function (fieldset) {
+      fieldset.hidden = !chosen || fieldset.getAttribute("data-for-action") !== chosen.value;
+    });
+  }
+  form.addEventListener("change", function (event) {
+    if (event.target.name === "action") {
+      show();
+    }
+  });
+  show();
+}());

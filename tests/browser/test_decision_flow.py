@@ -31,7 +31,14 @@ def test_a_group_is_reprocessed_with_four_eyes_and_the_auditor_sees_every_step(
         ).click()
     with page.expect_navigation():
         page.locator("#group-request-link").click()
+    # The form shows the fields of the chosen action only.
+    ending = page.locator("fieldset[data-for-action=end_with_error]")
+    page.locator("input[name=action][value=end_with_error]").check()
+    expect(ending).to_be_visible()
+    expect(page.locator("fieldset[data-for-action=reprocess]")).to_be_hidden()
     page.locator("input[name=action][value=reprocess]").check()
+    expect(ending).to_be_hidden()
+    expect(page.locator("select[name=target_queue]")).to_be_visible()
     page.locator("textarea[name=comment]").fill("customer is optional now")
     with page.expect_navigation():
         page.locator("#request-submit").click()
