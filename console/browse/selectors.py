@@ -547,18 +547,6 @@ def queues_disabled():
     return list(Queue.objects.filter(enabled=False).order_by("name"))
 
 
-@dataclass(frozen=True)
-class InflowBar:
-    hour: datetime
-    count: int
-    x: int
-    y: int
-    height: int
-
-
-INFLOW_CHART = {"width": 840, "height": 160}
-
-
 def inflow_series(*, hours=INFLOW_HOURS, end=None):
     """Messages quarantined per hour, all queues together, for the `hours` up to `end` (by default
     the latest hour with any inflow), zeros included."""
@@ -578,20 +566,6 @@ def inflow_series(*, hours=INFLOW_HOURS, end=None):
         (start + timedelta(hours=i), int(sums.get(start + timedelta(hours=i), 0)))
         for i in range(hours)
     ]
-
-
-def inflow_chart(series):
-    """Bars of an SVG chart, computed here so the page needs no script to draw it."""
-    if not series:
-        return []
-    width, height = INFLOW_CHART["width"], INFLOW_CHART["height"]
-    step = width // len(series) or 1
-    top = max(n for _, n in series) or 1
-    bars = []
-    for i, (hour, count) in enumerate(series):
-        h = round(count * height / top)
-        bars.append(InflowBar(hour=hour, count=count, x=i * step, y=height - h, height=h))
-    return bars
 
 
 def dashboard_stats():

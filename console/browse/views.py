@@ -13,7 +13,7 @@ from django.http import Http404, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from console.browse import selectors
+from console.browse import charts, selectors
 from console.browse.body import body_render, raw_body_response
 from console.browse.forms import FILTER_FIELDS, OPEN, MessageFilterForm
 from console.browse.search import MIN_TEXT
@@ -54,7 +54,9 @@ def _auditors_to_the_audit_trail(view):
 @_auditors_to_the_audit_trail
 @perms_required(VIEW_STATS)
 def dashboard(request):
-    series = selectors.inflow_series()
+    chosen = request.GET.get("range", "")
+    chosen = chosen if chosen in charts.RANGES else charts.DEFAULT_RANGE
+    series = selectors.inflow_series(hours=charts.RANGES[chosen])
     stats = selectors.dashboard_stats()
     disabled = selectors.queues_disabled()
     ctx = {
@@ -72,10 +74,11 @@ def dashboard(request):
         "refresh_seconds": settings.REFRESH_INTERVAL_SECONDS,
         "disabled": disabled,
         "groups": selectors.group_list(limit=selectors.TOP_GROUPS),
-        "inflow": selectors.inflow_chart(series),
+        "inflow": charts.hourly_bars(series),
+        "ranges": list(charts.RANGES),
+        "range": chosen,
         "inflow_total": sum(n for _, n in series),
         "inflow_peak": max((n for _, n in series), default=0),
-        "chart": selectors.INFLOW_CHART,
     }
     return render(request, "browse/dashboard.html", ctx)
 

@@ -1,0 +1,37 @@
+"""The dashboard's chart, drawn on the server: a bar per hour, a count axis up to a round top and
+a time axis with its first, middle and last hours."""
+
+from datetime import UTC, datetime, timedelta
+
+from console.browse.charts import HEIGHT, LEFT, TOP, hourly_bars
+
+T0 = datetime(2026, 3, 1, 0, 0, tzinfo=UTC)
+
+
+def _series(counts):
+    return [(T0 + timedelta(hours=i), n) for i, n in enumerate(counts)]
+
+
+def test_the_count_axis_ends_on_a_round_number_above_the_peak():
+    chart = hourly_bars(_series([0, 3, 37, 12]))
+
+    assert [t.label for t in chart.y_ticks] == ["0", "25", "50"]
+    tallest = max(chart.bars, key=lambda b: b.count)
+    assert tallest.count == 37
+    assert tallest.y + tallest.height == chart.bottom  # bars stand on the time axis
+    assert round(tallest.height / (chart.bottom - TOP), 2) == 0.74  # 37 of 50
+
+
+def test_the_time_axis_names_the_first_middle_and_last_hours():
+    chart = hourly_bars(_series([1] * 24))
+
+    assert [t.label for t in chart.x_ticks] == ["03-01 00:00", "03-01 12:00", "03-01 23:00"]
+    assert chart.x_ticks[0].at > LEFT and chart.bottom < HEIGHT
+
+
+def test_a_quiet_week_still_has_an_axis_and_no_chart_is_drawn_for_nothing():
+    chart = hourly_bars(_series([0] * 168))
+
+    assert len(chart.bars) == 168 and {b.height for b in chart.bars} == {0}
+    assert [t.label for t in chart.y_ticks] == ["0", "1"]
+    assert hourly_bars([]) is None

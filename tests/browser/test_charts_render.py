@@ -1,0 +1,26 @@
+"""The dashboard's chart in Chromium: drawn with its axes, a range to choose, no script needed
+and no CSP violation or console error."""
+
+import pytest
+
+pytestmark = [pytest.mark.spark, pytest.mark.slow]
+
+
+def test_the_inflow_chart_renders_with_axes_and_a_range(personas, refused, tab):
+    page = tab.page
+    tab.login("viewer")
+    tab.goto("/")
+    chart = page.locator("#inflow-chart")
+    box = chart.bounding_box()
+    assert box["width"] > 300 and box["height"] > 50
+    assert chart.locator("rect.bar").count() == 7 * 24
+    assert chart.locator(".y-axis text").all_text_contents()[-1] == str(len(refused))
+    assert len(chart.locator(".x-axis text").all_text_contents()) == 3
+    tallest = chart.locator("rect.bar").nth(7 * 24 - 1)
+    assert f": {len(refused)}" in tallest.locator("title").text_content()
+
+    with page.expect_navigation():
+        page.locator("#range-24h").click()
+    assert page.locator("#inflow-chart rect.bar").count() == 24
+    assert page.locator("#range-24h").get_attribute("aria-current") == "true"
+    assert not tab.csp_violations and not tab.errors
