@@ -34,7 +34,7 @@ from console.permissions import (
 )
 from console.queues.models import Queue
 from console.queues.selectors import source_status_list
-from console.queues.services import queue_reenable
+from console.queues.services import PAUSE_REASON_MAX, queue_pause, queue_reenable
 
 # Ids are any printable text, "/" included; the routes take them whole ("<path:...>").
 MESSAGE_ID_TEXT = "The message's id: any printable text, '/' included (percent-encoded)."
@@ -391,6 +391,49 @@ class QueueEnableApi(APIView):
         if not queue.enabled:
             changed = queue_reenable(queue_ids=[queue.id], actor=request.user) == 1
         return Response({"name": queue.name, "enabled": True, "changed": changed})
+
+
+class QueuePauseApi(APIView):
+    """An administrator stops delivery to a queue by hand, until it is re-enabled (`enable`)."""
+
+    permission_classes = [has_perms(CHANGE_QUEUE)]
+
+    class InputSerializer(serializers.Serializer):
+        reason = serializers.CharField(
+            required=False, allow_blank=True, max_length=PAUSE_REASON_MAX, help_text="Why."
+        )
+
+    @extend_schema(
+        operation_id="queues_pause",
+        parameters=[path_parameter("name", "The queue's name.", "orders")],
+        request=InputSerializer,
+        responses={
+            200: inline_serializer(
+                "QueuePaused",
+                {
+                    "name": serializers.CharField(),
+                    "enabled": serializers.BooleanField(),
+                    "changed": serializers.BooleanField(
+                        help_text="False if the queue was disabled already."
+                    ),
+                },
+            ),
+            400: BAD_FILTERS,
+            404: NOT_FOUND,
+            **ERRORS,
+        },
+    )
+    def post(self, request, name):
+        queue = Queue.objects.filter(name=path_key(name, not_found="no such queue")).first()
+        if queue is None:
+            raise Http404("no such queue")
+        data = self.InputSerializer(data=request.data)
+        if not data.is_valid():
+            return bad_filters(data.errors)
+        changed = queue_pause(
+            queue=queue, actor=request.user, reason=data.validated_data.get("reason", "")
+        )
+        return Response({"name": queue.name, "enabled": False, "changed": changed})
 
 
 class StatsApi(APIView):

@@ -14,6 +14,7 @@ import pyarrow.compute as pc
 from django.core import signing
 from django.db.models import Q, Sum
 
+from console.audit.models import AuditEntry
 from console.browse.forms import DEFAULT_SORT, OPEN, PAGE_SIZE
 from console.delivery.models import PoisonEntry
 from console.delivery.selectors import HISTORY_FIELDS, message_history
@@ -541,6 +542,21 @@ def queue_overview():
             )
         )
     return result
+
+
+HISTORY_SHOWN = 5
+
+
+def queue_history(*, names, per_queue=HISTORY_SHOWN):
+    """{queue name: its latest audit entries (created, changed, disabled, paused, enabled), newest
+    first}: how each queue's policy and status came to be what the page shows."""
+    history = {name: [] for name in names}
+    entries = AuditEntry.objects.filter(target_type="queue", target_id__in=names).order_by("-seq")
+    for entry in entries.only("seq", "at", "actor", "action", "target_id", "details")[:2000]:
+        shown = history[entry.target_id]
+        if len(shown) < per_queue:
+            shown.append(entry)
+    return history
 
 
 def queues_disabled():

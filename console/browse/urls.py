@@ -15,6 +15,7 @@ urlpatterns = [
     path("groups/<msgid:fingerprint>/", views.group_detail, name="group-detail"),
     path("queues/", views.queue_list, name="queue-list"),
     path("queues/<msgid:name>/enable", views.queue_enable, name="queue-enable"),
+    path("queues/<msgid:name>/pause", views.queue_pause_view, name="queue-pause"),
 ]
 
 # Under /api/v1/ (console/urls.py).
@@ -25,6 +26,7 @@ api_urlpatterns = [
     path("groups/<path:fingerprint>", apis.GroupDetailApi.as_view(), name="api-group-detail"),
     path("queues", apis.QueueListApi.as_view(), name="api-queue-list"),
     path("queues/<path:name>/enable", apis.QueueEnableApi.as_view(), name="api-queue-enable"),
+    path("queues/<path:name>/pause", apis.QueuePauseApi.as_view(), name="api-queue-pause"),
     path("stats", apis.StatsApi.as_view(), name="api-stats"),
     # The body first: the detail route would take ".../body" for a message id.
     path("messages/<path:message_id>/body", apis.MessageBodyApi.as_view(), name="api-message-body"),

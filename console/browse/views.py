@@ -31,7 +31,7 @@ from console.permissions import (
 )
 from console.queues.models import Queue
 from console.queues.selectors import source_status_list
-from console.queues.services import queue_reenable
+from console.queues.services import queue_pause, queue_reenable
 from console.views import redirect_back
 
 
@@ -208,10 +208,15 @@ def group_detail(request, fingerprint):
 @login_required
 @perms_required(VIEW_QUEUES, VIEW_STATS)
 def queue_list(request):
+    queues = selectors.queue_overview()
+    history = selectors.queue_history(names=[q.name for q in queues])
     return render(
         request,
         "browse/queue_list.html",
-        {"queues": selectors.queue_overview(), "sources": source_status_list()},
+        {
+            "rows": [(q, history.get(q.name, [])) for q in queues],
+            "sources": source_status_list(),
+        },
     )
 
 
@@ -226,3 +231,15 @@ def queue_enable(request, name):
         queue_reenable(queue_ids=[queue.id], actor=request.user)
         messages.success(request, f"Queue {queue.name} is enabled again.")
     return redirect_back(request, default="dashboard")
+
+
+@require_POST
+@login_required
+@perms_required(CHANGE_QUEUE)
+def queue_pause_view(request, name):
+    queue = get_object_or_404(Queue, name=name)
+    if queue_pause(queue=queue, actor=request.user, reason=request.POST.get("reason", "")):
+        messages.success(request, f"Queue {queue.name} is paused: nothing is delivered to it.")
+    else:
+        messages.info(request, f"Queue {queue.name} was already disabled.")
+    return redirect_back(request, default="queue-list")

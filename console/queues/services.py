@@ -227,3 +227,30 @@ def queue_reenable(*, queue_ids, actor):
                 details={"was_disabled_because": reason},
             )
     return count
+
+
+PAUSE_REASON_MAX = 500
+
+
+def queue_pause(*, queue, actor, reason=""):
+    """An administrator stops delivery to a queue by hand (a handler being fixed, a downstream
+    system in maintenance): disabled as R11 disables it, until someone re-enables it. Its
+    messages wait, due, and nothing of theirs changes. False if it was already disabled."""
+    said = f"paused by {actor.get_username()}"
+    reason = " ".join((reason or "").split())[:PAUSE_REASON_MAX]
+    with transaction.atomic():
+        paused = Queue.objects.filter(id=queue.id, enabled=True).update(
+            enabled=False,
+            disabled_at=timezone.now(),
+            disabled_reason=f"{said}: {reason}" if reason else said,
+            updated_at=timezone.now(),
+        )
+        if paused:
+            audit_record(
+                actor=actor,
+                action="queue.paused",
+                target_type="queue",
+                target_id=queue.name,
+                details={"reason": reason},
+            )
+    return bool(paused)
