@@ -359,6 +359,19 @@ class QueueListApi(APIView):
         )
 
 
+def _queue_switched(name, unchanged):
+    """The answer of a queue's enable or pause: its name, whether it is enabled now, whether this
+    call changed it."""
+    return inline_serializer(
+        name,
+        {
+            "name": serializers.CharField(),
+            "enabled": serializers.BooleanField(),
+            "changed": serializers.BooleanField(help_text=unchanged),
+        },
+    )
+
+
 class QueueEnableApi(APIView):
     """R11: an administrator re-enables a queue the engine disabled."""
 
@@ -369,16 +382,7 @@ class QueueEnableApi(APIView):
         parameters=[path_parameter("name", "The queue's name.", "orders")],
         request=None,
         responses={
-            200: inline_serializer(
-                "QueueEnabled",
-                {
-                    "name": serializers.CharField(),
-                    "enabled": serializers.BooleanField(),
-                    "changed": serializers.BooleanField(
-                        help_text="False if the queue was enabled already."
-                    ),
-                },
-            ),
+            200: _queue_switched("QueueEnabled", "False if the queue was enabled already."),
             404: NOT_FOUND,
             **ERRORS,
         },
@@ -408,16 +412,7 @@ class QueuePauseApi(APIView):
         parameters=[path_parameter("name", "The queue's name.", "orders")],
         request=InputSerializer,
         responses={
-            200: inline_serializer(
-                "QueuePaused",
-                {
-                    "name": serializers.CharField(),
-                    "enabled": serializers.BooleanField(),
-                    "changed": serializers.BooleanField(
-                        help_text="False if the queue was disabled already."
-                    ),
-                },
-            ),
+            200: _queue_switched("QueuePaused", "False if the queue was disabled already."),
             400: BAD_FILTERS,
             404: NOT_FOUND,
             **ERRORS,
