@@ -9,7 +9,7 @@ URL := http://127.0.0.1:8000/
 
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: run test lint format bench migrations-check clean venv
+.PHONY: run test lint format bench tour migrations-check clean venv
 
 venv: $(STAMP)
 
@@ -55,6 +55,10 @@ format: venv
 
 bench: venv
 	$(PY) -m bench
+
+# The README's screenshots (docs/tour/), from a demo of their own in var/tour, in Chromium.
+tour: venv
+	$(PY) docs/tour.py
 
 migrations-check: venv
 	$(PY) manage.py makemigrations --check --dry-run

@@ -14,6 +14,7 @@ SORT_CHOICES = [
 ]
 DEFAULT_SORT = "-last_failure"
 PAGE_SIZE = 50
+PAGE_SIZES = (25, 50, 100, 200)  # what the message list's page offers
 API_PAGE_SIZE_MAX = 500
 
 # The filter fields, in the order the selectors apply them; the rest of a query is paging.
@@ -56,11 +57,24 @@ class MessageFilterForm(NoAutocompleteForm):
     before = forms.CharField(required=False, max_length=1000, widget=forms.HiddenInput)
 
     def __init__(self, data=None, *, page_size_max=None, **kwargs):
-        """page_size_max: the API's form, whose pages the caller sizes."""
+        """page_size_max: the API's form, whose pages the caller sizes; without it, the page's
+        form, with a choice of page sizes and the position of the page's first row."""
         super().__init__(data, **kwargs)
         if page_size_max is not None:
             self.fields["page_size"] = forms.IntegerField(
                 required=False, min_value=1, max_value=page_size_max
+            )
+        else:
+            self.fields["size"] = forms.TypedChoiceField(
+                required=False,
+                coerce=int,
+                empty_value=PAGE_SIZE,
+                choices=[(n, f"{n} a page") for n in PAGE_SIZES],
+                label="page size",
+            )
+            # Keyset pages have no offset: the links carry where the page starts, for "1-50 of N".
+            self.fields["at"] = forms.IntegerField(
+                required=False, min_value=1, widget=forms.HiddenInput
             )
 
     def clean(self):

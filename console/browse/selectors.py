@@ -16,7 +16,7 @@ from django.db.models import Q, Sum
 
 from console.audit.models import AuditEntry
 from console.browse.forms import DEFAULT_SORT, OPEN, PAGE_SIZE
-from console.delivery.models import PoisonEntry
+from console.delivery.models import DeliveryRun, PoisonEntry
 from console.delivery.selectors import HISTORY_FIELDS, message_history
 from console.ingest.models import MessageKey
 from console.lake.services import lake
@@ -602,4 +602,16 @@ def dashboard_stats():
         "updated_at": latest,
         # DLVD counts every delivered message; the browser lists those that failed first.
         "delivered_after_failure": message_match_count(filters={"state": DLVD}),
+    }
+
+
+def first_run():
+    """What the dashboard says before its first counts: how many messages were taken in, and the
+    delivery run under way (or the last one) with when it started. Read only while no queue
+    has stats yet, so the count is of a young system's keys."""
+    run = DeliveryRun.objects.order_by("-id").first()
+    return {
+        "ingested": MessageKey.objects.count(),
+        "run": run,
+        "running": run is not None and run.status == DeliveryRun.RUNNING,
     }

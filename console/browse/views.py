@@ -79,6 +79,7 @@ def dashboard(request):
         "range": chosen,
         "inflow_total": sum(n for _, n in series),
         "inflow_peak": max((n for _, n in series), default=0),
+        "first_run": None if stats["updated_at"] else selectors.first_run(),
     }
     return render(request, "browse/dashboard.html", ctx)
 
@@ -96,23 +97,68 @@ def message_list(request):
     if valid:
         filters = form.filters()
         data = form.cleaned_data
+        size = data["size"]
+        at = data["at"] or 1
         try:
-            ctx["page"] = selectors.message_page(
-                filters=filters, sort=data["sort"], after=data["after"], before=data["before"]
+            page = selectors.message_page(
+                filters=filters,
+                sort=data["sort"],
+                after=data["after"],
+                before=data["before"],
+                size=size,
             )
         except selectors.BadCursor as exc:
             form.add_error(None, str(exc))
-            ctx["page"] = selectors.message_page(filters=filters, sort=data["sort"])
+            page = selectors.message_page(filters=filters, sort=data["sort"], size=size)
+            at = 1
+        if not (data["after"] or data["before"]):
+            at = 1  # the first page starts at 1, whatever a link said
+        ctx["page"] = page
         ctx["count"] = selectors.message_match_count(filters=filters)
+        ctx["span"] = (at, at + len(page.rows) - 1)
+        ctx["next_at"] = at + len(page.rows)
+        ctx["prev_at"] = max(1, at - size)
+        ctx["sort"] = data["sort"]
+        ctx["headers"] = _sort_headers(data["sort"])
         ctx["filter_items"] = [(name, _as_param(filters[name])) for name in filters]
         ctx["quick_query"] = urlencode([("scope", "filter"), *ctx["filter_items"]])
-    # The page links keep the filters and sort, whichever way they came (GET or the POST above).
+    # The page links keep the filters, sort and page size, whichever way they came (GET or the
+    # POST above).
     source = request.POST if selecting else request.GET
     ctx["query"] = QueryDict(mutable=True)
-    for name in (*FILTER_FIELDS, "sort"):
+    for name in (*FILTER_FIELDS, "sort", "size"):
         if source.get(name):
             ctx["query"][name] = source[name]
     return render(request, "browse/message_list.html", ctx, status=200 if valid else 400)
+
+
+# The message table's columns, and the sort key a click on each header chooses (None: not
+# sortable). A header sorts descending first (the newest, the most), then flips.
+_COLUMNS = (
+    ("id", None),
+    ("queue", "queue"),
+    ("state", None),
+    ("attempts", "delivery_count"),
+    ("last failure", "last_failure"),
+    ("exception", None),
+    ("reason", None),
+    ("sender", None),
+)
+
+
+def _sort_headers(sort):
+    """[(label, the sort a click chooses or None, "ascending"/"descending"/"")]."""
+    key, desc = sort.lstrip("-"), sort.startswith("-")
+    headers = []
+    for label, column in _COLUMNS:
+        if column is None:
+            headers.append((label, None, ""))
+        elif column == key:
+            order = "descending" if desc else "ascending"
+            headers.append((label, column if desc else f"-{column}", order))
+        else:
+            headers.append((label, f"-{column}", ""))
+    return headers
 
 
 def _as_param(value):

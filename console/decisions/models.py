@@ -1,6 +1,8 @@
 """Administrators' decisions on quarantined messages (R13): action requests, their frozen scope
 and their approval."""
 
+import uuid
+
 from django.conf import settings
 from django.db import models
 
@@ -138,3 +140,18 @@ class ActionChunk(models.Model):
 
     def __str__(self):
         return f"request {self.request_id} chunk {self.index}"
+
+
+class Selection(models.Model):
+    """Message ids a person ticked on the message list, across pages, kept for the request screens
+    that act on them. Up to MAX_SELECTION ids do not fit in a URL (nor in Django's limit of form
+    fields), so the list posts them here once and the screens name the selection by its key. A
+    selection is its owner's alone, and is forgotten after SELECTION_HOURS."""
+
+    key = models.UUIDField(primary_key=True, default=uuid.uuid4, editable=False)
+    owner = models.ForeignKey(settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="+")
+    ids = models.JSONField()
+    created_at = models.DateTimeField(auto_now_add=True, db_index=True)
+
+    def __str__(self):
+        return f"selection {self.key} of {len(self.ids)} ids"

@@ -6,6 +6,7 @@ urlpatterns = [
     path("requests/", views.request_list, name="request-list"),
     path("requests/new", views.request_new, name="request-new"),
     path("requests/quick", views.request_quick, name="request-quick"),
+    path("requests/selection", views.selection_post, name="selection-post"),
     path("requests/<int:request_id>/", views.request_detail, name="request-detail"),
     path("requests/<int:request_id>/ids.txt", views.request_ids, name="request-ids"),
     path("requests/<int:request_id>/approve", views.request_approve, name="request-approve"),

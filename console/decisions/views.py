@@ -29,6 +29,7 @@ from console.decisions.forms import (
     MAX_ID,
     NOTIFICATIONS_PAGE,
     REQUESTS_PAGE,
+    TEXT_MAX,
     ActionRequestForm,
     NotificationFilterForm,
     QuickActionForm,
@@ -39,6 +40,7 @@ from console.decisions.forms import (
 )
 from console.decisions.models import ActionRequest as R
 from console.decisions.scope import ScopeError, frozen_ids
+from console.decisions.selections import selection_create, selection_ids, selection_ids_parse
 from console.decisions.services import (
     Action,
     action_request_approve,
@@ -131,6 +133,53 @@ def _to_created(request, created):
     return redirect("request-detail", created.id)
 
 
+# One click on a failure group or on the message list's filter: the action, and what its button
+# says (the full form keeps the other queue, the edited body, the rate and the canary).
+QUICK_ACTIONS = {R.REPROCESS: "Retry", R.FAIL: "Fail", R.END: "End with error"}
+QUICK_SCOPES = ("group", "filter", "selection")
+
+
+def _scope_from(request):
+    """The scope a request screen's URL names. A selection comes as the key of one the message
+    list posted (selection_post), or, for a handful of ids, as the ids themselves."""
+    params = request.GET
+    if params.get("scope") == "selection" and params.get("selection"):
+        params = params.copy()
+        params.setlist("ids", selection_ids(key=params["selection"], owner=request.user))
+    return scope_from_params(params)
+
+
+def _scope_query(request, scope):
+    """The GET parameters that name the scope of this screen again, for its links."""
+    if scope["kind"] == "selection" and request.GET.get("selection"):
+        return [("scope", "selection"), ("selection", request.GET["selection"])]
+    return scope_params(scope)
+
+
+# Where the message list's selection bar sends a posted selection: the full form, or one click.
+SELECTION_THEN = ("new", *QUICK_ACTIONS)
+
+
+@require_POST
+@login_required
+@perms_required(MAKE_REQUESTS, VIEW_MESSAGES)
+def selection_post(request):
+    """The message list's selection (its ticked ids, across pages: up to MAX_SELECTION, as lines
+    of one field or as separate fields), kept under a key; then to the screen that acts on it."""
+    then = request.POST.get("then") or "new"
+    try:
+        if then not in SELECTION_THEN:
+            raise ScopeError(f"then is one of {', '.join(SELECTION_THEN)}")
+        ids = selection_ids_parse(request.POST.getlist("ids"), text_max=TEXT_MAX)
+    except ScopeError as exc:
+        return render(request, "decisions/request_new.html", {"scope_error": str(exc)}, status=400)
+    kept = selection_create(owner=request.user, ids=ids)
+    query = [("scope", "selection"), ("selection", str(kept.key))]
+    if then == "new":
+        return redirect(reverse("request-new") + "?" + urlencode(query))
+    return redirect(reverse("request-quick") + "?" + urlencode([*query, ("action", then)]))
+
+
 @require_http_methods(["GET", "POST"])
 @login_required
 @perms_required(MAKE_REQUESTS, VIEW_MESSAGES)
@@ -138,7 +187,7 @@ def request_new(request):
     """GET: what the scope matches now and the form; POST: freeze it into a request."""
     template = "decisions/request_new.html"
     try:
-        scope = scope_from_params(request.GET)
+        scope = _scope_from(request)
         matching = selectors.scope_match_count(scope=scope)
     except ScopeError as exc:
         return render(request, template, {"scope_error": str(exc)}, status=400)
@@ -156,7 +205,7 @@ def request_new(request):
         ctx["more_selected"] = max(0, len(scope["ids"]) - SELECTION_SHOWN)
     sources = selectors.scope_redrive_sources(scope=scope)
     ctx["redrive_sources"] = sources
-    ctx["scope_query"] = urlencode(scope_params(scope))
+    ctx["scope_query"] = urlencode(_scope_query(request, scope))
     initial = {
         "action": request.GET.get("action") or R.REPROCESS,
         "edited_body": original,
@@ -195,12 +244,6 @@ def request_new(request):
     return render(request, template, ctx, status=400 if posted else 200)
 
 
-# One click on a failure group or on the message list's filter: the action, and what its button
-# says (the full form keeps the other queue, the edited body, the rate and the canary).
-QUICK_ACTIONS = {R.REPROCESS: "Retry", R.FAIL: "Fail", R.END: "End with error"}
-QUICK_SCOPES = ("group", "filter", "selection")
-
-
 def _scope_said(scope, group):
     """The scope in a sentence, for a request's comment when nobody wrote one."""
     if scope["kind"] == "group":
@@ -223,7 +266,7 @@ def request_quick(request):
     try:
         if action not in QUICK_ACTIONS:
             raise ScopeError(f"the action is one of {', '.join(QUICK_ACTIONS)}")
-        scope = scope_from_params(request.GET)
+        scope = _scope_from(request)
         if scope["kind"] not in QUICK_SCOPES:
             raise ScopeError("one click acts on a failure group, a selection or a filter")
         matching = selectors.scope_match_count(scope=scope)
@@ -261,7 +304,7 @@ def request_quick(request):
         "second_person": matching.more or approval_needed(action=action, count=matching.count),
         "full_form": reverse("request-new")
         + "?"
-        + urlencode([*scope_params(scope), ("action", action)]),
+        + urlencode([*_scope_query(request, scope), ("action", action)]),
         "form": form,
     }
     return render(request, template, ctx, status=400 if posted else 200)

@@ -158,3 +158,111 @@ document.addEventListener("submit", function (event) {
   });
   show();
 }());
+
+// The message list's selection: ticked boxes are kept in this tab's sessionStorage, so that a
+// selection grows across pages (and survives a reload); shift-click ticks or unticks a range; the
+// header's box ticks the page. The bar posts the whole selection as lines of one field (up to the
+// limit the server keeps; Django refuses more than 1,000 fields, and a URL does not hold them).
+(function () {
+  var bar = document.getElementById("selection-bar");
+  var table = document.getElementById("message-table");
+  if (!bar || !table) {
+    return;
+  }
+  var KEY = "antidote.selection";
+  var max = parseInt(bar.getAttribute("data-max"), 10) || 10000;
+  var boxes = Array.prototype.slice.call(table.querySelectorAll("input.select-message"));
+  var pageBox = document.getElementById("select-page");
+  var count = document.getElementById("selection-count");
+  var clear = document.getElementById("selection-clear");
+  var idsField = document.getElementById("selection-ids");
+  var actions = bar.querySelectorAll("button.on-selection");
+  var last = null;  // the box clicked last, where a shift-click range starts
+
+  function load() {
+    try {
+      var kept = JSON.parse(window.sessionStorage.getItem(KEY) || "[]");
+      return Array.isArray(kept) ? kept : [];
+    } catch (error) {
+      return [];
+    }
+  }
+  var chosen = new Set(load());
+
+  function save() {
+    window.sessionStorage.setItem(KEY, JSON.stringify(Array.from(chosen)));
+  }
+
+  function show() {
+    var n = chosen.size;
+    var here = boxes.filter(function (box) { return box.checked; }).length;
+    bar.classList.toggle("active", n > 0);
+    if (n === 0) {
+      count.textContent = "Tick quarantined messages to act on them.";
+    } else {
+      count.textContent = n.toLocaleString("en") + " selected" +
+        (n > here ? " (" + (n - here).toLocaleString("en") + " on other pages)" : "") +
+        (n > max ? ": at most " + max.toLocaleString("en") + " can be acted on at once" : "");
+    }
+    actions.forEach(function (button) { button.disabled = n === 0 || n > max; });
+    clear.hidden = n === 0;
+    if (pageBox) {
+      pageBox.hidden = boxes.length === 0;
+      pageBox.checked = boxes.length > 0 && here === boxes.length;
+      pageBox.indeterminate = here > 0 && here < boxes.length;
+    }
+  }
+
+  function set(box, on) {
+    box.checked = on;
+    if (on) {
+      chosen.add(box.value);
+    } else {
+      chosen.delete(box.value);
+    }
+  }
+
+  boxes.forEach(function (box) { box.checked = chosen.has(box.value); });
+
+  table.addEventListener("click", function (event) {
+    var box = event.target;
+    if (!box.classList || !box.classList.contains("select-message")) {
+      return;
+    }
+    if (event.shiftKey && last !== null && last !== box) {
+      var from = boxes.indexOf(last);
+      var to = boxes.indexOf(box);
+      var step = from < to ? 1 : -1;
+      for (var i = from; i !== to; i += step) {
+        set(boxes[i], box.checked);
+      }
+    }
+    set(box, box.checked);
+    last = box;
+    save();
+    show();
+  });
+
+  if (pageBox) {
+    pageBox.addEventListener("change", function () {
+      boxes.forEach(function (box) { set(box, pageBox.checked); });
+      save();
+      show();
+    });
+  }
+
+  clear.addEventListener("click", function () {
+    chosen.clear();
+    boxes.forEach(function (box) { box.checked = false; });
+    save();
+    show();
+  });
+
+  bar.addEventListener("submit", function () {
+    idsField.value = Array.from(chosen).join("\n");
+    // The request screens hold it now; a new selection starts empty.
+    window.sessionStorage.removeItem(KEY);
+  });
+
+  show();
+}());

@@ -132,6 +132,57 @@ def test_the_page_links_keep_filters_and_lead_to_the_next_page(many, personas):
     assert 'id="page-prev"' in second.content.decode()
 
 
+def _link(html, name):
+    return re.search(rf'id="{name}" rel="\w+" href="([^"]+)"', html).group(1).replace("&amp;", "&")
+
+
+def test_each_page_says_which_rows_of_how_many_it_shows(many, personas):
+    client = login(personas["viewer"])
+    url = reverse("message-list")
+
+    first = client.get(url, {"size": "25"}).content.decode()
+    second = client.get(url + _link(first, "page-next")).content.decode()
+    third = client.get(url + _link(second, "page-next")).content.decode()
+    back = client.get(url + _link(third, "page-prev")).content.decode()
+
+    assert "1&ndash;25 of 130" in first
+    assert "26&ndash;50 of 130" in second and "size=25" in _link(second, "page-next")
+    assert "51&ndash;75 of 130" in third
+    assert "26&ndash;50 of 130" in back
+    last = client.get(url, {"size": "100"}).content.decode()
+    assert "101&ndash;130 of 130" in client.get(url + _link(last, "page-next")).content.decode()
+
+
+def test_a_page_size_that_is_not_offered_is_refused(many, personas):
+    response = login(personas["viewer"]).get(reverse("message-list"), {"size": "100000"})
+
+    assert response.status_code == 400
+    assert "not one of the available choices" in response.content.decode()
+
+
+def test_a_header_sorts_by_its_column_and_a_second_click_flips_it(many, personas):
+    client = login(personas["viewer"])
+    url = reverse("message-list")
+
+    html = client.get(url, {"queue": "orders"}).content.decode()
+    sorted_by = r'<th aria-sort="descending"><a class="sort" href="([^"]+)">([^<]+)</a>'
+    header = re.search(sorted_by, html)
+    assert header.group(2).startswith("last failure")  # the default sort, newest first
+    attempts = re.search(r'<a class="sort" href="([^"]+)">attempts</a>', html).group(1)
+    attempts = attempts.replace("&amp;", "&")
+    assert "queue=orders" in attempts and "sort=-delivery_count" in attempts
+
+    by_attempts = client.get(url + attempts)
+    counts = [r.delivery_count for r in by_attempts.context["page"].rows]
+    assert counts == sorted(counts, reverse=True)
+    flip = re.search(
+        r'<th aria-sort="descending"><a class="sort" href="([^"]+)">attempts',
+        by_attempts.content.decode(),
+    ).group(1)
+    assert "sort=delivery_count" in flip.replace("&amp;", "&")
+    assert "sort=-delivery_count" not in flip.replace("&amp;", "&")
+
+
 def test_a_bad_cursor_on_the_page_shows_the_first_page_and_says_why(many, personas):
     response = login(personas["viewer"]).get(reverse("message-list"), {"after": "forged"})
 

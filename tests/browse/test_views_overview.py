@@ -5,6 +5,7 @@ from datetime import timedelta
 
 from django.urls import reverse
 
+from console.delivery.models import DeliveryRun
 from console.queues.models import Queue
 from tests.browse.conftest import T0, login
 
@@ -39,6 +40,30 @@ def test_an_empty_dashboard_says_there_is_nothing_yet(db, personas):
     html = _html(login(personas["viewer"]).get(reverse("dashboard")))
 
     assert 'id="no-stats"' in html and 'id="inflow-empty"' in html
+    assert "No messages yet." in html
+
+
+def test_before_the_first_counts_the_dashboard_says_the_first_delivery_is_under_way(
+    index, personas
+):
+    for i in range(3):
+        index.ingest(f"m-{i}")
+    client = login(personas["viewer"])
+    assert "waiting for the first delivery run" in _html(client.get(reverse("dashboard")))
+
+    run = DeliveryRun.objects.create(
+        epoch=1, queues=["orders"], started_at=T0, heartbeat_at=T0, worker="spark@host"
+    )
+    html = _html(client.get(reverse("dashboard")))
+    assert "The first delivery is under way" in html
+    assert f"3 messages taken in, delivery run {run.id} started" in html
+
+    DeliveryRun.objects.filter(id=run.id).update(status="committed", finished_at=T0)
+    assert "The first delivery is done" in _html(client.get(reverse("dashboard")))
+
+    index.stats("orders", NDLV=1)  # the first refresh: the counts replace the note
+    html = _html(client.get(reverse("dashboard")))
+    assert 'id="no-stats"' not in html and 'id="stats-as-of-line"' in html
 
 
 def test_the_dashboard_warns_of_disabled_queues(seeded, personas):

@@ -696,10 +696,14 @@ def test_select_all_matching_leads_to_a_request_on_the_filter(quarantine, person
 def test_each_quarantined_row_has_a_checkbox_for_a_selection(quarantine, personas):
     html = login(personas["operator"]).get(reverse("message-list")).content.decode()
 
-    assert re.search(r'<form id="request-on-selection" method="get" action="/requests/new">', html)
+    assert re.search(
+        r'<form id="selection-bar" class="selection-bar" method="post" '
+        r'action="/requests/selection"',
+        html,
+    )
     boxes = re.findall(
         r'<input type="checkbox" class="select-message" name="ids" value="([^"]+)" '
-        r'form="request-on-selection"',
+        r'form="selection-bar"',
         html,
     )
     assert sorted(boxes) == [f"m-{i:02d}" for i in range(10)]  # not m-10 and m-11 (WAIT)
@@ -713,7 +717,7 @@ def test_those_who_may_not_ask_see_no_request_links(quarantine, personas, index)
     group = client.get(reverse("group-detail", args=["g-missing"])).content.decode()
     message = client.get(reverse("message-detail", args=["m-01"])).content.decode()
 
-    assert "request-on-filter" not in listing and "request-on-selection" not in listing
+    assert "request-on-filter" not in listing and "selection-bar" not in listing
     assert 'name="ids"' not in listing
     assert "group-request-link" not in group
     assert "message-request-link" not in message
