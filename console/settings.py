@@ -137,6 +137,7 @@ TEMPLATES = [
                 "django.contrib.auth.context_processors.auth",
                 "django.contrib.messages.context_processors.messages",
                 "console.decisions.context_processors.requests_waiting",
+                "console.context_processors.live",
             ],
             # {{ value|when }} on every screen (console/browse/templatetags/when.py).
             "builtins": ["console.browse.templatetags.when"],

@@ -171,7 +171,7 @@ document.addEventListener("submit", function (event) {
   }
   var KEY = "antidote.selection";
   var max = parseInt(bar.getAttribute("data-max"), 10) || 10000;
-  var boxes = Array.prototype.slice.call(table.querySelectorAll("input.select-message"));
+  var boxes = [];
   var pageBox = document.getElementById("select-page");
   var count = document.getElementById("selection-count");
   var clear = document.getElementById("selection-clear");
@@ -222,7 +222,18 @@ document.addEventListener("submit", function (event) {
     }
   }
 
-  boxes.forEach(function (box) { box.checked = chosen.has(box.value); });
+  // The rows of this page, ticked as the selection says (again when live_regions.js brings the
+  // list up to date).
+  function bind() {
+    boxes = Array.prototype.slice.call(table.querySelectorAll("input.select-message"));
+    boxes.forEach(function (box) { box.checked = chosen.has(box.value); });
+    last = null;
+  }
+  bind();
+  document.addEventListener("antidote:refreshed", function () {
+    bind();
+    show();
+  });
 
   table.addEventListener("click", function (event) {
     var box = event.target;

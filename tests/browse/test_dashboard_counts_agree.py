@@ -48,7 +48,7 @@ def _listed(client, url):
     page = client.get(url)
     assert page.status_code == 200, (url, page.status_code)
     text = page.content.decode()
-    count = re.search(r'id="match-count"><strong>([\d,+]+)</strong>', text).group(1)
+    count = re.search(r'id="match-count"[^>]*><strong>([\d,+]+)</strong>', text).group(1)
     return count, text.count('<tr class="message-row')
 
 

@@ -70,7 +70,7 @@ def test_words_of_a_reason_give_a_count_that_opens_a_list_of_as_many(found, pers
     link, count = reasons.group(1).replace("&amp;", "&"), int(reasons.group(2))
     assert count == 3
     listing = _html(client.get(link))
-    assert re.search(r'id="match-count"><strong>3</strong> matching', listing)
+    assert re.search(r'id="match-count"[^>]*><strong>3</strong> matching', listing)
     assert listing.count('<tr class="message-row') == 3
 
 

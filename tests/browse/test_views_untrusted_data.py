@@ -92,7 +92,8 @@ def _assert_inert(html):
             # The only scripts are local files.
             assert attrs.get("src", "").startswith("/static/"), attrs
     scripts = {attrs.get("src") for tag, attrs in parser.tags if tag == "script"}
-    assert scripts <= {"/static/js/console.js", "/static/js/live_stats.js"}, scripts
+    ours = {"/static/js/console.js", "/static/js/live_stats.js", "/static/js/live_regions.js"}
+    assert scripts <= ours, scripts
     assert "<script>alert" not in html
     assert "<svg onload" not in html
 
