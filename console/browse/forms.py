@@ -1,5 +1,7 @@
 """The quarantine browser's filters, as GET parameters, shared by the page and the API."""
 
+from datetime import UTC, datetime
+
 from django import forms
 
 from console.forms import NoAutocompleteForm
@@ -34,18 +36,49 @@ FILTER_FIELDS = (
 
 # The state filter's value for "needs attention": quarantined or waiting for a retry.
 OPEN = "open"
+OPEN_LABEL = "needs attention (NDLV, WAIT)"
+
+
+class MomentInput(forms.DateTimeInput):
+    """The browser's date and time picker, in UTC (the zone the label names). A moment that
+    came with an offset (a link's, an API user's) is shown in UTC, to the second: the picker
+    shows nothing for a value it cannot read, and a filter must never vanish when re-applied."""
+
+    input_type = "datetime-local"
+
+    def __init__(self, attrs=None):
+        super().__init__(attrs={"step": "1", **(attrs or {})})
+
+    def format_value(self, value):
+        if isinstance(value, str):
+            try:
+                value = datetime.fromisoformat(value)
+            except ValueError:
+                return value
+        if isinstance(value, datetime):
+            if value.tzinfo is not None:
+                value = value.astimezone(UTC)
+            return value.strftime("%Y-%m-%dT%H:%M:%S")
+        return super().format_value(value)
+
+
+def _picker(current, options, any_label="any"):
+    """A select of (value, label) options, keeping a current value that is not among them."""
+    values = {value for value, _ in options}
+    kept = [(current, current)] if current and current not in values else []
+    return forms.Select(choices=[("", any_label), *kept, *options])
 
 
 class MessageFilterForm(NoAutocompleteForm):
     queue = forms.CharField(required=False, max_length=100)
     state = forms.ChoiceField(
         required=False,
-        choices=[("", "any"), (OPEN, "needs attention (NDLV, WAIT)")] + [(s, s) for s in STATES],
+        choices=[("", "any"), (OPEN, OPEN_LABEL)] + [(s, s) for s in STATES],
     )
     group = forms.CharField(required=False, max_length=64, label="failure group")
     exception_type = forms.CharField(required=False, max_length=200)
-    since = forms.DateTimeField(required=False, label="failed since")
-    until = forms.DateTimeField(required=False, label="failed before")
+    since = forms.DateTimeField(required=False, label="failed since (UTC)", widget=MomentInput)
+    until = forms.DateTimeField(required=False, label="failed before (UTC)", widget=MomentInput)
     sender = forms.CharField(required=False, max_length=300)
     conversation = forms.CharField(required=False, max_length=200)
     candidate = forms.ChoiceField(
@@ -77,6 +110,29 @@ class MessageFilterForm(NoAutocompleteForm):
                 required=False, min_value=1, widget=forms.HiddenInput
             )
 
+    def offer(self, choices):
+        """The page's pickers: queues, states, exception types and failure groups, each with how
+        many messages the list holds for it (browse.selectors.FilterChoices). The fields still
+        take any value (a link's, a typed one); a current value not offered is kept."""
+        current = self.data.get
+        self.fields["queue"].widget = _picker(
+            current("queue"), [(q, f"{q} ({n:,})") for q, n in choices.queues]
+        )
+        counts = dict(choices.states)
+        attention = sum(counts.get(s, 0) for s in ("NDLV", "WAIT"))
+        self.fields["state"].choices = [
+            ("", "any"),
+            (OPEN, f"{OPEN_LABEL} ({attention:,})"),
+            *((s, f"{s} ({counts[s]:,})" if s in counts else s) for s in STATES),
+        ]
+        self.fields["exception_type"].widget = _picker(
+            current("exception_type"), [(t, f"{t} ({n:,})") for t, n in choices.exception_types]
+        )
+        self.fields["group"].widget = _picker(
+            current("group"),
+            [(fp, f"{_cut(pattern or fp, 80)} ({n:,})") for fp, pattern, n in choices.groups],
+        )
+
     def clean(self):
         data = super().clean()
         if data.get("after") and data.get("before"):
@@ -91,3 +147,7 @@ class MessageFilterForm(NoAutocompleteForm):
         """The cleaned filters that are set, as the selectors take them."""
         data = self.cleaned_data
         return {name: data[name] for name in FILTER_FIELDS if data.get(name) not in (None, "")}
+
+
+def _cut(text, size):
+    return text if len(text) <= size else text[: size - 1] + "\u2026"

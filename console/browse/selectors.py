@@ -615,3 +615,45 @@ def first_run():
         "run": run,
         "running": run is not None and run.status == DeliveryRun.RUNNING,
     }
+
+
+# The message list's pickers offer at most this many failure groups (the most pressing first); a
+# group further down is still chosen from its page, or typed.
+PICKER_GROUPS = 100
+
+
+@dataclass
+class FilterChoices:
+    """What the message list's pickers offer, each with how many messages the list would show
+    for it, from the read models' counts (as of the last refresh)."""
+
+    queues: list  # [(queue, n)]
+    states: list  # [(state, n)]
+    exception_types: list  # [(exception type, n)]
+    groups: list  # [(fingerprint, pattern, n)]
+
+
+def filter_choices():
+    listed = {}  # state -> messages the list holds in it (DLVD: those that failed first)
+    queues = []
+    for stat in QueueStat.objects.order_by("queue"):
+        counts = {s: int(n) for s, n in (stat.counts or {}).items()}
+        for state, n in counts.items():
+            listed[state] = listed.get(state, 0) + n
+        queues.append((stat.queue, sum(n for state, n in counts.items() if state != DLVD)))
+    if DLVD in listed:
+        listed[DLVD] = message_match_count(filters={"state": DLVD}).count
+    types = (
+        FailureGroup.objects.values_list("exception_type")
+        .annotate(n=Sum("count"))
+        .order_by("-n", "exception_type")
+    )
+    groups = FailureGroup.objects.order_by("-ndlv", "-wait", "-count", "fingerprint").values_list(
+        "fingerprint", "pattern", "count"
+    )[:PICKER_GROUPS]
+    return FilterChoices(
+        queues=queues,
+        states=state_counts(listed),
+        exception_types=[(name, int(n)) for name, n in types if name],
+        groups=[(fp, pattern, int(n)) for fp, pattern, n in groups],
+    )

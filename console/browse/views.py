@@ -92,6 +92,7 @@ def message_list(request):
     turns it into an action request); for now it shows what the filter selects."""
     selecting = request.method == "POST"
     form = MessageFilterForm(request.POST if selecting else request.GET)
+    form.offer(selectors.filter_choices())
     ctx = {"form": form, "selecting": selecting, "page": None, "count": None}
     valid = form.is_valid()
     if valid:

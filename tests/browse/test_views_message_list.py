@@ -316,3 +316,40 @@ def test_each_row_links_to_its_detail_page(varied, personas):
     assert 'id="message-table"' in html and 'id="filters"' in html
     for message_id in "abcd":
         assert f'href="{reverse("message-detail", args=[message_id])}"' in html
+
+
+def test_the_pickers_offer_queues_states_types_and_groups_with_their_counts(index, personas):
+    index.stats("orders", NDLV=3, WAIT=2, DLVD=40)
+    index.stats("payments", NDLV=1)
+    index.group("g-inv", exception_type="ConnectionError", count=4, pattern="no stock for <n>")
+    index.group("g-cur", exception_type="ValueError", count=1, queue="payments", states={"NDLV": 1})
+    client = login(personas["viewer"])
+
+    html = client.get(reverse("message-list")).content.decode()
+
+    def options(name):
+        select = re.search(rf'<select name="{name}"[^>]*>(.*?)</select>', html, re.S).group(1)
+        return re.findall(r'<option value="([^"]*)"[^>]*>([^<]*)</option>', select)
+
+    assert options("queue") == [("", "any"), ("orders", "orders (5)"), ("payments", "payments (1)")]
+    states = dict(options("state"))
+    assert states["open"].endswith("(6)") and states["NDLV"] == "NDLV (4)"
+    assert states["DLVD"] == "DLVD (0)"  # what the list holds: none of them failed first
+    assert options("exception_type")[1:] == [
+        ("ConnectionError", "ConnectionError (4)"),
+        ("ValueError", "ValueError (1)"),
+    ]
+    assert ("g-inv", "no stock for &lt;n&gt; (4)") in options("group")
+
+    kept = client.get(reverse("message-list"), {"queue": "refunds"}).content.decode()
+    assert '<option value="refunds" selected>refunds</option>' in kept
+
+
+def test_the_time_pickers_show_a_moment_given_with_an_offset_in_utc(many, personas):
+    response = login(personas["viewer"]).get(
+        reverse("message-list"), {"since": "2026-03-01T13:00:00+01:00"}
+    )
+
+    html = response.content.decode()
+    assert re.search(r'<input type="datetime-local" name="since" value="2026-03-01T12:00:00"', html)
+    assert "Failed since (UTC)" in html
