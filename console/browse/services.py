@@ -1,8 +1,12 @@
 """Reading a message's body, recorded in the audit trail: bodies can hold personal data, and who
-read which one is for the auditors. The message itself is not touched (R12)."""
+read which one is for the auditors. The message itself is not touched (R12). And a person's
+saved filters of the message list."""
+
+from django.core.exceptions import ValidationError
 
 from console.audit.services import audit_record
 from console.browse import selectors
+from console.browse.models import SavedFilter
 
 
 def message_body_read(*, actor, message_id, via):
@@ -30,3 +34,30 @@ def message_body_read_record(*, actor, message_id, via, request=None):
         target_id=message_id,
         details=details,
     )
+
+
+# A person's saved filters: enough for every view they use, few enough to show as one line.
+SAVED_FILTERS_MAX = 50
+
+
+def saved_filter_save(*, owner, name, query):
+    """Save the message list's `query` (its own GET parameters, checked) under `name`; a filter
+    of the same name is replaced. ValidationError past SAVED_FILTERS_MAX."""
+    name = " ".join(name.split())
+    if not name:
+        raise ValidationError("give the filter a name")
+    existing = SavedFilter.objects.filter(owner=owner)
+    if not existing.filter(name=name).exists() and existing.count() >= SAVED_FILTERS_MAX:
+        raise ValidationError(
+            f"you have {SAVED_FILTERS_MAX} saved filters: delete one to save another"
+        )
+    saved, _ = SavedFilter.objects.update_or_create(
+        owner=owner, name=name, defaults={"query": query}
+    )
+    return saved
+
+
+def saved_filter_delete(*, owner, filter_id):
+    """Delete `owner`'s saved filter; False if they have none of that id."""
+    deleted, _ = SavedFilter.objects.filter(owner=owner, id=filter_id).delete()
+    return bool(deleted)

@@ -9,6 +9,12 @@ urlpatterns = [
     path("", views.dashboard, name="dashboard"),
     path("search/", views.search, name="search"),
     path("messages/", views.message_list, name="message-list"),
+    path("messages/saved", views.saved_filter_create, name="saved-filter-create"),
+    path(
+        "messages/saved/<int:filter_id>/delete",
+        views.saved_filter_remove,
+        name="saved-filter-delete",
+    ),
     path("messages/<msgid:message_id>/raw", views.message_raw, name="message-raw"),
     path("messages/<msgid:message_id>/", views.message_detail, name="message-detail"),
     path("groups/", views.group_list, name="group-list"),

@@ -9,8 +9,10 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.http import Http404, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from console.browse import charts, selectors
@@ -18,7 +20,12 @@ from console.browse.body import body_render, raw_body_response
 from console.browse.forms import FILTER_FIELDS, OPEN, MessageFilterForm
 from console.browse.search import MIN_TEXT
 from console.browse.search import search as search_for
-from console.browse.services import message_body_read, message_body_read_record
+from console.browse.services import (
+    message_body_read,
+    message_body_read_record,
+    saved_filter_delete,
+    saved_filter_save,
+)
 from console.permissions import (
     CHANGE_QUEUE,
     VIEW_AUDIT,
@@ -127,10 +134,47 @@ def message_list(request):
     # POST above).
     source = request.POST if selecting else request.GET
     ctx["query"] = QueryDict(mutable=True)
-    for name in (*FILTER_FIELDS, "sort", "size"):
+    for name in KEPT_PARAMS:
         if source.get(name):
             ctx["query"][name] = source[name]
+    ctx["saved_filters"] = request.user.saved_filters.all()
     return render(request, "browse/message_list.html", ctx, status=200 if valid else 400)
+
+
+# What a link to the message list keeps, and what a saved filter is: the filters, sort and size.
+KEPT_PARAMS = (*FILTER_FIELDS, "sort", "size")
+
+
+@require_POST
+@login_required
+@perms_required(VIEW_MESSAGES)
+def saved_filter_create(request):
+    """Save the list's current filters (posted as the list's own fields) under a name."""
+    form = MessageFilterForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "These filters are not valid: apply them first, then save.")
+        return redirect("message-list")
+    posted = request.POST
+    query = urlencode([(name, posted[name]) for name in KEPT_PARAMS if posted.get(name)])
+    try:
+        saved = saved_filter_save(
+            owner=request.user, name=request.POST.get("name", "")[:100], query=query
+        )
+    except ValidationError as exc:
+        messages.error(request, " ".join(exc.messages))
+    else:
+        messages.success(request, f"Saved as \u201c{saved.name}\u201d.")
+    return redirect(reverse("message-list") + (f"?{query}" if query else ""))
+
+
+@require_POST
+@login_required
+@perms_required(VIEW_MESSAGES)
+def saved_filter_remove(request, filter_id):
+    if not saved_filter_delete(owner=request.user, filter_id=filter_id):
+        raise Http404("no such saved filter")
+    messages.success(request, "The saved filter is deleted.")
+    return redirect_back(request, default="message-list")
 
 
 # The message table's columns, and the sort key a click on each header chooses (None: not
