@@ -252,7 +252,10 @@ def seed(n, *, lake_store, epoch):
         )
         _insert(
             "readmodels_quarantineinflow",
-            [dict(queue=q, hour=h, count=c) for (q, h), c in sorted(inflow.items())],
+            [
+                dict(queue=q, hour=h, flow="quarantined", count=c)
+                for (q, h), c in sorted(inflow.items())
+            ],
         )
     return Seeded(
         n=n,

@@ -73,13 +73,92 @@ def hourly_bars(series):
                 height=round(h, 2),
             )
         )
-    y_ticks = [
-        Tick(round(TOP + plot_h - v * plot_h / top, 2), f"{v:,}") for v in (0, top // 2, top)
+    return BarChart(
+        bars=bars, y_ticks=_y_ticks(top, plot_h), x_ticks=_x_ticks([h for h, _ in series], step)
+    )
+
+
+def _y_ticks(top, plot_h):
+    """0, the middle and the top of the count axis (0 and 1 when the top is 1)."""
+    ticks = [Tick(round(TOP + plot_h - v * plot_h / top, 2), f"{v:,}") for v in (0, top // 2, top)]
+    return [ticks[0], ticks[2]] if top == 1 else ticks
+
+
+def _x_ticks(hours, step):
+    """The first, middle and last hours named under the time axis."""
+    picks = sorted({0, len(hours) // 2, len(hours) - 1})
+    return [
+        Tick(round(LEFT + (i + 0.5) * step, 2), hours[i].strftime("%m-%d %H:00")) for i in picks
     ]
-    if top == 1:
-        y_ticks = [y_ticks[0], y_ticks[2]]
-    picks = sorted({0, len(series) // 2, len(series) - 1})
-    x_ticks = [
-        Tick(round(LEFT + (i + 0.5) * step, 2), series[i][0].strftime("%m-%d %H:00")) for i in picks
+
+
+@dataclass(frozen=True)
+class Line:
+    name: str  # the series' key, its CSS class
+    label: str
+    points: str  # "x,y x,y …", for <polyline points>
+    total: int
+
+
+@dataclass(frozen=True)
+class Hour:
+    """One hour's column, the target of its hover text: its counts, in the lines' order."""
+
+    hour: object
+    x: float
+    width: float
+    counts: list  # [(label, n)]
+
+
+@dataclass(frozen=True)
+class LineChart:
+    lines: list
+    hours: list
+    y_ticks: list
+    x_ticks: list
+    width: int = WIDTH
+    height: int = HEIGHT
+    left: int = LEFT
+    top: int = TOP
+    bottom: int = HEIGHT - BOTTOM
+    right: int = WIDTH - RIGHT
+    plot_height: int = HEIGHT - BOTTOM - TOP
+
+
+def hourly_lines(series):
+    """A line per series of `series` [(name, label, [(hour, count)])], all over the same hours,
+    on one count axis from 0 to a round top. None if there are no hours."""
+    if not series or not series[0][2]:
+        return None
+    hours = [hour for hour, _ in series[0][2]]
+    plot_w = WIDTH - LEFT - RIGHT
+    plot_h = HEIGHT - TOP - BOTTOM
+    top = _nice_top(max((n for _, _, points in series for _, n in points), default=0))
+    step = plot_w / len(hours)
+
+    def y(n):
+        return round(TOP + plot_h - n * plot_h / top, 2)
+
+    lines = [
+        Line(
+            name=name,
+            label=label,
+            points=" ".join(
+                f"{round(LEFT + (i + 0.5) * step, 2)},{y(n)}" for i, (_, n) in enumerate(points)
+            ),
+            total=sum(n for _, n in points),
+        )
+        for name, label, points in series
     ]
-    return BarChart(bars=bars, y_ticks=y_ticks, x_ticks=x_ticks)
+    columns = [
+        Hour(
+            hour=hour,
+            x=round(LEFT + i * step, 2),
+            width=round(step, 2),
+            counts=[(label, points[i][1]) for _, label, points in series],
+        )
+        for i, hour in enumerate(hours)
+    ]
+    return LineChart(
+        lines=lines, hours=columns, y_ticks=_y_ticks(top, plot_h), x_ticks=_x_ticks(hours, step)
+    )

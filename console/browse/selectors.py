@@ -29,7 +29,16 @@ from console.readmodels.models import (
     QueueStat,
 )
 from workers.brokers.dead_letters import dead_letter_details, dead_letter_of
-from workers.engine.states import ATTENTION_STATES, DLNG, DLVD, NDLV, STATES, is_failure
+from workers.engine.states import (
+    ATTENTION_STATES,
+    DLNG,
+    DLVD,
+    FLOW_QUARANTINED,
+    FLOWS,
+    NDLV,
+    STATES,
+    is_failure,
+)
 from workers.lake.schema import MESSAGE_COLUMNS_WITHOUT_BODY
 
 log = logging.getLogger(__name__)
@@ -563,25 +572,33 @@ def queues_disabled():
     return list(Queue.objects.filter(enabled=False).order_by("name"))
 
 
-def inflow_series(*, hours=INFLOW_HOURS, end=None):
-    """Messages quarantined per hour, all queues together, for the `hours` up to `end` (by default
-    the latest hour with any inflow), zeros included."""
-    hours_seen = QuarantineInflow.objects.values_list("hour", flat=True)
-    latest = end or hours_seen.order_by("-hour").first()
+def inflow_series(*, hours=INFLOW_HOURS, end=None, queue=None):
+    """Messages quarantined per hour, all queues together (or `queue`'s), for the `hours` up to
+    `end` (by default the latest hour with any count), zeros included."""
+    return flow_series(hours=hours, end=end, queue=queue)[FLOW_QUARANTINED]
+
+
+def flow_series(*, hours=INFLOW_HOURS, end=None, queue=None):
+    """{flow: [(hour, n)]} for every flow of FLOWS (into and out of quarantine, delivered,
+    failed attempts), all queues together or `queue`'s, over the same `hours` up to `end` (by
+    default the latest hour with any count), zeros included; every series empty if none."""
+    counted = QuarantineInflow.objects.all()
+    if queue:
+        counted = counted.filter(queue=queue)
+    latest = end or counted.order_by("-hour").values_list("hour", flat=True).first()
     if latest is None:
-        return []
+        return {flow: [] for flow in FLOWS}
     latest = latest.replace(minute=0, second=0, microsecond=0)
     start = latest - timedelta(hours=hours - 1)
-    sums = dict(
-        QuarantineInflow.objects.filter(hour__gte=start, hour__lte=latest)
-        .values("hour")
+    sums = {
+        (flow, hour): int(n)
+        for flow, hour, n in counted.filter(hour__gte=start, hour__lte=latest)
+        .values("flow", "hour")
         .annotate(n=Sum("count"))
-        .values_list("hour", "n")
-    )
-    return [
-        (start + timedelta(hours=i), int(sums.get(start + timedelta(hours=i), 0)))
-        for i in range(hours)
-    ]
+        .values_list("flow", "hour", "n")
+    }
+    moments = [start + timedelta(hours=i) for i in range(hours)]
+    return {flow: [(at, sums.get((flow, at), 0)) for at in moments] for flow in FLOWS}
 
 
 def dashboard_stats():

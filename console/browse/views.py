@@ -40,6 +40,7 @@ from console.queues.models import Queue
 from console.queues.selectors import source_status_list
 from console.queues.services import queue_pause, queue_reenable
 from console.views import redirect_back
+from workers.engine.states import FLOW_DELIVERED, FLOW_FAILED, FLOW_QUARANTINED, FLOW_RELEASED
 
 
 def _auditors_to_the_audit_trail(view):
@@ -63,8 +64,12 @@ def _auditors_to_the_audit_trail(view):
 def dashboard(request):
     chosen = request.GET.get("range", "")
     chosen = chosen if chosen in charts.RANGES else charts.DEFAULT_RANGE
-    series = selectors.inflow_series(hours=charts.RANGES[chosen])
     stats = selectors.dashboard_stats()
+    queues = [queue for queue, _ in stats["per_queue"]]
+    charted = request.GET.get("queue", "")
+    charted = charted if charted in queues else ""
+    flows = selectors.flow_series(hours=charts.RANGES[chosen], queue=charted or None)
+    series = flows[FLOW_QUARANTINED]
     disabled = selectors.queues_disabled()
     ctx = {
         "stats": stats,
@@ -82,8 +87,22 @@ def dashboard(request):
         "disabled": disabled,
         "groups": selectors.group_list(limit=selectors.TOP_GROUPS),
         "inflow": charts.hourly_bars(series),
+        "quarantine_flows": charts.hourly_lines(
+            [
+                ("in", "into quarantine", series),
+                ("out", "out of quarantine (decided)", flows[FLOW_RELEASED]),
+            ]
+        ),
+        "rates": charts.hourly_lines(
+            [
+                ("delivered", "delivered", flows[FLOW_DELIVERED]),
+                ("failed", "failed attempts", flows[FLOW_FAILED]),
+            ]
+        ),
         "ranges": list(charts.RANGES),
         "range": chosen,
+        "chart_queues": queues,
+        "chart_queue": charted,
         "inflow_total": sum(n for _, n in series),
         "inflow_peak": max((n for _, n in series), default=0),
         "first_run": None if stats["updated_at"] else selectors.first_run(),

@@ -381,7 +381,7 @@ def read_models_forget(*, staged, queue_counts, inflow, body_paths, samples):
       "sample_reason", "sample_stack"}}) replace the samples that were purged;
     - `queue_counts` ({(queue, state): n}) are taken off the queue counts; a queue left with no
       message has no counts, as after a refresh;
-    - `inflow` ([(queue, hour, n)]) is taken off the quarantine inflow;
+    - `inflow` ([(queue, hour, flow, n)]) is taken off the hourly flows;
     - index rows whose body is in a rewritten directory point at its new one (`body_paths`:
       {old: new}).
     """
@@ -466,15 +466,16 @@ def _body_paths_move(cursor, index, body_paths):
 
 def _inflow_forget(inflow):
     table = _q(QuarantineInflow._meta.db_table)
-    count, queue, hour = _q("count"), _q("queue"), _q("hour")
+    count, queue, hour, flow = _q("count"), _q("queue"), _q("hour"), _q("flow")
     rows = [
-        (n, q, connection.ops.adapt_datetimefield_value(h))
-        for q, h, n in inflow
+        (n, q, connection.ops.adapt_datetimefield_value(h), f)
+        for q, h, f, n in inflow
         if n  # an hour the purged messages added nothing to is left alone
     ]
     with connection.cursor() as cursor:
         cursor.executemany(
-            f"UPDATE {table} SET {count} = {count} - %s WHERE {queue} = %s AND {hour} = %s",  # noqa: S608
+            f"UPDATE {table} SET {count} = {count} - %s "  # noqa: S608
+            f"WHERE {queue} = %s AND {hour} = %s AND {flow} = %s",
             rows,
         )
         cursor.execute(f"DELETE FROM {table} WHERE {count} <= 0")  # noqa: S608

@@ -6,7 +6,7 @@ the lake, except for one message's body and history on its detail page."""
 from django.db import models, transaction
 from django.db.models import Q
 
-from workers.engine.states import NDLV, WAIT
+from workers.engine.states import FLOW_QUARANTINED, NDLV, WAIT
 
 
 class MessageState(models.Model):
@@ -213,20 +213,25 @@ class QueueStat(models.Model):
 
 
 class QuarantineInflow(models.Model):
-    """Messages that entered NDLV, per queue and hour."""
+    """Messages per queue, hour and flow (workers.engine.states.FLOWS): the quarantine's inflow
+    (entered NDLV) and outflow (left it by a decision), and the deliveries and failed attempts
+    (the dashboard's rates). It began as the inflow alone, hence its name."""
 
     queue = models.CharField(max_length=100)
     hour = models.DateTimeField()
+    flow = models.CharField(max_length=12, default=FLOW_QUARANTINED)
     count = models.BigIntegerField(default=0)
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["queue", "hour"], name="one_inflow_per_queue_hour")
+            models.UniqueConstraint(
+                fields=["queue", "hour", "flow"], name="one_count_per_queue_hour_flow"
+            )
         ]
         indexes = [models.Index(fields=["hour"], name="ix_inflow_hour")]
 
     def __str__(self):
-        return f"{self.queue} {self.hour:%Y-%m-%d %H}:00 {self.count}"
+        return f"{self.queue} {self.hour:%Y-%m-%d %H}:00 {self.flow} {self.count}"
 
 
 class RefreshRun(models.Model):

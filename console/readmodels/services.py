@@ -576,26 +576,28 @@ def _queue_stats_replace(path):
 
 
 def _inflow_add(path, *, full):
-    """Messages that entered NDLV per queue and hour: added to the hours' counts (a full refresh
-    counted every event, so it replaces them)."""
+    """The hourly flows (workers.jobs.refresh.hourly_flows): added to the hours' counts (a full
+    refresh counted every event, so it replaces them)."""
     table = _table(QuarantineInflow)
     if full:
         QuarantineInflow.objects.all().delete()
     count = _q("count")
     sql = (
-        f"INSERT INTO {table} ({_q('queue')}, {_q('hour')}, {count}) VALUES (%s, %s, %s) "  # noqa: S608
-        f"ON CONFLICT ({_q('queue')}, {_q('hour')}) "
+        f"INSERT INTO {table} ({_q('queue')}, {_q('hour')}, {_q('flow')}, {count}) "  # noqa: S608
+        "VALUES (%s, %s, %s, %s) "
+        f"ON CONFLICT ({_q('queue')}, {_q('hour')}, {_q('flow')}) "
         f"DO UPDATE SET {count} = {table}.{count} + excluded.{count}"
     )
     dataset = _dataset(path)
     with connection.cursor() as cursor:
-        for batch in _batches(dataset, ["queue", "hour", "count"], None):
+        for batch in _batches(dataset, ["queue", "hour", "flow", "count"], None):
             rows = zip(
                 batch.column("queue").to_pylist(),
                 [
                     connection.ops.adapt_datetimefield_value(h)
                     for h in batch.column("hour").to_pylist()
                 ],
+                batch.column("flow").to_pylist(),
                 batch.column("count").to_pylist(),
                 strict=True,
             )

@@ -81,8 +81,8 @@ class Index:
             queue=queue, defaults={"counts": counts, "updated_at": T0}
         )[0]
 
-    def inflow(self, queue="orders", hour=T0, count=1):
-        return QuarantineInflow.objects.create(queue=queue, hour=hour, count=count)
+    def inflow(self, queue="orders", hour=T0, count=1, flow="quarantined"):
+        return QuarantineInflow.objects.create(queue=queue, hour=hour, count=count, flow=flow)
 
 
 @pytest.fixture

@@ -3,7 +3,7 @@ a time axis with its first, middle and last hours."""
 
 from datetime import UTC, datetime, timedelta
 
-from console.browse.charts import HEIGHT, LEFT, TOP, hourly_bars
+from console.browse.charts import HEIGHT, LEFT, TOP, hourly_bars, hourly_lines
 
 T0 = datetime(2026, 3, 1, 0, 0, tzinfo=UTC)
 
@@ -35,3 +35,20 @@ def test_a_quiet_week_still_has_an_axis_and_no_chart_is_drawn_for_nothing():
     assert len(chart.bars) == 168 and {b.height for b in chart.bars} == {0}
     assert [t.label for t in chart.y_ticks] == ["0", "1"]
     assert hourly_bars([]) is None
+
+
+def test_lines_share_one_count_axis_and_each_hour_names_every_count():
+    chart = hourly_lines(
+        [
+            ("delivered", "delivered", _series([10, 40, 0])),
+            ("failed", "failed attempts", _series([2, 0, 7])),
+        ]
+    )
+
+    assert [t.label for t in chart.y_ticks] == ["0", "25", "50"]
+    assert [(line.name, line.total) for line in chart.lines] == [("delivered", 50), ("failed", 9)]
+    delivered = [tuple(map(float, p.split(","))) for p in chart.lines[0].points.split()]
+    assert len(delivered) == 3 and delivered[2][1] == chart.bottom  # 0 lies on the time axis
+    assert delivered[1][1] == round(TOP + (chart.bottom - TOP) * (1 - 40 / 50), 2)
+    assert chart.hours[2].counts == [("delivered", 0), ("failed attempts", 7)]
+    assert hourly_lines([("in", "in", [])]) is None

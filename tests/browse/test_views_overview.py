@@ -126,3 +126,32 @@ def test_reading_the_overview_pages_writes_nothing(seeded, personas, django_asse
             and "django_session" not in q["sql"]
         ]
         assert writes == [], name
+
+
+def test_the_dashboard_charts_flows_in_and_out_and_deliveries_for_all_queues_or_one(
+    seeded, index, personas
+):
+    index.stats("payments", NDLV=1)
+    index.inflow("orders", T0, 5, flow="released")
+    index.inflow("orders", T0, 30, flow="delivered")
+    index.inflow("payments", T0, 4, flow="failed")
+    client = login(personas["viewer"])
+
+    html = _html(client.get(reverse("dashboard")))
+    rates = html[
+        html.index('id="rates-chart"') : html.index("</figure>", html.index('id="rates-chart"'))
+    ]
+    assert (
+        "delivered: <strong>30</strong>" in rates and "failed attempts: <strong>4</strong>" in rates
+    )
+    assert "2026-03-01 12:00 UTC: delivered 30, failed attempts 4" in rates
+    flows = html[html.index('id="quarantine-flow-chart"') :]
+    assert "out of quarantine (decided): <strong>5</strong>" in flows
+
+    only = _html(client.get(reverse("dashboard"), {"queue": "payments", "range": "24h"}))
+    rates = only[only.index('id="rates-chart"') :]
+    assert (
+        "delivered: <strong>0</strong>" in rates and "failed attempts: <strong>4</strong>" in rates
+    )
+    assert "queue payments" in rates
+    assert only.count('<rect class="hour"') == 2 * 24

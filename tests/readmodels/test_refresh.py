@@ -208,7 +208,7 @@ def test_a_full_refresh_gives_what_the_incremental_ones_gave(engine):
         index_rows(),
         {g["fingerprint"]: g for g in FailureGroup.objects.values()},
         {s["queue"]: s["counts"] for s in QueueStat.objects.values()},
-        sorted(QuarantineInflow.objects.values_list("queue", "hour", "count")),
+        sorted(QuarantineInflow.objects.values_list("queue", "hour", "flow", "count")),
     )
 
     run = refresh(engine, full=True)
@@ -218,7 +218,7 @@ def test_a_full_refresh_gives_what_the_incremental_ones_gave(engine):
         index_rows(),
         {g["fingerprint"]: g for g in FailureGroup.objects.values()},
         {s["queue"]: s["counts"] for s in QueueStat.objects.values()},
-        sorted(QuarantineInflow.objects.values_list("queue", "hour", "count")),
+        sorted(QuarantineInflow.objects.values_list("queue", "hour", "flow", "count")),
     )
     assert full == incremental
     assert sorted(incremental[0]) == ["o-1", "o-2", "o-3", "p-1", "p-2"]
@@ -255,7 +255,7 @@ def test_queue_stats_count_every_message_of_every_queue_by_state(engine):
     assert stats == {"orders": {"DLVD": 1, "NDLV": 1, "WAIT": 1}, "payments": {"TBDL": 1}}
 
 
-def test_quarantine_inflow_is_counted_per_queue_and_hour_and_added_up(engine):
+def test_the_hourly_flows_are_counted_per_queue_and_hour_and_added_up(engine):
     engine.queue("orders")
     engine.ingest("orders", {"o-1": "permanent", "o-2": "permanent"})
     engine.deliver(at=T0 + timedelta(minutes=10))
@@ -267,8 +267,14 @@ def test_quarantine_inflow_is_counted_per_queue_and_hour_and_added_up(engine):
 
     refresh(engine)
 
-    inflow = sorted(QuarantineInflow.objects.values_list("queue", "hour", "count"))
+    inflow = sorted(
+        QuarantineInflow.objects.filter(flow="quarantined").values_list("queue", "hour", "count")
+    )
     assert inflow == [("orders", T0, 3), ("orders", T0 + timedelta(hours=3), 1)]
+    flows = dict(
+        QuarantineInflow.objects.filter(hour=T0).values_list("flow", "count")
+    )  # a permanent failure is a failed attempt that quarantines
+    assert flows == {"quarantined": 3, "failed": 3}
 
 
 def test_a_second_refresh_with_nothing_new_changes_nothing(engine):

@@ -10,8 +10,8 @@ from workers.jobs.fingerprint import fingerprint
 from workers.jobs.refresh import (
     delivered_before,
     group_rows,
+    hourly_flows,
     index_rows,
-    quarantine_inflow,
     summarize,
 )
 from workers.lake.schema import EVENT_SCHEMA, MESSAGE_SCHEMA, ddl
@@ -219,7 +219,7 @@ def test_delivered_before_names_the_messages_whose_state_before_the_new_events_w
     assertDataFrameEqual(found, [Row("b", "orders")])
 
 
-def test_quarantine_inflow_counts_events_entering_ndlv_per_queue_and_hour(spark):
+def test_the_hourly_flows_count_each_event_in_every_flow_it_belongs_to(spark):
     hour = T0.replace(minute=0)
     events = events_df(
         spark,
@@ -229,15 +229,25 @@ def test_quarantine_inflow_counts_events_entering_ndlv_per_queue_and_hour(spark)
             event("c", 1, 3, "DLNG", "NDLV", at=hour + 60 * MINUTE),
             event("d", 1, 4, "DLNG", "NDLV", at=hour, queue="payments"),
             event("e", 1, 5, "DLNG", "WAIT", at=hour),
+            event("f", 1, 6, "DLNG", "DLVD", at=hour),
+            event("a", 2, 1, "NDLV", "TBDL", at=hour + 61 * MINUTE),  # reprocessed
+            event("b", 2, 2, "NDLV", "FAIL", at=hour + 62 * MINUTE),  # failed by a person
+            event("g", 1, 7, None, "TBDL", at=hour),  # taken in: no flow
+            event("h", 1, 8, "TBDL", "DLNG", at=hour),  # claimed: no flow
         ],
     )
 
     assertDataFrameEqual(
-        quarantine_inflow(events),
+        hourly_flows(events),
         [
-            Row("orders", naive(hour), 2),
-            Row("orders", naive(hour + timedelta(hours=1)), 1),
-            Row("payments", naive(hour), 1),
+            Row("orders", naive(hour), "quarantined", 2),
+            Row("orders", naive(hour), "failed", 3),  # a, b (quarantined too) and e
+            Row("orders", naive(hour), "delivered", 1),
+            Row("orders", naive(hour + timedelta(hours=1)), "quarantined", 1),
+            Row("orders", naive(hour + timedelta(hours=1)), "failed", 1),
+            Row("orders", naive(hour + timedelta(hours=1)), "released", 2),
+            Row("payments", naive(hour), "quarantined", 1),
+            Row("payments", naive(hour), "failed", 1),
         ],
     )
 

@@ -129,7 +129,7 @@ def read_models():
         "index": {r["message_id"]: r for r in MessageIndex.objects.values()},
         "groups": {g["fingerprint"]: g for g in FailureGroup.objects.values()},
         "stats": {s.queue: s.counts for s in QueueStat.objects.all()},
-        "inflow": sorted(QuarantineInflow.objects.values_list("queue", "hour", "count")),
+        "inflow": sorted(QuarantineInflow.objects.values_list("queue", "hour", "flow", "count")),
     }
 
 

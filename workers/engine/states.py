@@ -52,6 +52,16 @@ def is_failure(from_state, to_state, attempt):
     return from_state == DLNG and to_state in FAILED_TO and bool(attempt)
 
 
+# What the console counts per queue and hour (the read model QuarantineInflow, the dashboard's
+# charts): messages that entered quarantine (NDLV), that left it (a decision: reprocessed, failed
+# or ended), that were delivered, and failed attempts (is_failure). One event may count in two
+# (a failed attempt that quarantines).
+FLOW_QUARANTINED = "quarantined"
+FLOW_RELEASED = "released"
+FLOW_DELIVERED = "delivered"
+FLOW_FAILED = "failed"
+FLOWS = (FLOW_QUARANTINED, FLOW_RELEASED, FLOW_DELIVERED, FLOW_FAILED)
+
 # Reasons people read in the console; tests match them exactly.
 REASON_CRASH = "in flight when a worker crashed"
 REASON_FATAL = "fatal error in handler"

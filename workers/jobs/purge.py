@@ -10,10 +10,11 @@ transform: `current` (each message's queue, state and the time of its latest eve
 load: the purged ids, sorted by id; for each commit that held any of them, its other rows, one
   directory per commit (`<out>/<dataset>/commit_id=<id>`), sorted by message id so that reading
   one message stays a row group's read; the state and open snapshots without them; and the
-  messages that entered NDLV per queue and hour among them (the quarantine inflow they had
-  added). Each history generation that held their events is rewritten without them in its own
-  layout (the same buckets: workers.jobs.history). The console moves the directories into the
-  lake and swaps them in, in one transaction (console.retention).
+  hourly flows their events had added (into and out of quarantine, deliveries, failed
+  attempts: workers.jobs.refresh.hourly_flows). Each history generation that held their events
+  is rewritten without them in its own layout (the same buckets: workers.jobs.history). The
+  console moves the directories into the lake and swaps them in, in one transaction
+  (console.retention).
 
 Every commit keeps its id and its meaning ("these events were committed then"), minus the purged
 messages: readers that read "the commits after N" (the refresh's cursor, a decision's plan, a
@@ -35,7 +36,7 @@ from pyspark.sql import functions as F
 
 from workers.engine import states as S
 from workers.jobs.history import fill_empty_buckets, task_count, with_targets, write_files
-from workers.jobs.refresh import quarantine_inflow
+from workers.jobs.refresh import hourly_flows
 from workers.jobs.state import COMMIT_ID, extract_events, read_tagged
 from workers.lake.schema import EVENT_SCHEMA, HISTORY_SCHEMA, MESSAGE_SCHEMA
 from workers.lake.store import ROW_GROUP_BYTES
@@ -218,17 +219,17 @@ def run_purge(spark, params: PurgeParams) -> PurgeResult:
     purged = spark.read.parquet(params.ids_path)
 
     # The purged messages' events, narrow, in one pass over the ledger: which commits hold them,
-    # and the NDLV entries they had added to the quarantine inflow (per queue and hour), which
-    # the console takes off its counts (a full refresh would no longer count them).
+    # and the flows they had added to the hourly flows (per queue, hour and flow), which the
+    # console takes off its counts (a full refresh would no longer count them).
     history_path = str(Path(params.out_dir) / "purged-events")
     (
         _read_tagged(spark, params, params.events, EVENT_SCHEMA)
-        .select("message_id", PARTITION, "at", "to_state", "queue")
+        .select("message_id", PARTITION, "at", "from_state", "to_state", "queue", "attempt")
         .join(purged.select("message_id"), on="message_id", how="left_semi")
         .write.parquet(history_path)
     )
     history = spark.read.parquet(history_path)
-    quarantine_inflow(history).coalesce(1).write.parquet(str(Path(params.out_dir) / "inflow"))
+    hourly_flows(history).coalesce(1).write.parquet(str(Path(params.out_dir) / "inflow"))
 
     events_order = ["message_id", "epoch", "step"]
     holding = _holding(history)
@@ -323,7 +324,7 @@ def ids_summary(ids_path):
 
 
 def inflow_rows(out_dir):
-    """[(queue, hour, count)] the purged messages had added to the quarantine inflow."""
+    """[(queue, hour, flow, count)] the purged messages had added to the hourly flows."""
     rows = []
     for path in _files(Path(out_dir) / "inflow"):
         table = pq.read_table(path)
@@ -334,6 +335,7 @@ def inflow_rows(out_dir):
         rows += zip(
             table.column("queue").to_pylist(),
             hours.to_pylist(),
+            table.column("flow").to_pylist(),
             table.column("count").to_pylist(),
             strict=True,
         )

@@ -9,7 +9,8 @@ transform: one row per affected message with its current state and failures (`su
   (`group_rows`); the affected messages' counts by queue and state, and those of them that
   were delivered before the new commits (`delivered_before`: what the queue counts held for the
   messages the index leaves out), from which the task moves the queue counts; and the
-  messages that entered NDLV per queue and hour in the new commits (`quarantine_inflow`).
+  flows per queue and hour in the new commits (`hourly_flows`: into and out of quarantine,
+  deliveries, failed attempts).
 load: Parquet files in a staging directory, read back in record batches by the task
   (console.readmodels.services), which loads the console DB in bulk and removes the directory.
 
@@ -307,11 +308,22 @@ def delivered_before(history: DataFrame, new_events: DataFrame) -> DataFrame:
     )
 
 
-def quarantine_inflow(events: DataFrame) -> DataFrame:
-    """Events entering NDLV, per queue and hour (UTC: the session's time zone)."""
+def hourly_flows(events: DataFrame) -> DataFrame:
+    """Events per queue, hour (UTC: the session's time zone) and flow (workers.engine.states.
+    FLOWS): entering NDLV, leaving it, delivered, failed attempts."""
+    flows = F.array_compact(
+        F.array(
+            F.when(F.col("to_state") == S.NDLV, F.lit(S.FLOW_QUARANTINED)),
+            F.when(F.col("from_state") == S.NDLV, F.lit(S.FLOW_RELEASED)),
+            F.when(F.col("to_state") == S.DLVD, F.lit(S.FLOW_DELIVERED)),
+            F.when(is_failure(), F.lit(S.FLOW_FAILED)),
+        )
+    )
     return (
-        events.where(F.col("to_state") == S.NDLV)
-        .groupBy("queue", F.date_trunc("hour", "at").alias("hour"))
+        events.select(
+            "queue", F.date_trunc("hour", "at").alias("hour"), F.explode(flows).alias("flow")
+        )
+        .groupBy("queue", "hour", "flow")
         .count()
     )
 
@@ -426,13 +438,11 @@ def run_refresh(spark, params: RefreshParams) -> RefreshResult:
         messages = every_message(spark, params)
     else:
         affected = new_events.select("message_id").distinct()
-        # The driver's pyarrow reads and the inflow's Spark job overlap: a small refresh is
+        # The driver's pyarrow reads and the flows' Spark job overlap: a small refresh is
         # mostly waiting on each.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="refresh-reads") as reads:
             staged = reads.submit(stage_reads, params)
-            quarantine_inflow(new_events).coalesce(1).write.parquet(
-                staging(params.out_dir, "inflow")
-            )
+            hourly_flows(new_events).coalesce(1).write.parquet(staging(params.out_dir, "inflow"))
             staged_history, staged_messages = staged.result()
         # Read twice (the rows, what was delivered before): written once, so that the
         # generations are scanned once.
@@ -451,7 +461,7 @@ def run_refresh(spark, params: RefreshParams) -> RefreshResult:
         staging(params.out_dir, "stats")
     )
     if params.full:
-        quarantine_inflow(new_events).coalesce(1).write.parquet(staging(params.out_dir, "inflow"))
+        hourly_flows(new_events).coalesce(1).write.parquet(staging(params.out_dir, "inflow"))
     else:
         delivered_before(history, new_events).coalesce(1).write.parquet(
             staging(params.out_dir, "delivered")
