@@ -35,6 +35,7 @@ from console.permissions import (
 from console.queues.models import Queue
 from console.queues.selectors import source_status_list
 from console.queues.services import PAUSE_REASON_MAX, queue_pause, queue_reenable
+from workers.engine.states import FLOW_QUARANTINED, FLOWS
 
 # Ids are any printable text, "/" included; the routes take them whole ("<path:...>").
 MESSAGE_ID_TEXT = "The message's id: any printable text, '/' included (percent-encoded)."
@@ -469,6 +470,17 @@ class StatsApi(APIView):
                         {"hour": serializers.DateTimeField(), "count": serializers.IntegerField()},
                         many=True,
                     ),
+                    "flows": inline_serializer(
+                        "FlowHour",
+                        {
+                            "hour": serializers.DateTimeField(),
+                            **{flow: serializers.IntegerField() for flow in FLOWS},
+                        },
+                        many=True,
+                        help_text="Per hour, all queues together, over the inflow's hours: "
+                        "messages that entered quarantine, left it (a decision), were "
+                        "delivered, and failed attempts.",
+                    ),
                     "sources": inline_serializer(
                         "SourceStatus",
                         {
@@ -500,7 +512,8 @@ class StatsApi(APIView):
     )
     def get(self, request):
         stats = selectors.dashboard_stats()
-        series = selectors.inflow_series()
+        flows = selectors.flow_series()
+        series = flows[FLOW_QUARANTINED]
         groups = selectors.group_list(limit=selectors.TOP_GROUPS)
         return Response(
             {
@@ -515,6 +528,10 @@ class StatsApi(APIView):
                 ],
                 "top_groups": _GroupSerializer(groups, many=True).data,
                 "inflow": [{"hour": hour, "count": n} for hour, n in series],
+                "flows": [
+                    {"hour": hour, **{flow: flows[flow][i][1] for flow in FLOWS}}
+                    for i, (hour, _) in enumerate(series)
+                ],
                 "sources": [s.as_dict() for s in source_status_list()],
             }
         )

@@ -2,7 +2,7 @@
 /api/v1/queues/<name>/enable."""
 
 from console.queues.models import Queue
-from tests.browse.conftest import api
+from tests.browse.conftest import T0, api
 
 
 def test_groups_are_listed_by_count(seeded, index, personas):
@@ -57,6 +57,23 @@ def test_stats_are_the_dashboards_numbers(seeded, personas):
     assert body["top_groups"][0]["fingerprint"] == "g1"
     assert sum(h["count"] for h in body["inflow"]) == 1
     assert body["disabled_queues"] == []
+
+
+def test_stats_give_the_hourly_flows_over_the_inflows_hours(seeded, index, personas):
+    index.inflow("orders", T0, 7, flow="delivered")
+    index.inflow("orders", T0, 2, flow="failed")
+
+    body = api(personas["viewer"]).get("/api/v1/stats").json()
+
+    assert [h["hour"] for h in body["flows"]] == [h["hour"] for h in body["inflow"]]
+    last = body["flows"][-1]
+    assert last == {
+        "hour": "2026-03-01T12:00:00Z",
+        "quarantined": 1,
+        "released": 0,
+        "delivered": 7,
+        "failed": 2,
+    }
 
 
 def test_the_body_endpoint_returns_the_bytes(seeded, personas):
