@@ -31,13 +31,15 @@ def require_service(name, host="127.0.0.1", port=None, *, path=None):
 
 # CI runs the suite twice side by side: on SQLite, then on PostgreSQL + Redis with
 # DATABASE_TESTS_ONLY=1. The second run leaves out what cannot behave differently there, having
-# run in the first: Spark jobs tested as pure transforms (no database), and the Spark deployment
-# modes (a standalone cluster, Spark Connect: marked `spark_deployment`).
+# run in the first: Spark jobs tested as pure transforms (no database), the Spark deployment
+# modes (a standalone cluster, Spark Connect: marked `spark_deployment`), and the browser tests
+# (tests/browser: what they add to the view tests, which run on PostgreSQL, is the pages'
+# script, policy and layout in Chromium, which no database changes).
 _DATABASE_FIXTURES = {"db", "transactional_db", "live_server", "django_db_setup"}
 
 
 def _database_blind(item):
-    if item.get_closest_marker("spark_deployment"):
+    if item.get_closest_marker("spark_deployment") or item.path.parent.name == "browser":
         return True
     uses_database = item.get_closest_marker("django_db") or _DATABASE_FIXTURES & set(
         getattr(item, "fixturenames", ())

@@ -162,3 +162,34 @@ def hourly_lines(series):
     return LineChart(
         lines=lines, hours=columns, y_ticks=_y_ticks(top, plot_h), x_ticks=_x_ticks(hours, step)
     )
+
+
+# A sparkline's box: small enough for a table cell.
+SPARK_WIDTH, SPARK_HEIGHT = 96, 20
+
+
+@dataclass(frozen=True)
+class Sparkline:
+    points: str  # for <polyline points>
+    total: int
+    peak: int
+    width: int = SPARK_WIDTH
+    height: int = SPARK_HEIGHT
+
+
+def sparkline(counts):
+    """A line through `counts` (oldest first) scaled to its own peak; None if there are none."""
+    if not counts:
+        return None
+    peak = max(counts)
+    step = SPARK_WIDTH / max(len(counts) - 1, 1)
+    usable = SPARK_HEIGHT - 2  # a pixel above and below for the stroke
+
+    def y(n):
+        return round(SPARK_HEIGHT - 1 - (n * usable / peak if peak else 0), 2)
+
+    return Sparkline(
+        points=" ".join(f"{round(i * step, 2)},{y(n)}" for i, n in enumerate(counts)),
+        total=sum(counts),
+        peak=peak,
+    )

@@ -12,7 +12,8 @@ from datetime import datetime, timedelta
 
 import pyarrow.compute as pc
 from django.core import signing
-from django.db.models import Q, Sum
+from django.db.models import Count, Q, Sum
+from django.db.models.functions import TruncHour
 
 from console.audit.models import AuditEntry
 from console.browse.forms import DEFAULT_SORT, OPEN, PAGE_SIZE
@@ -674,3 +675,36 @@ def filter_choices():
         exception_types=[(name, int(n)) for name, n in types if name],
         groups=[(fp, pattern, int(n)) for fp, pattern, n in groups],
     )
+
+
+# A failure group's sparkline: its members by the hour of their latest failure, over this many
+# hours up to the newest failure among the groups shown.
+SPARK_HOURS = 24
+
+
+def group_recent(*, groups, hours=SPARK_HOURS, end=None):
+    """{fingerprint: [n per hour]}: the groups' members whose latest failure fell in each of the
+    `hours` up to `end` (by default the hour of the latest `last_seen` among `groups`). One
+    query over the group index's recent part; a member that failed again counts in its newer
+    hour only (the index keeps the latest failure)."""
+    if not groups:
+        return {}
+    end = end or max((g.last_seen for g in groups if g.last_seen), default=None)
+    if end is None:
+        return {g.fingerprint: [0] * hours for g in groups}
+    end = end.replace(minute=0, second=0, microsecond=0)
+    start = end - timedelta(hours=hours - 1)
+    rows = (
+        MessageIndex.objects.filter(
+            group_id__in=[g.fingerprint for g in groups],
+            last_failure_at__gte=start,
+            last_failure_at__lt=end + timedelta(hours=1),
+        )
+        .annotate(hour=TruncHour("last_failure_at"))
+        .values_list("group_id", "hour")
+        .annotate(n=Count("pk"))
+    )
+    recent = {g.fingerprint: [0] * hours for g in groups}
+    for fingerprint, hour, n in rows:
+        recent[fingerprint][int((hour - start).total_seconds() // 3600)] += n
+    return recent

@@ -85,7 +85,7 @@ def dashboard(request):
         "stale_seconds": settings.STATS_STALE_SECONDS,
         "refresh_seconds": settings.REFRESH_INTERVAL_SECONDS,
         "disabled": disabled,
-        "groups": selectors.group_list(limit=selectors.TOP_GROUPS),
+        "groups": _with_sparklines(selectors.group_list(limit=selectors.TOP_GROUPS)),
         "inflow": charts.hourly_bars(series),
         "quarantine_flows": charts.hourly_lines(
             [
@@ -287,11 +287,20 @@ def group_list(request):
     queue = request.GET.get("queue", "")[:100]
     resolved = request.GET.get("resolved") == "1"
     ctx = {
-        "groups": selectors.group_list(queue=queue or None, resolved=resolved),
+        "groups": _with_sparklines(selectors.group_list(queue=queue or None, resolved=resolved)),
         "queue": queue,
         "resolved": resolved,
     }
     return render(request, "browse/group_list.html", ctx)
+
+
+def _with_sparklines(groups):
+    """The groups, each with `.spark`: its recent failures by hour (charts.sparkline)."""
+    groups = list(groups)
+    recent = selectors.group_recent(groups=groups)
+    for group in groups:
+        group.spark = charts.sparkline(recent.get(group.fingerprint))
+    return groups
 
 
 @require_GET

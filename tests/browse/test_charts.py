@@ -3,7 +3,16 @@ a time axis with its first, middle and last hours."""
 
 from datetime import UTC, datetime, timedelta
 
-from console.browse.charts import HEIGHT, LEFT, TOP, hourly_bars, hourly_lines
+from console.browse.charts import (
+    HEIGHT,
+    LEFT,
+    SPARK_HEIGHT,
+    SPARK_WIDTH,
+    TOP,
+    hourly_bars,
+    hourly_lines,
+    sparkline,
+)
 
 T0 = datetime(2026, 3, 1, 0, 0, tzinfo=UTC)
 
@@ -52,3 +61,13 @@ def test_lines_share_one_count_axis_and_each_hour_names_every_count():
     assert delivered[1][1] == round(TOP + (chart.bottom - TOP) * (1 - 40 / 50), 2)
     assert chart.hours[2].counts == [("delivered", 0), ("failed attempts", 7)]
     assert hourly_lines([("in", "in", [])]) is None
+
+
+def test_a_sparkline_scales_to_its_own_peak():
+    line = sparkline([0, 5, 10])
+
+    points = [tuple(map(float, p.split(","))) for p in line.points.split()]
+    assert (line.total, line.peak) == (15, 10)
+    assert points[0] == (0.0, SPARK_HEIGHT - 1) and points[2] == (SPARK_WIDTH, 1.0)
+    assert sparkline([0, 0]).points == f"0.0,{SPARK_HEIGHT - 1} {SPARK_WIDTH}.0,{SPARK_HEIGHT - 1}"
+    assert sparkline([]) is None

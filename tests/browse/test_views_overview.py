@@ -5,8 +5,10 @@ from datetime import timedelta
 
 from django.urls import reverse
 
+from console.browse import selectors
 from console.delivery.models import DeliveryRun
 from console.queues.models import Queue
+from console.readmodels.models import FailureGroup
 from tests.browse.conftest import T0, login
 
 
@@ -155,3 +157,19 @@ def test_the_dashboard_charts_flows_in_and_out_and_deliveries_for_all_queues_or_
     )
     assert "queue payments" in rates
     assert only.count('<rect class="hour"') == 2 * 24
+
+
+def test_each_failure_group_has_a_sparkline_of_its_recent_failures(index, personas):
+    index.group("g1", last_seen=T0)
+    index.group("g2", last_seen=T0 - timedelta(hours=2), pattern="other <n>")
+    for i, hours_before in enumerate([0, 0, 1, 30]):  # the last one is older than 24 h
+        index.row(f"m-{i}", group_id="g1", last_failure_at=T0 - timedelta(hours=hours_before))
+    index.row("m-9", group_id="g2", last_failure_at=T0 - timedelta(hours=2))
+
+    recent = selectors.group_recent(groups=list(FailureGroup.objects.order_by("fingerprint")))
+    assert recent["g1"][-2:] == [1, 2] and sum(recent["g1"]) == 3
+    assert recent["g2"][-3] == 1 and sum(recent["g2"]) == 1
+
+    html = _html(login(personas["viewer"]).get(reverse("group-list")))
+    assert html.count('<svg class="sparkline"') == 2
+    assert "3 members whose latest failure was in the last 24 hours" in html
