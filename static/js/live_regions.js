@@ -93,8 +93,16 @@
     if (document.hidden) {
       return;
     }
-    window.fetch(window.location.href, {credentials: "same-origin", headers: {"Accept": "text/html"}})
+    window.fetch(window.location.href, {
+      credentials: "same-origin",
+      headers: {"Accept": "text/html", "X-Antidote-Poll": "1"}
+    })
       .then(function (response) {
+        if (response.redirected && new URL(response.url).pathname === "/login/") {
+          // The session ended (polls do not keep it alive): the page takes the login screen.
+          window.location.reload();
+          throw new Error("signed out");
+        }
         if (!response.ok) {
           throw new Error("HTTP " + response.status);
         }
