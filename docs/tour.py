@@ -136,6 +136,9 @@ def screens(tour):
     page = tour.as_user("operator")
     tour.go("/")
     tour.shot("dashboard")
+    tour.go("/?range=24h")  # the demo's messages came in within the hour
+    page.locator("#inflow-chart").evaluate("chart => chart.closest('section').scrollIntoView()")
+    tour.shot("charts")
 
     tour.go("/messages/?state=NDLV")
     boxes = page.locator("#message-table input.select-message")

@@ -27,6 +27,7 @@ class Bar:
 class Tick:
     at: float  # x or y in the drawing
     label: str
+    anchor: str = "middle"  # how its text sits on it (the last time label ends there)
 
 
 @dataclass(frozen=True)
@@ -86,9 +87,15 @@ def _y_ticks(top, plot_h):
 
 def _x_ticks(hours, step):
     """The first, middle and last hours named under the time axis."""
-    picks = sorted({0, len(hours) // 2, len(hours) - 1})
+    last = len(hours) - 1
+    picks = sorted({0, len(hours) // 2, last})
     return [
-        Tick(round(LEFT + (i + 0.5) * step, 2), hours[i].strftime("%m-%d %H:00")) for i in picks
+        Tick(
+            round(LEFT + (i + 0.5) * step, 2),
+            hours[i].strftime("%m-%d %H:00"),
+            "end" if i == last and last else "middle",  # the last one ends at the edge
+        )
+        for i in picks
     ]
 
 

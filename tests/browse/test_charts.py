@@ -35,6 +35,7 @@ def test_the_time_axis_names_the_first_middle_and_last_hours():
     chart = hourly_bars(_series([1] * 24))
 
     assert [t.label for t in chart.x_ticks] == ["03-01 00:00", "03-01 12:00", "03-01 23:00"]
+    assert [t.anchor for t in chart.x_ticks] == ["middle", "middle", "end"]  # never cut off
     assert chart.x_ticks[0].at > LEFT and chart.bottom < HEIGHT
 
 
