@@ -110,8 +110,9 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
-    # Django's, but a page's polling does not keep a session alive (console/sessions.py).
-    "console.sessions.SessionMiddleware",
+    "django.contrib.sessions.middleware.SessionMiddleware",
+    # A page's polling does not keep a session alive (console/sessions.py).
+    "console.sessions.PollsAreNotActivity",
     "django.middleware.common.CommonMiddleware",
     "django.middleware.csrf.CsrfViewMiddleware",
     "django.contrib.auth.middleware.AuthenticationMiddleware",
