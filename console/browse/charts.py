@@ -30,9 +30,10 @@ class Tick:
     anchor: str = "middle"  # how its text sits on it (the last time label ends there)
 
 
-@dataclass(frozen=True)
-class BarChart:
-    bars: list
+@dataclass(frozen=True, kw_only=True)
+class Frame:
+    """What every hourly chart shares: its axes' ticks and the plot's edges in the drawing."""
+
     y_ticks: list
     x_ticks: list
     width: int = WIDTH
@@ -41,6 +42,12 @@ class BarChart:
     top: int = TOP
     bottom: int = HEIGHT - BOTTOM  # y of the time axis
     right: int = WIDTH - RIGHT
+    plot_height: int = HEIGHT - BOTTOM - TOP
+
+
+@dataclass(frozen=True, kw_only=True)
+class BarChart(Frame):
+    bars: list
 
 
 def _nice_top(peak):
@@ -117,19 +124,10 @@ class Hour:
     counts: list  # [(label, n)]
 
 
-@dataclass(frozen=True)
-class LineChart:
+@dataclass(frozen=True, kw_only=True)
+class LineChart(Frame):
     lines: list
     hours: list
-    y_ticks: list
-    x_ticks: list
-    width: int = WIDTH
-    height: int = HEIGHT
-    left: int = LEFT
-    top: int = TOP
-    bottom: int = HEIGHT - BOTTOM
-    right: int = WIDTH - RIGHT
-    plot_height: int = HEIGHT - BOTTOM - TOP
 
 
 def hourly_lines(series):

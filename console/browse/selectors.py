@@ -34,7 +34,6 @@ from workers.engine.states import (
     ATTENTION_STATES,
     DLNG,
     DLVD,
-    FLOW_QUARANTINED,
     FLOWS,
     NDLV,
     STATES,
@@ -571,12 +570,6 @@ def queue_history(*, names, per_queue=HISTORY_SHOWN):
 
 def queues_disabled():
     return list(Queue.objects.filter(enabled=False).order_by("name"))
-
-
-def inflow_series(*, hours=INFLOW_HOURS, end=None, queue=None):
-    """Messages quarantined per hour, all queues together (or `queue`'s), for the `hours` up to
-    `end` (by default the latest hour with any count), zeros included."""
-    return flow_series(hours=hours, end=end, queue=queue)[FLOW_QUARANTINED]
 
 
 def flow_series(*, hours=INFLOW_HOURS, end=None, queue=None):

@@ -110,6 +110,10 @@ def dashboard(request):
     return render(request, "browse/dashboard.html", ctx)
 
 
+# What a link to the message list keeps, and what a saved filter is: the filters, sort and size.
+KEPT_PARAMS = (*FILTER_FIELDS, "sort", "size")
+
+
 @require_http_methods(["GET", "POST"])
 @login_required
 @perms_required(VIEW_MESSAGES)
@@ -158,10 +162,6 @@ def message_list(request):
             ctx["query"][name] = source[name]
     ctx["saved_filters"] = request.user.saved_filters.all()
     return render(request, "browse/message_list.html", ctx, status=200 if valid else 400)
-
-
-# What a link to the message list keeps, and what a saved filter is: the filters, sort and size.
-KEPT_PARAMS = (*FILTER_FIELDS, "sort", "size")
 
 
 @require_POST

@@ -134,7 +134,7 @@ document.addEventListener("submit", function (event) {
     document.querySelectorAll("time[data-when]").forEach(render);
   }
 
-  window.Antidote = {when: render};
+  window.Antidote = Object.assign(window.Antidote || {}, {when: render});
   renderAll();
   window.setInterval(renderAll, 30000);
 }());
@@ -276,4 +276,28 @@ document.addEventListener("submit", function (event) {
   });
 
   show();
+}());
+
+// How the pages that follow by themselves ask again (live_stats.js, live_regions.js,
+// request_progress.js): marked as a poll, which does not keep the session alive
+// (console/sessions.py); once the session has ended, the page goes to the login screen.
+(function () {
+  function poll(url, accept) {
+    return window.fetch(url, {
+      credentials: "same-origin",
+      headers: {"Accept": accept, "X-Antidote-Poll": "1"}
+    }).then(function (response) {
+      var signedOut = response.status === 401 || response.status === 403 ||
+        (response.redirected && new URL(response.url).pathname === "/login/");
+      if (signedOut) {
+        window.location.reload();
+        throw new Error("signed out");
+      }
+      if (!response.ok) {
+        throw new Error("the console answered " + response.status);
+      }
+      return response;
+    });
+  }
+  window.Antidote = Object.assign(window.Antidote || {}, {poll: poll});
 }());

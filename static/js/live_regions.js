@@ -10,7 +10,7 @@
 "use strict";
 (function () {
   var regions = document.querySelectorAll("[data-live-region]");
-  if (!regions.length || !window.fetch || !window.DOMParser) {
+  if (!regions.length || !window.fetch || !window.DOMParser || !window.Antidote) {
     return;
   }
   var first = regions[0];
@@ -93,19 +93,8 @@
     if (document.hidden) {
       return;
     }
-    window.fetch(window.location.href, {
-      credentials: "same-origin",
-      headers: {"Accept": "text/html", "X-Antidote-Poll": "1"}
-    })
+    window.Antidote.poll(window.location.href, "text/html")
       .then(function (response) {
-        if (response.redirected && new URL(response.url).pathname === "/login/") {
-          // The session ended (polls do not keep it alive): the page takes the login screen.
-          window.location.reload();
-          throw new Error("signed out");
-        }
-        if (!response.ok) {
-          throw new Error("HTTP " + response.status);
-        }
         return response.text();
       })
       .then(function (html) {

@@ -58,16 +58,8 @@
   }
 
   function poll() {
-    fetch(url, { credentials: "same-origin", headers: { Accept: "application/json", "X-Antidote-Poll": "1" } })
+    window.Antidote.poll(url, "application/json")
       .then(function (response) {
-        if (response.status === 401 || response.status === 403) {
-          // The session ended (polls do not keep it alive): the page takes the login screen.
-          window.location.reload();
-          throw new Error("signed out");
-        }
-        if (!response.ok) {
-          throw new Error("HTTP " + response.status);
-        }
         return response.json();
       })
       .then(function (data) {
