@@ -37,9 +37,21 @@ REMOVE_POISON = "delivery.delete_poisonentry"
 VIEW_PURGES = "retention.view_purgerun"
 RUN_PURGES = "retention.add_purgerun"
 
+# Notes on messages and failure groups, and who investigates them (console.notes): reading both,
+# writing a note, taking an investigation (and handing over or releasing one's own), and handing
+# over or releasing someone else's (for a colleague who is away).
+VIEW_NOTES = "notes.view_note"
+WRITE_NOTES = "notes.add_note"
+INVESTIGATE = "notes.change_investigation"
+REASSIGN_INVESTIGATIONS = "notes.reassign_investigation"
+
 # Users and their roles (administrators). Granting a role that approves, or that grants roles,
 # takes a second administrator (console.access).
 MANAGE_USERS = "auth.change_user"
+
+# Alerts: the outbox, the webhooks and the inflow thresholds (administrators). Everyone signed in
+# reads their own alerts and chooses what they hear of.
+MANAGE_ALERTS = "alerts.change_webhook"
 
 VIEW_AUDIT = "audit.view_auditentry"
 EXPORT_AUDIT = "audit.export_auditentry"

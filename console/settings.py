@@ -103,6 +103,8 @@ INSTALLED_APPS = [
     "console.decisions",
     "console.lakequery",
     "console.retention",
+    "console.notes",
+    "console.alerts",
     "csp",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -140,6 +142,7 @@ TEMPLATES = [
                 "django.contrib.messages.context_processors.messages",
                 "console.decisions.context_processors.requests_waiting",
                 "console.context_processors.live",
+                "console.alerts.context_processors.bell",
             ],
             # {{ value|when }} on every screen (console/browse/templatetags/when.py).
             "builtins": ["console.browse.templatetags.when"],
@@ -315,6 +318,11 @@ SPECTACULAR_SETTINGS = {
     "SWAGGER_UI_DIST": "SIDECAR",
     "SWAGGER_UI_FAVICON_HREF": "SIDECAR",
     "REDOC_DIST": "SIDECAR",
+    # Choice sets that several fields share (or whose field names collide) get one name each.
+    "ENUM_NAME_OVERRIDES": {
+        "RequestStatusEnum": "console.decisions.models.ActionRequest.STATUSES",
+        "AlertEventEnum": "console.alerts.events.KINDS",
+    },
 }
 
 # --- API tokens (console.accounts.tokens) --------------------------------------------------------
@@ -419,6 +427,42 @@ PURGE_INTERVAL_SECONDS = envint("PURGE_INTERVAL_SECONDS", 86400, minimum=60)
 # A purge's old lake directories are deleted this long after it swapped them out: a delivery run
 # or a query that listed them before may still be reading them.
 PURGE_GRACE_SECONDS = envint("PURGE_GRACE_SECONDS", 3600, minimum=0)
+
+# --- Alerts (console.alerts) ---------------------------------------------------------------------
+
+# The scheduler walks the whole audit chain this often; a broken one alerts the auditors.
+AUDIT_VERIFY_SECONDS = envint("AUDIT_VERIFY_SECONDS", 3600, minimum=60)
+# The default worker sends what is due in the outbox this often (and at once after a commit that
+# raised an alert), and looks at the watches (inflow thresholds, broker consumers) this often.
+ALERTS_SEND_SECONDS = envint("ALERTS_SEND_SECONDS", 15, minimum=1)
+ALERTS_WATCH_SECONDS = envint("ALERTS_WATCH_SECONDS", 60, minimum=5)
+# An alert about the same thing (a queue, a group, a broker source) is raised at most once in
+# this many minutes; the ones in between are counted on it.
+ALERTS_DEDUPE_MINUTES = envint("ALERTS_DEDUPE_MINUTES", 60, minimum=1)
+# A delivery that fails is tried again after 30 s, 1, 2, 4 ... minutes (at most an hour apart),
+# up to this many attempts; then it stays failed, for an administrator to see and send again.
+ALERTS_MAX_ATTEMPTS = envint("ALERTS_MAX_ATTEMPTS", 8, minimum=1)
+# A worker claims a delivery for this long: killed mid-send, the delivery is due again after it.
+ALERTS_CLAIM_SECONDS = envint("ALERTS_CLAIM_SECONDS", 120, minimum=10)
+ALERTS_WEBHOOK_TIMEOUT_SECONDS = envint("ALERTS_WEBHOOK_TIMEOUT_SECONDS", 10, minimum=1)
+# Links in emails and webhooks point here (the console's public address).
+CONSOLE_URL = os.environ.get("CONSOLE_URL", "http://127.0.0.1:8000").rstrip("/")
+
+# Email: Django's console backend (mail printed by the worker) unless EMAIL_HOST names an SMTP
+# server.
+EMAIL_HOST = os.environ.get("EMAIL_HOST", "")
+EMAIL_BACKEND = (
+    "django.core.mail.backends.smtp.EmailBackend"
+    if EMAIL_HOST
+    else "django.core.mail.backends.console.EmailBackend"
+)
+EMAIL_PORT = envint("EMAIL_PORT", 25, minimum=1)
+EMAIL_HOST_USER = os.environ.get("EMAIL_HOST_USER", "")
+EMAIL_HOST_PASSWORD = os.environ.get("EMAIL_HOST_PASSWORD", "")
+EMAIL_USE_TLS = envbool("EMAIL_USE_TLS", "false")
+EMAIL_USE_SSL = envbool("EMAIL_USE_SSL", "false")
+EMAIL_TIMEOUT = envint("EMAIL_TIMEOUT", 10, minimum=1)
+DEFAULT_FROM_EMAIL = os.environ.get("DEFAULT_FROM_EMAIL", "antidote@localhost")
 
 # --- Celery --------------------------------------------------------------------------------------
 

@@ -9,11 +9,13 @@ from console.access.urls import api_urlpatterns as access_api
 from console.accounts.lockout_urls import api_urlpatterns as lockouts_api
 from console.accounts.token_urls import api_urlpatterns as tokens_api
 from console.accounts.views import LoginView
+from console.alerts.urls import api_urlpatterns as alerts_api
 from console.audit.urls import api_urlpatterns as audit_api
 from console.browse.urls import api_urlpatterns as browse_api
 from console.decisions.urls import api_urlpatterns as decisions_api
 from console.delivery.urls import api_urlpatterns as poison_list_api
 from console.lakequery.urls import api_urlpatterns as lakequery_api
+from console.notes.urls import api_urlpatterns as notes_api
 from console.retention.urls import api_urlpatterns as retention_api
 
 urlpatterns = [
@@ -34,14 +36,18 @@ urlpatterns = [
     path("api/v1/", include(decisions_api)),
     path("api/v1/", include(poison_list_api)),
     path("api/v1/", include(retention_api)),
+    path("api/v1/", include(notes_api)),
     path("api/v1/", include(tokens_api)),
     path("api/v1/", include(lockouts_api)),
     path("api/v1/", include(access_api)),
+    path("api/v1/", include(alerts_api)),
     path("", include("console.audit.urls")),
+    path("", include("console.alerts.urls")),
     path("", include("console.accounts.token_urls")),
     path("", include("console.accounts.lockout_urls")),
     path("", include("console.access.urls")),
     path("", include("console.lakequery.urls")),
+    path("", include("console.notes.urls")),
     path("", include("console.decisions.urls")),
     path("", include("console.browse.urls")),
 ]

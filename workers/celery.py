@@ -78,6 +78,21 @@ def _schedule(sender, **kwargs):
             "task": "workers.tasks.audit_checkpoint_task",
             "schedule": float(settings.AUDIT_CHECKPOINT_SECONDS),
         },
+        # The whole chain walked: a broken one alerts the auditors (console.alerts).
+        "audit-verify": {
+            "task": "workers.tasks.audit_verify_task",
+            "schedule": float(settings.AUDIT_VERIFY_SECONDS),
+        },
+        # Alerts: what is due in the outbox sent, and the watches (inflow over a threshold, a
+        # broker consumer whose heartbeat stopped) looked at.
+        "alerts-send": {
+            "task": "workers.tasks.alerts_send_task",
+            "schedule": float(settings.ALERTS_SEND_SECONDS),
+        },
+        "alerts-watch": {
+            "task": "workers.tasks.alerts_watch_task",
+            "schedule": float(settings.ALERTS_WATCH_SECONDS),
+        },
         "scan-inbox": {
             "task": "workers.tasks.inbox_scan_task",
             "schedule": float(settings.INBOX_POLL_SECONDS),

@@ -13,7 +13,10 @@ from console.permissions import (
     CANCEL_ANY_QUERY,
     EXPORT_AUDIT,
     INGEST_MESSAGES,
+    INVESTIGATE,
     MAKE_REQUESTS,
+    MANAGE_ALERTS,
+    REASSIGN_INVESTIGATIONS,
     REMOVE_POISON,
     REPORT_POISON,
     RUN_PURGES,
@@ -22,12 +25,14 @@ from console.permissions import (
     VIEW_BODY,
     VIEW_GROUPS,
     VIEW_MESSAGES,
+    VIEW_NOTES,
     VIEW_POISON_LIST,
     VIEW_PURGES,
     VIEW_QUERIES,
     VIEW_QUEUES,
     VIEW_REQUESTS,
     VIEW_STATS,
+    WRITE_NOTES,
 )
 
 VIEWER = "viewer"
@@ -52,13 +57,25 @@ _VIEW = (
     "readmodels.view_quarantineinflow",
     VIEW_REQUESTS,
     VIEW_QUERIES,
+    # Notes on messages and groups, and who is investigating them.
+    VIEW_NOTES,
 )
 # Bodies can hold personal data: reading them is its own permission, given to those who decide
 # what to do with a message (operators and approvers), not to everyone who can see metadata.
 # Running a lake query is by metadata; searching bodies needs VIEW_BODY as well.
-_OPERATE = (*_VIEW, INGEST_MESSAGES, VIEW_BODY, MAKE_REQUESTS, RUN_QUERIES)
+# Those who decide also write notes and take investigations (console.notes); approvers, who lead,
+# may besides hand over or release a colleague's.
+_OPERATE = (
+    *_VIEW,
+    INGEST_MESSAGES,
+    VIEW_BODY,
+    MAKE_REQUESTS,
+    RUN_QUERIES,
+    WRITE_NOTES,
+    INVESTIGATE,
+)
 # Approving is for someone other than the requester (four eyes); the services check that too.
-_APPROVE = (*_OPERATE, APPROVE_REQUESTS)
+_APPROVE = (*_OPERATE, APPROVE_REQUESTS, REASSIGN_INVESTIGATIONS)
 
 
 def _everything_on(app_label, model):
@@ -83,6 +100,7 @@ ROLE_PERMISSIONS = {
         REMOVE_POISON,
         VIEW_PURGES,
         RUN_PURGES,
+        MANAGE_ALERTS,
     ),
     # An application outside the product that shares the poison list (R9, the AMPS pattern): it
     # reads the list and reports what it failed on, and nothing else (no messages, bodies or
@@ -90,8 +108,9 @@ ROLE_PERMISSIONS = {
     # page (or manage.py token_create).
     APPLICATION: (VIEW_POISON_LIST, REPORT_POISON),
     # The audit trail, and the requests and purges it speaks of (what was decided, on which
-    # frozen set, by whom; what was purged); no message screens.
-    AUDITOR: (VIEW_AUDIT, EXPORT_AUDIT, VIEW_REQUESTS, VIEW_PURGES),
+    # frozen set, by whom; what was purged); no message screens. The notes and investigations
+    # too (through the API): what people found and who looked into what.
+    AUDITOR: (VIEW_AUDIT, EXPORT_AUDIT, VIEW_REQUESTS, VIEW_PURGES, VIEW_NOTES),
 }
 
 

@@ -10,6 +10,7 @@ from django.utils import timezone
 from console.audit.checkpoints import checkpoint_file_write
 from console.audit.keys import canonical, current_key, key_id, mac
 from console.audit.models import AuditCheckpoint, AuditEntry
+from console.audit.signals import recorded
 
 GENESIS = "0" * 64
 AUDIT_LOCK = 0x41554454  # an arbitrary, fixed advisory-lock key for the chain's head
@@ -69,12 +70,14 @@ def audit_record(*, actor, action, target_type="", target_id="", details=None):
             details=details,
             prev_hash=prev_hash,
         )
-        return AuditEntry.objects.create(
+        entry = AuditEntry.objects.create(
             **fields,
             hash=entry_hash(key=key, **fields),
             scheme=AuditEntry.KEYED,
             key_id=key_id(key),
         )
+        recorded.send(sender=AuditEntry, entry=entry)
+    return entry
 
 
 def audit_checkpoint():

@@ -4,6 +4,7 @@ from celery import shared_task
 
 from console.audit.models import AuditCheckpoint, AuditEntry
 from console.audit.services import audit_checkpoint
+from console.audit.watch import audit_verify_watched
 
 
 @shared_task(name="workers.tasks.audit_checkpoint_task", ignore_result=True)
@@ -16,3 +17,10 @@ def audit_checkpoint_task():
     if head is None or head == last:
         return None
     return audit_checkpoint().seq
+
+
+@shared_task(name="workers.tasks.audit_verify_task", ignore_result=True)
+def audit_verify_task():
+    """Walk the whole chain (AUDIT_VERIFY_SECONDS apart): a broken one alerts the auditors.
+    Returns whether it was intact."""
+    return audit_verify_watched().ok

@@ -4,6 +4,7 @@ the screens' permissions. Reading changes nothing (R12); reading a body is audit
 import json
 
 from django import forms
+from django.core.exceptions import ValidationError
 from django.http import Http404
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
@@ -13,21 +14,30 @@ from drf_spectacular.utils import (
     extend_schema_field,
     inline_serializer,
 )
-from rest_framework import serializers
+from rest_framework import exceptions, serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.api import BAD_FILTERS, ERRORS, NOT_FOUND, bad_filters, path_key, path_parameter
 from console.browse import selectors
 from console.browse.body import raw_body_response
+from console.browse.exports import (
+    BODIES_REFUSED,
+    BODY_COLUMN,
+    MessageExportForm,
+    message_export_response,
+)
 from console.browse.forms import API_PAGE_SIZE_MAX, PAGE_SIZE, MessageFilterForm
 from console.browse.search import QUERY_MAX, search
 from console.browse.services import message_body_read
+from console.notes.models import GROUP, MESSAGE
+from console.notes.selectors import OWNER_HELP, investigations_attach, owner_filter_clean
 from console.permissions import (
     CHANGE_QUEUE,
     VIEW_BODY,
     VIEW_GROUPS,
     VIEW_MESSAGES,
+    VIEW_NOTES,
     VIEW_QUEUES,
     VIEW_STATS,
     has_perms,
@@ -48,6 +58,10 @@ _PARAMETER_HELP = {
     "candidate": "Only blacklist candidates (yes), or only messages that are not (no).",
     "sort": "A leading '-' sorts descending. By default -last_failure.",
     "page_size": f"Messages per page; {PAGE_SIZE} by default.",
+    "owner": OWNER_HELP,
+    "format": "The file's format: csv, or jsonl (JSON Lines, a message a line).",
+    "bodies": f"1: each message's current body too, base64, as `{BODY_COLUMN}` (null or empty "
+    "when the lake no longer has it). Needs the permission to read bodies (a 403 without it).",
 }
 
 
@@ -65,9 +79,24 @@ def _form_parameters(form):
             schema = {"type": "string", "maxLength": field.max_length}
         label = str(field.label or name.replace("_", " ")).capitalize()
         parameters.append(
-            OpenApiParameter(name, schema, description=_PARAMETER_HELP.get(name, label))
+            OpenApiParameter(
+                name,
+                schema,
+                required=field.required,
+                description=_PARAMETER_HELP.get(name, label),
+            )
         )
     return parameters
+
+
+@extend_schema_field({"type": "string", "nullable": True})
+class _OwnerField(serializers.Field):
+    """The username of whoever investigates the row (console.notes.selectors.
+    investigations_attach went over it), or None."""
+
+    def to_representation(self, value):
+        investigation = getattr(value, "investigation", None)
+        return investigation.owner.get_username() if investigation else None
 
 
 @extend_schema_field({"type": "object", "additionalProperties": {"type": "integer"}})
@@ -103,6 +132,11 @@ class MessageIndexApi(APIView):
         content_type = serializers.CharField()
         enqueued_at = serializers.DateTimeField()
         updated_at = serializers.DateTimeField()
+        owner = _OwnerField(
+            source="*",
+            help_text="Who is investigating it (its own owner, else its failure group's), or "
+            "null; null too without the permission to read notes.",
+        )
 
         class Meta:
             ref_name = "MessageIndexEntry"
@@ -139,7 +173,9 @@ class MessageIndexApi(APIView):
         },
     )
     def get(self, request):
-        form = MessageFilterForm(request.query_params, page_size_max=API_PAGE_SIZE_MAX)
+        form = MessageFilterForm(
+            request.query_params, page_size_max=API_PAGE_SIZE_MAX, user=request.user
+        )
         if not form.is_valid():
             return bad_filters(form.errors)
         data = form.cleaned_data
@@ -155,6 +191,8 @@ class MessageIndexApi(APIView):
         except selectors.BadCursor as exc:
             return bad_filters({"cursor": [str(exc)]})
         count = selectors.message_match_count(filters=filters)
+        if request.user.has_perm(VIEW_NOTES):
+            investigations_attach(page.rows, kind=MESSAGE)
         return Response(
             {
                 "results": self.OutputSerializer(page.rows, many=True).data,
@@ -164,6 +202,44 @@ class MessageIndexApi(APIView):
                 "count": {"value": count.count, "more": count.more, "source": count.source},
             }
         )
+
+
+class MessageExportApi(APIView):
+    """Every message the quarantine browser's filters match, in its order (`sort`), as one
+    streamed file: CSV or JSON Lines, with the fields `index/messages` gives each message, and
+    with `bodies=1` its current body, base64. CSV cells that start with =, +, -, @, a tab or a
+    carriage return are prefixed with a quote, which shows as text and runs nothing (take it off
+    a body cell before decoding). The export is recorded in the audit trail before the file
+    streams."""
+
+    permission_classes = [has_perms(VIEW_MESSAGES)]
+
+    def perform_content_negotiation(self, request, force=False):
+        # The file's format is the `format` parameter, which DRF would otherwise take for a
+        # renderer's and answer 404 for: JSON only for a refusal.
+        return super().perform_content_negotiation(request, force=True)
+
+    @extend_schema(
+        operation_id="messages_index_export",
+        parameters=_form_parameters(MessageExportForm()),
+        responses={
+            (200, "text/csv"): OpenApiResponse(
+                OpenApiTypes.STR, description="format=csv: a header row, then a message a row."
+            ),
+            (200, "application/x-ndjson"): OpenApiResponse(
+                OpenApiTypes.STR, description="format=jsonl: a JSON object a line, a message each."
+            ),
+            400: BAD_FILTERS,
+            **ERRORS,
+        },
+    )
+    def get(self, request):
+        form = MessageExportForm(request.query_params, user=request.user)
+        if not form.is_valid():
+            return bad_filters(form.errors)
+        if form.wants_bodies and not request.user.has_perm(VIEW_BODY):
+            raise exceptions.PermissionDenied(BODIES_REFUSED)
+        return message_export_response(actor=request.user, via="api", **form.export())
 
 
 class _GroupSerializer(serializers.Serializer):
@@ -177,6 +253,11 @@ class _GroupSerializer(serializers.Serializer):
     first_seen = serializers.DateTimeField(allow_null=True)
     last_seen = serializers.DateTimeField(allow_null=True)
     states = serializers.DictField(child=serializers.IntegerField())
+    owner = _OwnerField(
+        source="*",
+        help_text="Who is investigating it, or null (always null in search results, and "
+        "without the permission to read notes).",
+    )
 
     class Meta:
         ref_name = "FailureGroup"
@@ -195,6 +276,9 @@ class GroupListApi(APIView):
             default=False,
             help_text="Also groups none of whose members is NDLV or WAIT.",
         )
+        owner = serializers.CharField(
+            required=False, allow_blank=True, max_length=150, help_text=OWNER_HELP
+        )
 
     @extend_schema(
         operation_id="groups_list",
@@ -209,10 +293,17 @@ class GroupListApi(APIView):
         filters = self.FilterSerializer(data=request.query_params)
         if not filters.is_valid():
             return bad_filters(filters.errors)
+        try:
+            owner = owner_filter_clean(filters.validated_data.get("owner"), user=request.user)
+        except ValidationError as exc:
+            return bad_filters({"owner": exc.messages})
         groups = selectors.group_list(
             queue=filters.validated_data.get("queue") or None,
             resolved=filters.validated_data["resolved"],
+            owner=owner or None,
         )
+        if request.user.has_perm(VIEW_NOTES):
+            investigations_attach(groups, kind=GROUP)
         return Response({"results": _GroupSerializer(groups, many=True).data})
 
 
@@ -307,6 +398,8 @@ class GroupDetailApi(APIView):
         )
         if group is None:
             raise Http404("no such failure group")
+        if request.user.has_perm(VIEW_NOTES):
+            investigations_attach([group], kind=GROUP)
         return Response(self.OutputSerializer(group).data)
 
 

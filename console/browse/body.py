@@ -6,6 +6,7 @@ XML is parsed with defusedxml, so a body with a DTD or entities (billion laughs,
 entities) is refused by the parser and shown as text, never expanded.
 """
 
+import difflib
 import json
 from dataclasses import dataclass
 from urllib.parse import quote
@@ -143,3 +144,55 @@ def _attachment(message_id):
     safe = "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "_" for c in message_id)
     safe = (safe.strip(".") or "message")[:100]
     return f"attachment; filename=\"{safe}.bin\"; filename*=UTF-8''{quote(message_id, safe='')}.bin"
+
+
+# A diff of two bodies shows at most this many lines (its hunks' headers included).
+DIFF_LINES_SHOWN = 2000
+ADDED, REMOVED, SAME, HUNK = "added", "removed", "same", "hunk"
+
+
+@dataclass(frozen=True)
+class BodyDiff:
+    binary: bool  # one of them is not text: they differ, and no line diff is made
+    identical: bool
+    lines: tuple = ()  # (ADDED | REMOVED | SAME | HUNK, text)
+    truncated: bool = False  # cut at DIFF_LINES_SHOWN lines
+    partial: bool = False  # a body was longer than BODY_SHOWN_BYTES: only its start is compared
+
+
+def body_diff(original, edited, *, content_type="", context=3):
+    """A line diff of two versions of a body, as they are shown (JSON and XML pretty-printed, so
+    an edit inside one long line shows as the lines it changed), of their first BODY_SHOWN_BYTES.
+    Plain text throughout: the caller's template escapes it."""
+    original, edited = bytes(original or b""), bytes(edited or b"")
+    if original == edited:
+        return BodyDiff(binary=False, identical=True)
+    before = body_render(original, content_type=content_type)
+    after = body_render(edited, content_type=content_type)
+    if BINARY in (before.kind, after.kind):
+        return BodyDiff(binary=True, identical=False)
+    lines, truncated = [], False
+    diff = difflib.unified_diff(
+        before.text.splitlines(), after.text.splitlines(), lineterm="", n=context
+    )
+    for line in diff:
+        if line.startswith(("---", "+++")) and not lines:
+            continue  # the file header: there are no file names
+        if len(lines) >= DIFF_LINES_SHOWN:
+            truncated = True
+            break
+        if line.startswith("@@"):
+            lines.append((HUNK, line))
+        elif line.startswith("+"):
+            lines.append((ADDED, line[1:]))
+        elif line.startswith("-"):
+            lines.append((REMOVED, line[1:]))
+        else:
+            lines.append((SAME, line[1:]))
+    return BodyDiff(
+        binary=False,
+        identical=False,
+        lines=tuple(lines),
+        truncated=truncated,
+        partial=before.truncated or after.truncated,
+    )

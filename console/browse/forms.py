@@ -5,6 +5,7 @@ from datetime import UTC, datetime
 from django import forms
 
 from console.forms import NoAutocompleteForm
+from console.notes.selectors import OWNER_HELP, owner_choices, owner_filter_clean
 from workers.engine.states import STATES
 
 # Sort keys people choose; a leading "-" is descending. The default shows the newest failures.
@@ -30,6 +31,7 @@ FILTER_FIELDS = (
     "sender",
     "conversation",
     "candidate",
+    "owner",
     "q",
 )
 
@@ -84,15 +86,22 @@ class MessageFilterForm(NoAutocompleteForm):
     candidate = forms.ChoiceField(
         required=False, choices=[("", "any"), ("yes", "yes"), ("no", "no")]
     )
+    # "mine", "unowned", "owned" or a username (console.notes.selectors, which says how a
+    # message inside a group someone took counts).
+    owner = forms.CharField(
+        required=False, max_length=150, label="under investigation by", help_text=OWNER_HELP
+    )
     q = forms.CharField(required=False, max_length=200, label="reason contains")
     sort = forms.ChoiceField(required=False, choices=SORT_CHOICES)
     after = forms.CharField(required=False, max_length=1000, widget=forms.HiddenInput)
     before = forms.CharField(required=False, max_length=1000, widget=forms.HiddenInput)
 
-    def __init__(self, data=None, *, page_size_max=None, **kwargs):
+    def __init__(self, data=None, *, page_size_max=None, user=None, **kwargs):
         """page_size_max: the API's form, whose pages the caller sizes; without it, the page's
-        form, with a choice of page sizes and the position of the page's first row."""
+        form, with a choice of page sizes and the position of the page's first row. user: who
+        asks, for the owner filter's "mine" (without one, "mine" is refused)."""
         super().__init__(data, **kwargs)
+        self.user = user
         if page_size_max is not None:
             self.fields["page_size"] = forms.IntegerField(
                 required=False, min_value=1, max_value=page_size_max
@@ -132,6 +141,12 @@ class MessageFilterForm(NoAutocompleteForm):
             current("group"),
             [(fp, f"{_cut(pattern or fp, 80)} ({n:,})") for fp, pattern, n in choices.groups],
         )
+        self.fields["owner"].widget = _picker(
+            current("owner"), owner_choices(), any_label="anybody or nobody"
+        )
+
+    def clean_owner(self):
+        return owner_filter_clean(self.cleaned_data.get("owner"), user=self.user)
 
     def clean(self):
         data = super().clean()

@@ -21,6 +21,7 @@ from console.delivery.models import DeliveryRun, PoisonEntry
 from console.delivery.selectors import HISTORY_FIELDS, message_history
 from console.ingest.models import MessageKey
 from console.lake.services import lake
+from console.notes.selectors import group_owner_q, message_owner_q
 from console.queues.models import POLICY_FIELDS, Queue
 from console.readmodels.models import (
     FailureGroup,
@@ -99,6 +100,8 @@ def message_queryset(*, filters, base=None):
         qs = qs.filter(**{f"{failure}__lt": filters["until"]})
     if filters.get("candidate") in ("yes", "no"):
         qs = qs.filter(candidate=filters["candidate"] == "yes")
+    if filters.get("owner"):
+        qs = qs.filter(message_owner_q(filters["owner"]))
     if filters.get("q"):
         qs = qs.filter(reason__icontains=filters["q"])
     return qs
@@ -495,14 +498,17 @@ def message_conversation(*, conversation_id, exclude=None, limit=CONVERSATION_SH
 # --- Failure groups, queues, dashboard -----------------------------------------------------------
 
 
-def group_list(*, queue=None, resolved=False, limit=GROUPS_SHOWN):
+def group_list(*, queue=None, resolved=False, owner=None, limit=GROUPS_SHOWN):
     """Failure groups by what needs attention now: quarantined members, then waiting ones. Groups
-    none of whose members needs anyone (all delivered, failed or ended) only with `resolved`."""
+    none of whose members needs anyone (all delivered, failed or ended) only with `resolved`.
+    `owner`: a cleaned owner filter (console.notes.selectors.owner_filter_clean)."""
     qs = FailureGroup.objects.order_by("-ndlv", "-wait", "-count", "fingerprint")
     if not resolved:
         qs = qs.filter(Q(ndlv__gt=0) | Q(wait__gt=0))
     if queue:
         qs = qs.filter(queue=queue)
+    if owner:
+        qs = qs.filter(group_owner_q(owner))
     return list(qs[:limit])
 
 

@@ -9,6 +9,7 @@ urlpatterns = [
     path("", views.dashboard, name="dashboard"),
     path("search/", views.search, name="search"),
     path("messages/", views.message_list, name="message-list"),
+    path("messages/export", views.message_export, name="message-export"),
     path("messages/saved", views.saved_filter_create, name="saved-filter-create"),
     path(
         "messages/saved/<int:filter_id>/delete",
@@ -27,6 +28,9 @@ urlpatterns = [
 # Under /api/v1/ (console/urls.py).
 api_urlpatterns = [
     path("index/messages", apis.MessageIndexApi.as_view(), name="api-index-messages"),
+    path(
+        "index/messages/export", apis.MessageExportApi.as_view(), name="api-index-messages-export"
+    ),
     path("search", apis.SearchApi.as_view(), name="api-search"),
     path("groups", apis.GroupListApi.as_view(), name="api-group-list"),
     path("groups/<path:fingerprint>", apis.GroupDetailApi.as_view(), name="api-group-detail"),

@@ -9,15 +9,17 @@ from urllib.parse import urlencode
 from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
-from django.core.exceptions import ValidationError
-from django.http import Http404, QueryDict
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404, HttpResponseBadRequest, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from console.browse import charts, selectors
 from console.browse.body import body_render, raw_body_response
+from console.browse.exports import BODIES_REFUSED, MessageExportForm, message_export_response
 from console.browse.forms import FILTER_FIELDS, OPEN, MessageFilterForm
+from console.browse.lineage import message_body_lineage
 from console.browse.search import MIN_TEXT
 from console.browse.search import search as search_for
 from console.browse.services import (
@@ -26,6 +28,8 @@ from console.browse.services import (
     saved_filter_delete,
     saved_filter_save,
 )
+from console.notes.models import GROUP, MESSAGE
+from console.notes.selectors import investigations_attach, owner_filter_clean
 from console.permissions import (
     CHANGE_QUEUE,
     VIEW_AUDIT,
@@ -121,7 +125,7 @@ def message_list(request):
     """GET: the browser. POST: "select all N matching", which carries the filter, not ids (issue 4
     turns it into an action request); for now it shows what the filter selects."""
     selecting = request.method == "POST"
-    form = MessageFilterForm(request.POST if selecting else request.GET)
+    form = MessageFilterForm(request.POST if selecting else request.GET, user=request.user)
     form.offer(selectors.filter_choices())
     ctx = {"form": form, "selecting": selecting, "page": None, "count": None}
     valid = form.is_valid()
@@ -145,6 +149,7 @@ def message_list(request):
         if not (data["after"] or data["before"]):
             at = 1  # the first page starts at 1, whatever a link said
         ctx["page"] = page
+        investigations_attach(page.rows, kind=MESSAGE)  # each row's owner badge
         ctx["count"] = selectors.message_match_count(filters=filters)
         ctx["span"] = (at, at + len(page.rows) - 1)
         ctx["next_at"] = at + len(page.rows)
@@ -153,6 +158,7 @@ def message_list(request):
         ctx["headers"] = _sort_headers(data["sort"])
         ctx["filter_items"] = [(name, _as_param(filters[name])) for name in filters]
         ctx["quick_query"] = urlencode([("scope", "filter"), *ctx["filter_items"]])
+        ctx["export_query"] = urlencode([*ctx["filter_items"], ("sort", data["sort"])])
     # The page links keep the filters, sort and page size, whichever way they came (GET or the
     # POST above).
     source = request.POST if selecting else request.GET
@@ -164,12 +170,33 @@ def message_list(request):
     return render(request, "browse/message_list.html", ctx, status=200 if valid else 400)
 
 
+@require_GET
+@login_required
+@perms_required(VIEW_MESSAGES)
+def message_export(request):
+    """The message list as a file (console.browse.exports): its filters and sort, `format` csv
+    or jsonl, and `bodies=1` for the bodies too, which needs VIEW_BODY (a 403 without it)."""
+    form = MessageExportForm(request.GET, user=request.user)
+    if not form.is_valid():
+        problems = "; ".join(
+            f"{name}: {error}" if name != "__all__" else str(error)
+            for name, errors in form.errors.items()
+            for error in errors
+        )
+        return HttpResponseBadRequest(
+            f"invalid export: {problems}", content_type="text/plain; charset=utf-8"
+        )
+    if form.wants_bodies and not request.user.has_perm(VIEW_BODY):
+        raise PermissionDenied(BODIES_REFUSED)
+    return message_export_response(actor=request.user, via="page", **form.export())
+
+
 @require_POST
 @login_required
 @perms_required(VIEW_MESSAGES)
 def saved_filter_create(request):
     """Save the list's current filters (posted as the list's own fields) under a name."""
-    form = MessageFilterForm(request.POST)
+    form = MessageFilterForm(request.POST, user=request.user)
     if not form.is_valid():
         messages.error(request, "These filters are not valid: apply them first, then save.")
         return redirect("message-list")
@@ -241,12 +268,19 @@ def message_detail(request, message_id):
     if can_read_body and view.stored:
         body = body_render(view.stored.get("body"), content_type=view.stored.get("content_type"))
         message_body_read_record(actor=request.user, message_id=message_id, via="page")
+    lineage = message_body_lineage(
+        message_id=message_id,
+        history=view.history,
+        enqueued_at=view.stored.get("enqueued_at"),
+        with_bodies=body is not None,  # its read is the one just recorded
+    )
     conversation_id = view.stored.get("conversation_id") or (
         view.indexed.conversation_id if view.indexed else ""
     )
     ctx = {
         "m": view,
         "body": body,
+        "lineage": lineage,
         "can_read_body": can_read_body,
         "conversation_id": conversation_id,
         "conversation": selectors.message_conversation(
@@ -286,12 +320,20 @@ def message_raw(request, message_id):
 def group_list(request):
     queue = request.GET.get("queue", "")[:100]
     resolved = request.GET.get("resolved") == "1"
+    owner, owner_error = request.GET.get("owner", "")[:150], None
+    try:
+        chosen = owner_filter_clean(owner, user=request.user)
+    except ValidationError as exc:
+        chosen, owner_error = "", " ".join(exc.messages)
+    groups = selectors.group_list(queue=queue or None, resolved=resolved, owner=chosen or None)
     ctx = {
-        "groups": _with_sparklines(selectors.group_list(queue=queue or None, resolved=resolved)),
+        "groups": investigations_attach(_with_sparklines(groups), kind=GROUP),
         "queue": queue,
         "resolved": resolved,
+        "owner": owner,
+        "owner_error": owner_error,
     }
-    return render(request, "browse/group_list.html", ctx)
+    return render(request, "browse/group_list.html", ctx, status=400 if owner_error else 200)
 
 
 def _with_sparklines(groups):

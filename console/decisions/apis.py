@@ -48,6 +48,13 @@ from console.decisions.forms import (
     filter_scope,
 )
 from console.decisions.models import ActionRequest as R
+from console.decisions.outcome import (
+    CATEGORIES,
+    OutcomeUnknown,
+    outcome_available,
+    outcome_page,
+    request_outcome,
+)
 from console.decisions.scope import MAX_SELECTION, ScopeError
 from console.decisions.views import frozen_ids_response, request_or_404, why
 from console.permissions import (
@@ -115,6 +122,13 @@ class ScopeSerializer(serializers.Serializer):
     query = serializers.IntegerField(
         required=False, min_value=1, max_value=MAX_ID, help_text="kind lake_query: its number"
     )
+    request = serializers.IntegerField(
+        required=False,
+        min_value=1,
+        max_value=MAX_ID,
+        help_text="kind failed_again: an earlier request's number; the messages it decided "
+        "that are quarantined again",
+    )
 
     _FIELD = {
         "message": "id",
@@ -122,6 +136,7 @@ class ScopeSerializer(serializers.Serializer):
         "group": "group",
         "filter": "filters",
         "lake_query": "query",
+        "failed_again": "request",
     }
 
     class Meta:
@@ -220,6 +235,32 @@ class _AuditEntrySerializer(serializers.Serializer):
         ref_name = "ActionRequestAuditEntry"
 
 
+class _StepSerializer(serializers.Serializer):
+    step = serializers.IntegerField(help_text="From 1.")
+    size = serializers.IntegerField(help_text="Messages of the frozen set in this step.")
+    status = serializers.ChoiceField(
+        choices=["waiting", "watching", "passed", "failed", "reprocessed", "not run"],
+        help_text="watching: committed, its messages' delivery outcome awaited; reprocessed: "
+        "committed and not watched (nothing came after it, or nothing was reprocessed).",
+    )
+    reprocessed = serializers.IntegerField(allow_null=True)
+    delivered = serializers.IntegerField(
+        allow_null=True, help_text="Reached a final state without failing again."
+    )
+    refailed = serializers.IntegerField(
+        allow_null=True, help_text="Failed an attempt again: back in WAIT or NDLV."
+    )
+    pending = serializers.IntegerField(allow_null=True, help_text="No outcome yet.")
+    rate = serializers.FloatField(allow_null=True, help_text="Re-failure rate, percent.")
+    reasons = serializers.ListField(
+        child=serializers.ListField(),
+        help_text="The main new failure reasons: [reason, messages], most first.",
+    )
+
+    class Meta:
+        ref_name = "ActionRequestStep"
+
+
 class RequestSerializer(_RequestSerializer):
     """Everything the request page shows."""
 
@@ -228,13 +269,25 @@ class RequestSerializer(_RequestSerializer):
     error_code = serializers.CharField()
     error_description = serializers.CharField()
     rate_limit = serializers.IntegerField(allow_null=True, help_text="Messages a second.")
-    canary = serializers.IntegerField()
+    canary = serializers.IntegerField(help_text="The first step's size; 0 without steps.")
+    steps = serializers.ListField(
+        child=serializers.IntegerField(),
+        help_text="Progressive redrive: messages per step, then the rest; empty: all at once.",
+    )
+    refailure_threshold = serializers.FloatField(
+        help_text="Percent of a step's messages that may fail again for the next step to go."
+    )
+    step_now = serializers.IntegerField(
+        allow_null=True, help_text="The step being carried out or watched, from 1."
+    )
+    progression = _StepSerializer(many=True, help_text="Each step and what became of it.")
     edited_body_size = serializers.SerializerMethodField()
     edited_body_sha256 = serializers.SerializerMethodField()
     edited_body_base64 = serializers.SerializerMethodField()
     breakdown = _BreakdownSerializer()
     sample = _SampleSerializer(many=True)
     ids = serializers.SerializerMethodField()
+    outcome = serializers.SerializerMethodField()
     decision_comment = serializers.CharField()
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
@@ -276,6 +329,18 @@ class RequestSerializer(_RequestSerializer):
     )
     def get_ids(self, r):
         return reverse("api-request-ids", args=[r.id])
+
+    @extend_schema_field(
+        {
+            "type": "string",
+            "format": "uri-reference",
+            "nullable": True,
+            "description": "Where its messages are now (delivered, failed again...), once it "
+            "has decided some.",
+        }
+    )
+    def get_outcome(self, r):
+        return reverse("api-request-outcome", args=[r.id]) if outcome_available(r) else None
 
 
 def _request_data(r, request, *, body=False):
@@ -351,13 +416,42 @@ class RequestListApi(_DecisionsApi):
             min_value=0,
             max_value=services.MAX_CANARY,
             help_text="Reprocess only: reprocess this many first; the rest goes only if they "
-            "are delivered.",
+            "are delivered (the steps [canary] with a re-failure threshold of 0).",
+        )
+        progressive = serializers.BooleanField(
+            required=False,
+            default=False,
+            help_text="Reprocess only: a progressive redrive in the default steps, "
+            f"{list(services.DEFAULT_STEPS)}, unless `steps` says others.",
+        )
+        steps = serializers.ListField(
+            child=serializers.IntegerField(min_value=1, max_value=services.MAX_CANARY),
+            required=False,
+            allow_null=True,
+            min_length=1,
+            max_length=services.MAX_STEPS,
+            help_text="Reprocess only: a progressive redrive, this many messages a step, then "
+            "the rest; each next step goes only if at most `refailure_threshold` percent of "
+            "the last step's messages failed again.",
+        )
+        refailure_threshold = serializers.FloatField(
+            required=False,
+            allow_null=True,
+            min_value=0,
+            max_value=100,
+            help_text="Percent, with steps or a canary; default "
+            f"{services.DEFAULT_REFAILURE_THRESHOLD:g} with steps, 0 with a canary.",
         )
 
         class Meta:
             ref_name = "ActionRequestCreate"
 
         def validate(self, data):
+            if isinstance(self.initial_data.get("refailure_threshold"), bool):
+                # A float field takes true for 1.0: a threshold is a number someone chose.
+                raise serializers.ValidationError(
+                    {"refailure_threshold": "the re-failure threshold is a number (percent)"}
+                )
             text = data.pop("edited_body", None)
             encoded = data.pop("edited_body_base64", None)
             if text is not None and encoded is not None:
@@ -433,6 +527,9 @@ class RequestListApi(_DecisionsApi):
             comment=data["comment"],
             rate_limit=data.get("rate_limit"),
             canary=data["canary"],
+            steps=data.get("steps")
+            or (list(services.DEFAULT_STEPS) if data["progressive"] else None),
+            refailure_threshold=data.get("refailure_threshold"),
         )
         return Response(
             _request_data(selectors.request_get(request_id=created.id), request),
@@ -563,6 +660,184 @@ class RequestIdsApi(_DecisionsApi):
     )
     def get(self, request, request_id):
         return frozen_ids_response(request_or_404(request_id))
+
+
+# --- Outcome ------------------------------------------------------------------------------------
+
+
+class _OutcomeApi(_DecisionsApi):
+    def handle_exception(self, exc):
+        if isinstance(exc, OutcomeUnknown):
+            return Response({"detail": str(exc)}, status=status.HTTP_404_NOT_FOUND)
+        return super().handle_exception(exc)
+
+
+class RequestOutcomeApi(_OutcomeApi):
+    """Where the messages of a request are now: of its frozen set, how many are delivered, failed
+    again (with why, by exception type and failure group), still on their way, failed or ended
+    for good, gone from the index, or were not decided by it. They add up to `total`. Read from
+    the message index, as of the refresh it names. 404 before the request has decided any."""
+
+    permission_classes = [has_perms(VIEW_REQUESTS)]
+
+    class OutputSerializer(serializers.Serializer):
+        request = serializers.IntegerField(source="request_id")
+        total = serializers.IntegerField(help_text="The frozen set's count.")
+        counts = inline_serializer(
+            "ActionRequestOutcomeCounts",
+            {name: serializers.IntegerField(help_text=label) for name, label in CATEGORIES},
+        )
+        states = serializers.DictField(
+            child=serializers.IntegerField(),
+            help_text="The messages it decided, by their state now.",
+        )
+        reasons = inline_serializer(
+            "ActionRequestOutcomeReason",
+            {
+                "exception_type": serializers.CharField(),
+                "group_id": serializers.CharField(help_text="The failure group's fingerprint."),
+                "pattern": serializers.CharField(allow_null=True),
+                "waiting": serializers.IntegerField(help_text="In WAIT: the engine retries them."),
+                "quarantined": serializers.IntegerField(help_text="In NDLV."),
+            },
+            many=True,
+            help_text="Why those that failed again failed, most first.",
+        )
+        more_reasons = serializers.IntegerField()
+        retryable = serializers.IntegerField(
+            help_text="Quarantined again: what `retry` would reprocess."
+        )
+        refreshed = inline_serializer(
+            "ActionRequestOutcomeRefresh",
+            {
+                "id": serializers.IntegerField(),
+                "finished_at": serializers.DateTimeField(allow_null=True),
+                "upto_commit": serializers.IntegerField(allow_null=True),
+            },
+            source="refresh",
+            allow_null=True,
+            help_text="The refresh of the read models the numbers are as of.",
+        )
+        unfolded_commits = serializers.IntegerField(
+            source="unfolded", help_text="Events commits since, not folded into the index yet."
+        )
+        unreadable_chunks = serializers.ListField(child=serializers.IntegerField())
+
+        class Meta:
+            ref_name = "ActionRequestOutcome"
+
+    @extend_schema(
+        operation_id="requests_outcome",
+        parameters=[REQUEST_ID],
+        responses={200: OutputSerializer, 404: NOT_FOUND, **ERRORS},
+    )
+    def get(self, request, request_id):
+        r = request_or_404(request_id)
+        outcome = request_outcome(request=r)
+        outcome.request_id = r.id
+        return Response(self.OutputSerializer(outcome).data)
+
+
+class RequestOutcomeMessagesApi(_OutcomeApi):
+    """The messages behind one of the outcome's numbers, in the frozen order, a page at a time
+    (`after` from the previous answer's `next_after`)."""
+
+    permission_classes = [has_perms(VIEW_REQUESTS, VIEW_MESSAGES)]
+
+    class FilterSerializer(serializers.Serializer):
+        state = serializers.ChoiceField(
+            choices=CATEGORIES, help_text="One of the outcome's counts."
+        )
+        after = serializers.IntegerField(required=False, min_value=0, max_value=MAX_ID)
+        page_size = serializers.IntegerField(
+            required=False, min_value=1, max_value=REQUESTS_PAGE_MAX
+        )
+
+        class Meta:
+            ref_name = "ActionRequestOutcomeFilters"
+
+    class RowSerializer(serializers.Serializer):
+        message_id = serializers.CharField()
+        indexed = serializers.BooleanField(help_text="False: the message index does not hold it.")
+        queue = serializers.CharField(allow_null=True)
+        state = serializers.CharField(allow_null=True)
+        delivery_count = serializers.IntegerField(allow_null=True)
+        last_failure_at = serializers.DateTimeField(allow_null=True)
+        exception_type = serializers.CharField(allow_null=True)
+        reason = serializers.CharField(allow_null=True)
+
+        class Meta:
+            ref_name = "ActionRequestOutcomeMessage"
+
+    @extend_schema(
+        operation_id="requests_outcome_messages",
+        parameters=[REQUEST_ID, FilterSerializer],
+        responses={
+            200: inline_serializer(
+                "ActionRequestOutcomePage",
+                {
+                    "results": RowSerializer(many=True),
+                    "next_after": serializers.IntegerField(
+                        allow_null=True, help_text="`after` for the next page."
+                    ),
+                },
+            ),
+            400: BAD_REQUEST,
+            404: NOT_FOUND,
+            **ERRORS,
+        },
+    )
+    def get(self, request, request_id):
+        r = request_or_404(request_id)
+        filters = _validated(self.FilterSerializer, request.query_params)
+        page = outcome_page(
+            request=r,
+            category=filters["state"],
+            after=filters.get("after", -1),
+            size=filters.get("page_size") or REQUESTS_PAGE,
+        )
+        fields = ("queue", "state", "delivery_count", "last_failure_at", "exception_type", "reason")
+        rows = [
+            {
+                "message_id": message_id,
+                "indexed": m is not None,
+                **{name: getattr(m, name) if m is not None else None for name in fields},
+            }
+            for message_id, m in page.rows
+        ]
+        return Response(
+            {"results": self.RowSerializer(rows, many=True).data, "next_after": page.next_after}
+        )
+
+
+class RequestRetryApi(_DecisionsApi):
+    """Retry the ones that failed again: a new reprocess request whose scope is the messages
+    this request decided that are quarantined again (`{"kind": "failed_again", "request": id}`),
+    frozen now and approved like any other request."""
+
+    permission_classes = [has_perms(VIEW_REQUESTS, VIEW_MESSAGES, MAKE_REQUESTS)]
+
+    @extend_schema(
+        operation_id="requests_retry",
+        parameters=[REQUEST_ID],
+        request=_CommentSerializer,
+        responses={201: RequestSerializer, 400: REFUSED, 404: NOT_FOUND, **ERRORS},
+    )
+    def post(self, request, request_id):
+        r = request_or_404(request_id)
+        data = _validated(_CommentSerializer, request.data)
+        created = services.action_request_create(
+            actor=request.user,
+            scope={"kind": "failed_again", "request": r.id},
+            action=services.Action(kind=R.REPROCESS),
+            comment=data["comment"].strip()
+            or f"Retry: the messages request {r.id} decided that failed again",
+        )
+        return Response(
+            _request_data(selectors.request_get(request_id=created.id), request),
+            status=status.HTTP_201_CREATED,
+            headers={"Location": reverse("api-request-detail", args=[created.id])},
+        )
 
 
 # --- Error notifications ------------------------------------------------------------------------

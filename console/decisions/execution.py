@@ -12,10 +12,13 @@ The request row is the execution's lease (a heartbeat, and the worker that holds
    committed with the key "decision:<request>:<chunk>", the chunk row and the counters recorded,
    the poison list and the read models updated. (request, chunk) is unique, so a chunk is
    decided once however often a worker dies or a task arrives twice;
-3. between chunks: cancel (stop before the next chunk), the rate limit, and the canary (after the
-   first N, wait for their delivery outcome; the decisions sweeper resumes or stops it).
+3. between chunks: cancel (stop before the next chunk), the rate limit, and the steps of a
+   progressive redrive (a canary is its one step): each step is one chunk; once it is
+   committed, and if any chunk comes after it, the request waits for its messages' delivery
+   outcome and the decisions sweeper resumes it (the next step, or the rest) or stops it.
 A worker that dies leaves RUNNING with a stale heartbeat; the sweeper re-enqueues it and the next
-worker takes it over and goes on from the first chunk not committed.
+worker takes it over and goes on from the first chunk not committed, or first waits for the
+outcome of a step it committed but did not hand over to the sweeper.
 """
 
 import dataclasses
@@ -165,7 +168,7 @@ def _prepare(request, worker, spark):
         hashed(frozen_ids(request.ids_path)),
         chunk_ids,
         chunk_size=chunk_size,
-        canary=request.canary,
+        steps=request.steps,
     )
     if digest.hexdigest() != request.ids_sha256 or count != request.count:
         raise FrozenSetChanged(
@@ -201,7 +204,7 @@ def _prepare(request, worker, spark):
 
             plan = "spark"
             D.run_plan(spark or spark_from_settings(), params)
-    chunks = D.chunk_count(count, chunk_size=chunk_size, canary=request.canary)
+    chunks = D.chunk_count(count, chunk_size=chunk_size, steps=request.steps)
     with transaction.atomic():
         won = R.objects.filter(id=request.id, status=R.RUNNING, worker=worker).update(
             epoch=epoch,
@@ -223,7 +226,8 @@ def _prepare(request, worker, spark):
                 "chunks": chunks,
                 "chunk_size": chunk_size,
                 "rate_limit": request.rate_limit,
-                "canary": request.canary,
+                "steps": request.steps,
+                "refailure_threshold": request.refailure_threshold if request.steps else None,
                 "plan": plan,
                 "plan_seconds": round(time.perf_counter() - started, 2),
                 "worker": worker,
@@ -270,7 +274,11 @@ def _decision(request):
 
 def _chunks_run(request, worker, sleep, clock):
     decision = _decision(request)
-    committed = set(ActionChunk.objects.filter(request=request).values_list("index", flat=True))
+    committed = dict(ActionChunk.objects.filter(request=request).values_list("index", "done"))
+    if _step_unwatched(request, committed):
+        # The worker before this one died between committing a step and handing it over.
+        _step_begin(request, worker, ActionChunk.objects.get(request=request, index=max(committed)))
+        return
     todo = [index for index in range(request.chunks_total) if index not in committed]
     started, paced = clock(), 0
     # While one chunk commits (the database's work), the next is read, decided and written to
@@ -281,10 +289,10 @@ def _chunks_run(request, worker, sleep, clock):
         )
         for position, index in enumerate(todo):
             prepared = upcoming.result()
-            canary_chunk = request.canary and index == 0
+            step_chunk = index < len(request.steps)
             following = todo[position + 1] if position + 1 < len(todo) else None
             upcoming = None
-            if following is not None and not canary_chunk:
+            if following is not None and not step_chunk:
                 upcoming = ahead.submit(_chunk_prepare_in_thread, request, following, decision)
             if _cancel_requested(request):
                 _stop(request, worker, status=R.CANCELLED)
@@ -299,9 +307,11 @@ def _chunks_run(request, worker, sleep, clock):
                         return
             chunk = _chunk_commit(request, worker, prepared)
             paced += chunk.done
-            if canary_chunk and chunk.done:
-                _canary_begin(request, worker, chunk)
+            if step_chunk and chunk.done and following is not None:
+                _step_begin(request, worker, chunk)
                 return
+            if step_chunk:
+                _step_record(request, worker, chunk, verdict=STEP_UNWATCHED)
     _stop(request, worker, status=R.DONE)
 
 
@@ -558,23 +568,80 @@ def _counts(request):
     }
 
 
-# --- Canary -------------------------------------------------------------------------------------
+# --- Steps (a canary is a one-step progression) --------------------------------------------------
+
+# A committed step with nothing after it, or that reprocessed nothing: there is nothing its
+# outcome could hold back.
+STEP_UNWATCHED = "reprocessed"
 
 
-def _canary_begin(request, worker, chunk):
-    """The canary's messages are back in their queues: hand the worker back (a delivery run
+def _step_unwatched(request, committed):
+    """Is the last committed chunk a step that reprocessed messages, has chunks after it, and has
+    not passed? (`committed`: {index: done}.) Then its outcome must be watched before anything
+    else goes: its worker died before handing it to the sweeper."""
+    if not committed:
+        return False
+    last = max(committed)
+    if last >= len(request.steps) or last + 1 >= request.chunks_total or not committed[last]:
+        return False
+    results = request.step_results
+    return not (last < len(results) and results[last].get("verdict") == D.STEP_PASSED)
+
+
+def _step_results_with(request, index, result):
+    results = list(request.step_results)
+    results.extend({} for _ in range(index + 1 - len(results)))
+    results[index] = result
+    return results
+
+
+def _step_entry(chunk, verdict):
+    """A step as it is committed: watched (every message pending), or not (no outcome read)."""
+    entry = {"step": chunk.index + 1, "size": chunk.done, "verdict": verdict}
+    if verdict == D.STEP_PENDING:
+        entry |= {"delivered": 0, "refailed": 0, "pending": chunk.done, "rate": 0.0, "reasons": []}
+    return entry
+
+
+def _step_record(request, worker, chunk, *, verdict):
+    """Note a committed step that is not watched (STEP_UNWATCHED), for the request page."""
+    request.refresh_from_db(fields=["step_results"])
+    results = _step_results_with(request, chunk.index, _step_entry(chunk, verdict))
+    if (
+        R.objects.filter(id=request.id, status=R.RUNNING, worker=worker).update(
+            step_results=results
+        )
+        != 1
+    ):
+        raise LeaseLost
+    request.step_results = results
+
+
+def _step_begin(request, worker, chunk):
+    """The step's messages are back in their queues: hand the worker back (a delivery run
     needs it) and let the decisions sweeper watch their outcome."""
     with transaction.atomic():
+        request.refresh_from_db(fields=["step_results"])
+        results = _step_results_with(request, chunk.index, _step_entry(chunk, D.STEP_PENDING))
         won = R.objects.filter(id=request.id, status=R.RUNNING, worker=worker).update(
-            status=R.CANARY, canary_commit=chunk.events_commit, worker="", heartbeat_at=None
+            status=R.CANARY,
+            canary_commit=chunk.events_commit,
+            worker="",
+            heartbeat_at=None,
+            step_results=results,
         )
         if won != 1:
             raise LeaseLost
         audit_record(
             actor="system",
-            action="execution.canary_started",
+            action="execution.step_started",
             target_type="request",
             target_id=request.id,
-            details={"canary": chunk.done},
+            details={
+                "step": chunk.index + 1,
+                "steps": len(request.steps),
+                "messages": chunk.done,
+                "refailure_threshold": request.refailure_threshold,
+            },
         )
         transaction.on_commit(delivery_run_enqueue, robust=True)

@@ -2,15 +2,15 @@
 
 A scope comes from the page that links to the request screen, as GET parameters:
 `?scope=message&id=…`, `?scope=group&group=…`, `?scope=filter&<the browser's filters>`,
-`?scope=selection&ids=a&ids=b`, `?scope=lake_query&query=<id>`. scope_from_params turns them into
-the scope the services freeze (console.decisions.scope)."""
+`?scope=selection&ids=a&ids=b`, `?scope=lake_query&query=<id>`, `?scope=failed_again&request=<id>`.
+scope_from_params turns them into the scope the services freeze (console.decisions.scope)."""
 
 from django import forms
 
 from console.browse.forms import FILTER_FIELDS, MessageFilterForm
 from console.decisions.models import ActionRequest
 from console.decisions.scope import MAX_SELECTION, ScopeError
-from console.decisions.services import MAX_CANARY
+from console.decisions.services import DEFAULT_REFAILURE_THRESHOLD, DEFAULT_STEPS, MAX_CANARY
 from console.forms import NoAutocompleteForm
 from console.queues.models import Queue
 
@@ -26,7 +26,7 @@ REQUESTS_PAGE_MAX = 500
 NOTIFICATIONS_PAGE = 50
 NOTIFICATIONS_PAGE_MAX = 500
 
-SCOPE_KINDS = ("message", "selection", "group", "filter", "lake_query")
+SCOPE_KINDS = ("message", "selection", "group", "filter", "lake_query", "failed_again")
 
 
 def _text(value, what):
@@ -81,6 +81,11 @@ def scope_from_params(params):
         if not query.isdigit() or not 0 < int(query) <= MAX_ID:
             raise ScopeError("a lake query scope names the query by its number")
         return {"kind": "lake_query", "query": int(query)}
+    if kind == "failed_again":
+        request = params.get("request", "")
+        if not request.isdigit() or not 0 < int(request) <= MAX_ID:
+            raise ScopeError("a failed-again scope names the earlier request by its number")
+        return {"kind": "failed_again", "request": int(request)}
     raise ScopeError(f"the scope is one of {', '.join(SCOPE_KINDS)}")
 
 
@@ -95,6 +100,8 @@ def scope_params(scope):
         return [("scope", kind), *(("ids", i) for i in scope["ids"])]
     if kind == "filter":
         return [("scope", kind), *scope["filters"].items()]
+    if kind == "failed_again":
+        return [("scope", kind), ("request", str(scope.get("request", "")))]
     return [("scope", kind), ("query", str(scope.get("query", "")))]
 
 
@@ -149,11 +156,59 @@ class ActionRequestForm(NoAutocompleteForm):
         help_text="Reprocess only. Reprocess this many first; the rest goes only if they are "
         "delivered.",
     )
+    progressive = forms.BooleanField(
+        required=False,
+        label="progressive redrive",
+        help_text="Reprocess only. Reprocess in the steps below, then the rest, each next step "
+        "only if the last one's messages did not fail again more than the threshold allows.",
+    )
+    steps = forms.CharField(
+        required=False,
+        max_length=200,
+        initial=", ".join(str(size) for size in DEFAULT_STEPS),
+        label="steps (messages)",
+        help_text="Progressive redrive: message counts separated by commas.",
+    )
+    refailure_threshold = forms.FloatField(
+        required=False,
+        min_value=0,
+        max_value=100,
+        initial=DEFAULT_REFAILURE_THRESHOLD,
+        label="re-failure threshold (%)",
+        help_text="Progressive redrive: the next step goes only if at most this share of the "
+        "last step's messages failed again (back in WAIT or NDLV); 0: none may.",
+    )
     comment = forms.CharField(
         max_length=COMMENT_MAX,
         widget=forms.Textarea(attrs={"rows": 3}),
         help_text="Why: the approver and the audit trail read it.",
     )
+
+    def clean_steps(self):
+        """ "1, 10, 100" as [1, 10, 100]; None when empty. The service checks the sizes."""
+        text = self.cleaned_data["steps"].strip()
+        if not text:
+            return None
+        parts = [part.strip() for part in text.split(",")]
+        if not all(part.isascii() and part.isdigit() for part in parts):
+            raise forms.ValidationError(
+                "Give the steps as whole numbers separated by commas, e.g. 1, 10, 100, 1000."
+            )
+        return [int(part) for part in parts]
+
+    def clean(self):
+        data = super().clean()
+        if data.get("progressive") and not data.get("steps"):
+            self.add_error("steps", "A progressive redrive needs its steps.")
+        return data
+
+    def execution_options(self):
+        """The steps and threshold for the service: only when the redrive is progressive (the
+        fields keep their offered defaults otherwise)."""
+        data = self.cleaned_data
+        if not data.get("progressive"):
+            return {}
+        return {"steps": data["steps"], "refailure_threshold": data["refailure_threshold"]}
 
     def __init__(self, *args, with_body=False, redrive_sources=(), **kwargs):
         super().__init__(*args, **kwargs)

@@ -7,6 +7,7 @@ from django.conf import settings
 from django.db import models
 
 from workers.engine import actions as A
+from workers.jobs import decisions as D
 
 
 class ActionRequest(models.Model):
@@ -19,7 +20,9 @@ class ActionRequest(models.Model):
     WITHDRAWN = "withdrawn"
     EXPIRED = "expired"
     RUNNING = "running"
-    CANARY = "canary"  # the canary chunk is committed; waiting for its delivery outcome
+    # A step of a progressive redrive (a canary is its one step) is committed; waiting for its
+    # messages' delivery outcome before the next step goes.
+    CANARY = "canary"
     CANCELLED = "cancelled"
     DONE = "done"
     FAILED = "failed"
@@ -69,10 +72,13 @@ class ActionRequest(models.Model):
     decision_comment = models.TextField(blank=True, default="")
     expires_at = models.DateTimeField(null=True, blank=True)  # an approval is good until then
 
-    # Execution options (reprocess only): at most this many messages a second, and a canary of
-    # the first N messages whose delivery outcome decides whether the rest goes.
+    # Execution options (reprocess only): at most this many messages a second, and a progressive
+    # redrive: steps of so many messages each (then the rest), each next step going only when at
+    # most refailure_threshold percent of the last step's messages failed again. A canary of N
+    # is the one step [N] with a threshold of 0.
     rate_limit = models.PositiveIntegerField(null=True, blank=True)
-    canary = models.PositiveIntegerField(default=0)
+    steps = models.JSONField(default=list, blank=True)
+    refailure_threshold = models.FloatField(default=0)
 
     # Execution: a lease by heartbeat like a delivery run's, and progress counted per chunk in
     # the same transaction that commits the chunk.
@@ -98,8 +104,11 @@ class ActionRequest(models.Model):
     cancelled_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+", null=True, blank=True
     )
-    canary_commit = models.BigIntegerField(null=True, blank=True)  # events commit of the canary
-    canary_result = models.TextField(blank=True, default="")
+    canary_commit = models.BigIntegerField(null=True, blank=True)  # events commit of the step
+    canary_result = models.TextField(blank=True, default="")  # the last step's outcome, said
+    # Per step, its outcome as the decisions sweeper last read it: step, size, delivered,
+    # refailed, pending, rate (percent), verdict, reasons [[reason, messages]].
+    step_results = models.JSONField(default=list, blank=True)
     error = models.TextField(blank=True, default="")
 
     class Meta:
@@ -109,6 +118,64 @@ class ActionRequest(models.Model):
 
     def __str__(self):
         return f"request {self.id}: {self.action} of {self.count} message(s) ({self.status})"
+
+    @property
+    def canary(self):
+        """The first step's size (the canary), 0 without steps."""
+        return self.steps[0] if self.steps else 0
+
+    @property
+    def step_now(self):
+        """The step being carried out or watched (from 1), None when none is."""
+        if self.status == self.CANARY:
+            return self.chunks_done
+        if self.status == self.RUNNING and self.chunks_done < len(self.progression):
+            return self.chunks_done + 1
+        return None
+
+    @property
+    def progression(self):
+        """Each step as the request page and the API show it: its size (the frozen set cut into
+        the steps asked), and once committed what became of its messages. status: waiting (not
+        yet), watching (committed, its delivery outcome awaited), passed, failed, reprocessed
+        (committed and not watched: nothing came after it, or it reprocessed nothing), or not
+        run (the request ended before it)."""
+        rows = []
+        for index, size in enumerate(D.step_sizes(self.steps, self.count)):
+            result = self.step_results[index] if index < len(self.step_results) else {}
+            if result:
+                status = {"pending": "watching"}.get(result["verdict"], result["verdict"])
+            elif index < self.chunks_done:
+                status = "reprocessed"
+            elif self.status in self.FINAL:
+                status = "not run"
+            else:
+                status = "waiting"
+            rows.append(
+                {
+                    "step": index + 1,
+                    "size": size,
+                    "status": status,
+                    "reprocessed": result.get("size"),
+                    "delivered": result.get("delivered"),
+                    "refailed": result.get("refailed"),
+                    "pending": result.get("pending"),
+                    "rate": result.get("rate"),
+                    "rate_said": D.percent(result["rate"]) if "rate" in result else "",
+                    "reasons": result.get("reasons", []),
+                }
+            )
+        return rows
+
+    @property
+    def threshold_said(self):
+        """The re-failure threshold as the request page says it: "2.5%"."""
+        return D.percent(self.refailure_threshold)
+
+    @property
+    def steps_rest(self):
+        """How many of the frozen set go after the last step."""
+        return max(0, self.count - sum(self.steps))
 
     @property
     def progress(self):

@@ -18,7 +18,7 @@ from console.lake.services import lake
 from console.readmodels.models import MessageIndex
 from workers.engine.states import NDLV
 
-SCOPE_KINDS = ("message", "selection", "group", "filter", "lake_query")
+SCOPE_KINDS = ("message", "selection", "group", "filter", "lake_query", "failed_again")
 MAX_SELECTION = 10_000
 SAMPLE_SIZE = 20
 IDS_SCHEMA = pa.schema([("message_id", pa.string())])
@@ -47,6 +47,8 @@ def scope_queryset(scope):
     kind = scope["kind"]
     if kind == "lake_query":
         raise ScopeError("a lake query's scope is its result file, not an index query")
+    if kind == "failed_again":
+        raise ScopeError("a failed-again scope is an earlier request's outcome, not an index query")
     qs = MessageIndex.objects.filter(state=NDLV)
     if kind == "message":
         if not isinstance(scope.get("id"), str) or not scope["id"]:
@@ -126,6 +128,30 @@ def _lake_query_rows(scope, actor):
     return rows()
 
 
+def _failed_again_rows(scope, actor):
+    """(id, queue, group) of the messages an earlier request decided that are quarantined again
+    now, in that request's frozen order (console.decisions.outcome)."""
+    from console.decisions.models import ActionRequest
+    from console.decisions.outcome import failed_again_quarantined, outcome_available
+    from console.permissions import VIEW_REQUESTS
+
+    request_id = scope.get("request")
+    if isinstance(request_id, str) and request_id.isdigit():
+        request_id = int(request_id)
+    if not isinstance(request_id, int) or isinstance(request_id, bool):
+        raise ScopeError(
+            "a failed-again scope names the request: {'kind': 'failed_again', 'request': 1}"
+        )
+    if actor is not None and not actor.has_perm(VIEW_REQUESTS):
+        raise PermissionDenied("you may not see action requests")
+    earlier = ActionRequest.objects.filter(id=request_id).first()
+    if earlier is None:
+        raise ScopeError(f"there is no request {request_id}")
+    if not outcome_available(earlier):
+        raise ScopeError(f"request {request_id} has decided nothing yet")
+    return failed_again_quarantined(request=earlier)
+
+
 def scope_freeze(scope, *, actor=None):
     """Freeze a scope: stream the matching ids in order into a lake file, hashing and counting
     the breakdown as it goes, so the breakdown and sample describe exactly the ids frozen.
@@ -133,6 +159,8 @@ def scope_freeze(scope, *, actor=None):
     `actor`, when given, must be allowed to see what the scope names (a lake query)."""
     if isinstance(scope, dict) and scope.get("kind") == "lake_query":
         rows = _lake_query_rows(scope, actor)
+    elif isinstance(scope, dict) and scope.get("kind") == "failed_again":
+        rows = _failed_again_rows(scope, actor)
     else:
         rows = (
             scope_queryset(scope)

@@ -21,6 +21,8 @@ from console.readmodels.models import FailureGroup
 from workers.lake.schema import TS
 
 ACTIVE = (ActionRequest.APPROVED, ActionRequest.RUNNING, ActionRequest.CANARY)
+# Scopes that are not an index query: their ids are read when they are frozen.
+STREAMED_SCOPES = ("lake_query", "failed_again")
 _NOTIFICATION_CURSOR_SALT = "decisions.notifications.cursor"
 
 
@@ -81,9 +83,9 @@ def request_audit(*, request_id):
 
 def scope_match_count(*, scope, cap=COUNT_CAP):
     """How many quarantined messages a scope matches now (before it is frozen), counted up to
-    `cap`; None for a lake query's result, which is read from the lake only when it is frozen.
-    ScopeError for a bad scope."""
-    if scope.get("kind") == "lake_query":
+    `cap`; None for a lake query's result or an earlier request's outcome, which are read only
+    when the scope is frozen. ScopeError for a bad scope."""
+    if scope.get("kind") in STREAMED_SCOPES:
         return None
     qs = scope_queryset(scope)
     counted = qs.values("pk")[: cap + 1].count()
@@ -124,8 +126,9 @@ def group_patterns(*, fingerprints):
 def scope_redrive_sources(*, scope, limit=20):
     """The broker sources whose messages a scope holds and that can send them back where they
     came from (a redrive queue is set): what "reprocess to its original RabbitMQ queue" offers.
-    Read from the queues the scope's quarantined messages are in; none for a lake query."""
-    if scope.get("kind") == "lake_query":
+    Read from the queues the scope's quarantined messages are in; none for a lake query or an
+    earlier request's outcome."""
+    if scope.get("kind") in STREAMED_SCOPES:
         return []
     queues = scope_queryset(scope).values("queue").distinct()[:limit]
     return list(

@@ -22,6 +22,12 @@ from console.permissions import APPROVE_REQUESTS, MAKE_REQUESTS
 from console.queues.models import Queue
 
 MAX_CANARY = 10_000
+# A progressive redrive: the steps the request form and the API offer, at most MAX_STEPS of at
+# most MAX_CANARY messages each (a step is one chunk, watched whole), then the rest; each next
+# step goes only when at most this percentage of the last step's messages failed again.
+DEFAULT_STEPS = (1, 10, 100, 1000)
+MAX_STEPS = 10
+DEFAULT_REFAILURE_THRESHOLD = 5.0
 
 
 @dataclass(frozen=True)
@@ -57,26 +63,72 @@ def _check_action(action, count):
         raise ValidationError("only end with error takes an error code and description")
 
 
-def _check_options(action, rate_limit, canary):
-    if action.kind != R.REPROCESS and (rate_limit or canary):
-        raise ValidationError("a rate limit and a canary are for reprocessing")
-    if rate_limit is not None and (not isinstance(rate_limit, int) or rate_limit < 1):
+def _whole(value):
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _check_options(action, rate_limit, canary, steps, refailure_threshold):
+    """The execution options, checked; returns (steps, threshold) as the request stores them."""
+    if action.kind != R.REPROCESS and (rate_limit or canary or steps is not None):
+        raise ValidationError("a rate limit, a canary and steps are for reprocessing")
+    if action.kind != R.REPROCESS and refailure_threshold is not None:
+        raise ValidationError("a re-failure threshold is for reprocessing in steps")
+    if rate_limit is not None and (not _whole(rate_limit) or rate_limit < 1):
         raise ValidationError("the rate limit is a whole number of messages a second, 1 or more")
-    if not isinstance(canary, int) or canary < 0:
+    if not _whole(canary) or canary < 0:
         raise ValidationError("the canary is a whole number of messages, 0 for none")
     if canary > MAX_CANARY:
         raise ValidationError(f"a canary is at most {MAX_CANARY} messages")
+    if canary and steps is not None:
+        raise ValidationError("give a canary or steps, not both (a canary of N is the steps [N])")
+    if steps is not None:
+        if not isinstance(steps, list | tuple) or not 1 <= len(steps) <= MAX_STEPS:
+            raise ValidationError(f"the steps are a list of 1 to {MAX_STEPS} message counts")
+        if not all(_whole(size) and 1 <= size <= MAX_CANARY for size in steps):
+            raise ValidationError(f"each step is a whole number of messages from 1 to {MAX_CANARY}")
+    if refailure_threshold is not None:
+        if not (canary or steps):
+            raise ValidationError("a re-failure threshold is for a request with steps or a canary")
+        if (
+            not isinstance(refailure_threshold, int | float)
+            or isinstance(refailure_threshold, bool)
+            or not 0 <= refailure_threshold <= 100
+        ):
+            raise ValidationError("the re-failure threshold is a percentage from 0 to 100")
+    if canary:
+        # A canary's rule: none of its messages may fail again, unless a threshold says else.
+        return [canary], float(refailure_threshold or 0)
+    if steps:
+        threshold = DEFAULT_REFAILURE_THRESHOLD
+        return list(steps), float(threshold if refailure_threshold is None else refailure_threshold)
+    return [], 0.0
 
 
-def action_request_create(*, actor, scope, action, comment, rate_limit=None, canary=0):
+def action_request_create(
+    *,
+    actor,
+    scope,
+    action,
+    comment,
+    rate_limit=None,
+    canary=0,
+    steps=None,
+    refailure_threshold=None,
+):
     """Freeze the scope into an exact id set and record the request; it is APPROVED at once
     when it needs no second person, PENDING otherwise. An approved request starts executing
-    once the transaction commits."""
+    once the transaction commits.
+
+    A reprocess may go in `steps` (message counts, then the rest), each next step only when at
+    most `refailure_threshold` percent (DEFAULT_REFAILURE_THRESHOLD when not given) of the last
+    step's messages failed again; `canary` N is the steps [N] with a threshold of 0."""
     if not actor.has_perm(MAKE_REQUESTS):
         raise PermissionDenied("you may not request actions")
     if not comment or not comment.strip():
         raise ValidationError("a request says why: the comment is required")
-    _check_options(action, rate_limit, canary)
+    steps, refailure_threshold = _check_options(
+        action, rate_limit, canary, steps, refailure_threshold
+    )
     frozen = scope_freeze(scope, actor=actor)
     _check_action(action, frozen.count)
     needs = approval_needed(action=action.kind, count=frozen.count)
@@ -99,7 +151,8 @@ def action_request_create(*, actor, scope, action, comment, rate_limit=None, can
             needs_approval=needs,
             expires_at=None if needs else timezone.now() + _ttl(),
             rate_limit=rate_limit,
-            canary=canary,
+            steps=steps,
+            refailure_threshold=refailure_threshold,
         )
         if request.status == R.APPROVED:
             transaction.on_commit(lambda: execute_enqueue(request.id), robust=True)
@@ -127,6 +180,18 @@ def _summary(request):
         "scope": request.scope,
         "comment": request.comment,
         "error_code": request.error_code,
+        **_execution_options(request),
+    }
+
+
+def _execution_options(request):
+    """What the approver approves besides the set: the pace and the steps."""
+    if request.action != R.REPROCESS:
+        return {}
+    return {
+        "rate_limit": request.rate_limit,
+        "steps": request.steps,
+        "refailure_threshold": request.refailure_threshold if request.steps else None,
     }
 
 
@@ -159,6 +224,7 @@ def _decide(*, actor, request, comment, to_status, audit_action):
                 "comment": comment or "",
                 "count": request.count,
                 "ids_sha256": request.ids_sha256,
+                **_execution_options(request),
             },
         )
     request.refresh_from_db()
@@ -212,7 +278,7 @@ def action_request_withdraw(*, actor, request, comment=""):
 
 def action_request_cancel(*, actor, request, comment=""):
     """Stop a request that was approved: at once if it is not executing (approved and not yet
-    started, or waiting for its canary); otherwise the execution stops before its next chunk
+    started, or waiting for a step's outcome); otherwise the execution stops before its next chunk
     (chunks already committed stay decided). The requester or an approver may cancel."""
     if actor.pk != request.requester_id and not actor.has_perm(APPROVE_REQUESTS):
         raise PermissionDenied("only the requester or an approver cancels a request")

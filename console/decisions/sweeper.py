@@ -1,6 +1,7 @@
 """What keeps action requests moving when tasks are lost (ARCHITECTURE: correctness never depends
-on the broker), and the canary's verdict. Run by the decisions sweep task on the default worker;
-whatever it hands to the spark worker goes through the `enqueue` it is given."""
+on the broker), and the verdict on each step of a progressive redrive (a canary is its one
+step). Run by the decisions sweep task on the default worker; whatever it hands to the spark
+worker goes through the `enqueue` it is given."""
 
 from datetime import timedelta
 
@@ -21,61 +22,101 @@ from workers.engine import states as S
 from workers.jobs import decisions as D
 
 
-def canary_outcome(request):
-    """(verdict, detail) of a request waiting for its canary (workers.jobs.decisions.
-    canary_verdict), from the events committed since the canary's."""
+def step_outcome(request):
+    """What became of the watched step's messages (workers.jobs.decisions.step_outcome), from
+    the events committed since the step's."""
     store = lake()
-    canary_dir = LakeCommit.objects.get(id=request.canary_commit).path
+    step_dir = LakeCommit.objects.get(id=request.canary_commit).path
     reprocessed = store.read_arrow(
         "events",
-        [canary_dir],
+        [step_dir],
         columns=["message_id"],
         filter=pc.field("from_state") == S.NDLV,
     ).column("message_id")
     later = LakeCommit.objects.filter(dataset="events", retired=False, id__gt=request.canary_commit)
     paths = list(later.order_by("id").values_list("path", flat=True))
     events = store.read_arrow("events", paths, filter=pc.field("message_id").isin(reprocessed))
-    return D.canary_verdict(reprocessed, events)
+    return D.step_outcome(reprocessed, events)
 
 
-def canary_check(request, *, enqueue, now=None):
-    """Resume a request whose canary passed (handing it to the spark worker again with
-    `enqueue(request_id)` once that is committed), stop one whose canary failed (or whose outcome
-    did not come within CANARY_TIMEOUT_SECONDS). Returns the verdict."""
+def _step_result(chunk, outcome, verdict):
+    return {
+        "step": chunk.index + 1,
+        "size": outcome.size,
+        "delivered": outcome.delivered,
+        "refailed": outcome.refailed,
+        "pending": outcome.pending,
+        "rate": round(outcome.rate, 2),
+        "verdict": verdict,
+        "reasons": outcome.reasons,
+    }
+
+
+def step_check(request, *, enqueue, now=None):
+    """Resume a request whose watched step passed (handing it to the spark worker again with
+    `enqueue(request_id)` once that is committed: the next step, or the rest), stop one whose
+    step failed (over its re-failure threshold, or no outcome within CANARY_TIMEOUT_SECONDS),
+    leaving the rest of its set untouched. While the step is pending its counts are kept up to
+    date for the request page. Returns the verdict."""
     now = now or timezone.now()
-    verdict, detail = canary_outcome(request)
-    waiting_since = ActionChunk.objects.get(request=request, index=0).committed_at
-    timed_out = verdict == D.CANARY_PENDING and (
-        (now - waiting_since).total_seconds() > settings.CANARY_TIMEOUT_SECONDS
+    chunk = ActionChunk.objects.get(request=request, events_commit=request.canary_commit)
+    outcome = step_outcome(request)
+    threshold = request.refailure_threshold
+    verdict = outcome.verdict(threshold)
+    steps = len(request.steps)
+    detail = D.step_detail(outcome, verdict, step=chunk.index + 1, steps=steps, threshold=threshold)
+    timed_out = verdict == D.STEP_PENDING and (
+        (now - chunk.committed_at).total_seconds() > settings.CANARY_TIMEOUT_SECONDS
     )
-    if verdict == D.CANARY_PENDING and not timed_out:
-        return verdict
     if timed_out:
-        verdict = D.CANARY_FAILED
-        detail = f"no delivery outcome for the canary within {settings.CANARY_TIMEOUT_SECONDS} s"
+        verdict = D.STEP_FAILED
+        said = "the canary" if steps == 1 else f"step {chunk.index + 1} of {steps}"
+        detail = (
+            f"no delivery outcome for {said} within {settings.CANARY_TIMEOUT_SECONDS} s ({detail})"
+        )
+    result = _step_result(chunk, outcome, verdict)
+    results = list(request.step_results)
+    results.extend({} for _ in range(chunk.index + 1 - len(results)))
+    results[chunk.index] = result
+    watching = R.objects.filter(id=request.id, status=R.CANARY, canary_commit=request.canary_commit)
+    if verdict == D.STEP_PENDING:
+        if request.step_results != results:
+            watching.update(step_results=results, canary_result=detail)
+        return verdict
     with transaction.atomic():
-        if verdict == D.CANARY_PASSED:
+        if verdict == D.STEP_PASSED:
             # Back to RUNNING with no worker: the next execute task takes it over.
-            won = R.objects.filter(id=request.id, status=R.CANARY).update(
-                status=R.RUNNING, canary_result=detail, heartbeat_at=None
+            won = watching.update(
+                status=R.RUNNING, canary_result=detail, step_results=results, heartbeat_at=None
             )
         else:
-            won = R.objects.filter(id=request.id, status=R.CANARY).update(
+            untouched = request.count - request.done - request.skipped - request.failed
+            won = watching.update(
                 status=R.FAILED,
                 canary_result=detail,
-                error="the canary failed: the rest of the set was not touched",
+                step_results=results,
+                error=(
+                    f"stopped: {detail}. The rest of the set ({untouched} message(s)) was not "
+                    "touched."
+                ),
                 finished_at=now,
             )
         if won != 1:
             return verdict
         audit_record(
             actor="system",
-            action=f"execution.canary_{verdict}",
+            action=f"execution.step_{verdict}",
             target_type="request",
             target_id=request.id,
-            details={"result": detail},
+            details={
+                **result,
+                "steps": steps,
+                "refailure_threshold": threshold,
+                "timed_out": timed_out,
+                "result": detail,
+            },
         )
-        if verdict == D.CANARY_PASSED:
+        if verdict == D.STEP_PASSED:
             transaction.on_commit(lambda: enqueue(request.id), robust=True)
     return verdict
 
@@ -88,7 +129,8 @@ def decisions_sweep(*, enqueue, now=None):
     """What keeps requests moving when tasks are lost (ARCHITECTURE: correctness never depends on
     the broker): expire approvals past their time, hand approved requests that have not started
     and running ones whose worker died to the spark worker again (`enqueue(request_id)`), and
-    watch canaries. Returns what it did, by kind."""
+    watch the steps of progressive redrives (canaries: "canaries" in what it returns). Returns
+    what it did, by kind."""
     now = now or timezone.now()
     done = {"expired": 0, "enqueued": 0, "canaries": {}}
     for request_id in R.objects.filter(status=R.APPROVED, expires_at__lte=now).values_list(
@@ -110,5 +152,5 @@ def decisions_sweep(*, enqueue, now=None):
             enqueue(request_id)
             done["enqueued"] += 1
     for request in R.objects.filter(status=R.CANARY):
-        done["canaries"][request.id] = canary_check(request, enqueue=enqueue, now=now)
+        done["canaries"][request.id] = step_check(request, enqueue=enqueue, now=now)
     return done

@@ -9,6 +9,8 @@ urlpatterns = [
     path("requests/selection", views.selection_post, name="selection-post"),
     path("requests/<int:request_id>/", views.request_detail, name="request-detail"),
     path("requests/<int:request_id>/ids.txt", views.request_ids, name="request-ids"),
+    path("requests/<int:request_id>/outcome", views.request_outcome_list, name="request-outcome"),
+    path("requests/<int:request_id>/retry", views.request_retry, name="request-retry"),
     path("requests/<int:request_id>/approve", views.request_approve, name="request-approve"),
     path("requests/<int:request_id>/reject", views.request_reject, name="request-reject"),
     path("requests/<int:request_id>/withdraw", views.request_withdraw, name="request-withdraw"),
@@ -42,5 +44,20 @@ api_urlpatterns = [
         name="api-request-cancel",
     ),
     path("requests/<str:request_id>/ids", apis.RequestIdsApi.as_view(), name="api-request-ids"),
+    path(
+        "requests/<str:request_id>/outcome",
+        apis.RequestOutcomeApi.as_view(),
+        name="api-request-outcome",
+    ),
+    path(
+        "requests/<str:request_id>/outcome/messages",
+        apis.RequestOutcomeMessagesApi.as_view(),
+        name="api-request-outcome-messages",
+    ),
+    path(
+        "requests/<str:request_id>/retry",
+        apis.RequestRetryApi.as_view(),
+        name="api-request-retry",
+    ),
     path("notifications", apis.NotificationListApi.as_view(), name="api-notification-list"),
 ]

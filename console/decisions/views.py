@@ -39,6 +39,13 @@ from console.decisions.forms import (
     scope_params,
 )
 from console.decisions.models import ActionRequest as R
+from console.decisions.outcome import (
+    LABELS,
+    OutcomeUnknown,
+    outcome_available,
+    outcome_page,
+    request_outcome,
+)
 from console.decisions.scope import ScopeError, frozen_ids
 from console.decisions.selections import selection_create, selection_ids, selection_ids_parse
 from console.decisions.services import (
@@ -235,6 +242,7 @@ def request_new(request):
                 comment=data["comment"],
                 rate_limit=data["rate_limit"],
                 canary=data["canary"] or 0,
+                **form.execution_options(),
             )
         except (ValidationError, ScopeError) as exc:
             form.add_error(None, why(exc))
@@ -382,8 +390,84 @@ def request_detail(request, request_id):
         "active": r.status in selectors.ACTIVE,
         "active_statuses": " ".join(selectors.ACTIVE),
         "audit": selectors.request_audit(request_id=r.id),
+        **_outcome_context(user, r),
     }
     return render(request, "decisions/request_detail.html", ctx)
+
+
+def _outcome_context(user, r):
+    """What the request's decisions came to, for its page: the outcome (None before it has
+    decided anything), or why it cannot be told."""
+    if not outcome_available(r):
+        return {"outcome": None}
+    try:
+        outcome = request_outcome(request=r)
+    except OutcomeUnknown as exc:
+        return {"outcome": None, "outcome_error": str(exc)}
+    return {
+        "outcome": outcome,
+        "may_retry": outcome.retryable > 0
+        and user.has_perm(MAKE_REQUESTS)
+        and user.has_perm(VIEW_MESSAGES),
+    }
+
+
+OUTCOME_PAGE = 50
+
+
+@require_GET
+@login_required
+@perms_required(VIEW_REQUESTS, VIEW_MESSAGES)
+def request_outcome_list(request, request_id):
+    """The messages of one of the request's outcome numbers (?state=<category>), a page at a
+    time in the frozen order."""
+    r = request_or_404(request_id)
+    category = request.GET.get("state", "")
+    after = request.GET.get("after", "")
+    ctx = {"r": r, "category": category, "label": LABELS.get(category), "page": None}
+    if category not in LABELS or not (after == "" or after.isdigit()):
+        ctx["error"] = f"state is one of {', '.join(LABELS)}"
+        return render(request, "decisions/request_outcome.html", ctx, status=400)
+    try:
+        ctx["page"] = outcome_page(
+            request=r, category=category, after=int(after or -1), size=OUTCOME_PAGE
+        )
+    except OutcomeUnknown as exc:
+        ctx["error"] = str(exc)
+    return render(request, "decisions/request_outcome.html", ctx)
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+@perms_required(VIEW_REQUESTS, MAKE_REQUESTS, VIEW_MESSAGES)
+def request_retry(request, request_id):
+    """GET: how many of the messages the request decided are quarantined again, and the form;
+    POST: a new reprocess request on exactly those (frozen, and approved like any other)."""
+    r = request_or_404(request_id)
+    template = "decisions/request_retry.html"
+    ctx = {"r": r}
+    ctx.update(_outcome_context(request.user, r))
+    posted = request.method == "POST"
+    form = QuickActionForm(request.POST if posted else None)
+    if posted and form.is_valid():
+        comment = form.cleaned_data["comment"].strip() or (
+            f"Retry: the messages request {r.id} decided that failed again (one click)"
+        )
+        try:
+            created = action_request_create(
+                actor=request.user,
+                scope={"kind": "failed_again", "request": r.id},
+                action=Action(kind=R.REPROCESS),
+                comment=comment,
+            )
+        except (ValidationError, ScopeError) as exc:
+            form.add_error(None, why(exc))
+        else:
+            return _to_created(request, created)
+    ctx["form"] = form
+    if ctx["outcome"] is not None:
+        ctx["second_person"] = approval_needed(action=R.REPROCESS, count=ctx["outcome"].retryable)
+    return render(request, template, ctx, status=400 if posted else 200)
 
 
 @require_GET

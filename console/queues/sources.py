@@ -23,6 +23,7 @@ from django.utils import timezone
 
 from console.audit.services import audit_record
 from console.queues.models import SOURCE_KINDS, BrokerSource, Queue
+from console.queues.signals import source_state_changed
 from workers.engine import policy as P
 
 REDRIVE_HANDLER = "workers.brokers.redrive.publisher"
@@ -223,9 +224,12 @@ def source_state_set(*, name, state, error="", retry_at=None):
         if source is None:
             return
         fields = {"heartbeat_at": now, "last_error": error[:2000], "retry_at": retry_at}
-        if source.state != state:
+        changed = source.state != state
+        if changed:
             fields.update(state=state, state_since=now)
         BrokerSource.objects.filter(pk=source.pk).update(**fields)
+        if changed:
+            source_state_changed.send(sender=BrokerSource, name=name, state=state, error=error)
 
 
 def source_heartbeat(*, name):

@@ -43,6 +43,7 @@ from console.readmodels.models import (
     QueueStat,
     RefreshRun,
 )
+from console.readmodels.signals import groups_appeared
 from console.sql import in_values
 from workers.engine.states import DLVD, NDLV, WAIT
 
@@ -241,8 +242,10 @@ def _load(run, out_dir, *, full, changed):
                     _batches(_dataset(f"{out_dir}/delivered"), ["message_id", "queue"], None),
                 )
             before = _index_apply(cursor, full=full)
-            _groups_apply(cursor, f"{out_dir}/groups", full=full, before=before.groups)
+            appeared = _groups_apply(cursor, f"{out_dir}/groups", full=full, before=before.groups)
             _temp_tables_drop(cursor)
+        if appeared:
+            groups_appeared.send(sender=FailureGroup, fingerprints=appeared)
         if full:
             _queue_stats_replace(f"{out_dir}/stats")
         else:
@@ -413,12 +416,19 @@ def _groups_apply(cursor, path, *, full, before=None):
     group with one GROUP BY over the index; an incremental one moves the counts of the groups
     its rows stay in or join by what changed (`before`: what the changed rows counted, by group
     and state, from `_index_apply`; the rows staged: what they count now), at a cost that
-    follows the changes, and recounts over the index only the groups a row left."""
+    follows the changes, and recounts over the index only the groups a row left.
+
+    Returns the fingerprints of the groups that were not there before (the alerts' "new failure
+    group"), in the order met."""
     groups = _table(FailureGroup)
     index = _table(MessageIndex)
     names = ", ".join(_q(c) for c in GROUP_FIELDS)
+    known = None
     if full:
+        # A full refresh rebuilds every group: those it had before are not new.
+        known = set(FailureGroup.objects.values_list("fingerprint", flat=True))
         cursor.execute(f"DELETE FROM {groups}")  # noqa: S608
+    appeared = []
     updates = ", ".join(f"{_q(c)} = excluded.{_q(c)}" for c in GROUP_FIELDS[1:])
     last_seen = f"{groups}.{_q('last_seen')}"
     # A group's description is its latest failure's: a change that brings an older failure of
@@ -433,6 +443,13 @@ def _groups_apply(cursor, path, *, full, before=None):
     dataset = _dataset(path)
     for batch in _batches(dataset, [*GROUP_FIELDS, "sample_at"], None):
         columns = [batch.column(c).to_pylist() for c in GROUP_FIELDS]
+        if known is None:
+            where, params = in_values(_q("fingerprint"), columns[0])
+            cursor.execute(f"SELECT {_q('fingerprint')} FROM {groups} WHERE {where}", params)  # noqa: S608
+            there = {f for (f,) in cursor.fetchall()}
+        else:
+            there = known
+        appeared += [f for f in columns[0] if f and f not in there]
         sampled = [
             connection.ops.adapt_datetimefield_value(at)
             for at in batch.column("sample_at").to_pylist()
@@ -503,6 +520,7 @@ def _groups_apply(cursor, path, *, full, before=None):
     elif touched:
         where, params = in_values(_q("fingerprint"), touched)
         cursor.execute(f"{gone} AND {where}", params)
+    return appeared
 
 
 def _group_counts_move(cursor, before):

@@ -1,7 +1,8 @@
 // Antidote console: an action request's execution progress, polled from the API every second
-// while the request is approved, running or waiting for its canary. Loaded as a file (the CSP
-// forbids inline script); its settings are data-* attributes of #execution. Values are set as
-// DOM properties (textContent, value), never as HTML.
+// while the request is approved, running or waiting for the outcome of a step (a progressive
+// redrive's, or a canary's). Loaded as a file (the CSP forbids inline script); its settings are
+// data-* attributes of #execution. Values are set as DOM properties (textContent, value), never
+// as HTML.
 "use strict";
 (function () {
   var box = document.getElementById("execution");
@@ -27,6 +28,30 @@
     return value ? value.replace("T", " ").slice(0, 19) : "";
   }
 
+  function cell(row, name, value) {
+    var element = row.querySelector(".step-" + name);
+    if (element) {
+      element.textContent = value === null || value === undefined ? "" : String(value);
+    }
+  }
+
+  // One step of a progressive redrive: its row of #progress-steps, drawn by the page.
+  function showStep(step) {
+    var row = document.getElementById("step-" + step.step);
+    if (!row) {
+      return;
+    }
+    cell(row, "status", step.status);
+    cell(row, "delivered", step.delivered);
+    cell(row, "refailed", step.refailed);
+    cell(row, "pending", step.pending);
+    cell(row, "rate", step.rate === null || step.rate === undefined ? "" : step.rate + "%");
+    var reasons = (step.reasons || []).map(function (pair) {
+      return pair[0] + " (" + pair[1] + ")";
+    });
+    cell(row, "reasons", reasons.join("; "));
+  }
+
   function show(data) {
     var p = data.progress;
     var bar = document.getElementById("progress-bar");
@@ -45,6 +70,8 @@
     text("progress-started", when(data.started_at));
     text("progress-finished", when(data.finished_at));
     text("progress-canary-result", data.canary_result || "\u2014");
+    text("progress-step-now", data.step_now || "\u2014");
+    (data.progression || []).forEach(showStep);
     var error = document.getElementById("progress-error");
     if (error) {
       error.textContent = data.error || "";

@@ -21,14 +21,17 @@ VIEW = {
     "readmodels.view_quarantineinflow",
     "decisions.view_actionrequest",
     "lakequery.view_lakequery",
+    "notes.view_note",
 }
 OPERATE = VIEW | {
     "ingest.add_messagekey",
     "readmodels.view_body",
     "decisions.add_actionrequest",
     "lakequery.add_lakequery",
+    "notes.add_note",
+    "notes.change_investigation",
 }
-APPROVE = OPERATE | {"decisions.approve_actionrequest"}
+APPROVE = OPERATE | {"decisions.approve_actionrequest", "notes.reassign_investigation"}
 
 
 def _permissions(role):
@@ -69,12 +72,15 @@ def test_each_role_gets_exactly_its_permissions():
         "delivery.delete_poisonentry",
         "retention.view_purgerun",
         "retention.add_purgerun",
+        # The alerts' outbox, webhooks and inflow thresholds.
+        "alerts.change_webhook",
     }
     assert _permissions("auditor") == {
         "audit.view_auditentry",
         "audit.export_auditentry",
         "decisions.view_actionrequest",
         "retention.view_purgerun",
+        "notes.view_note",
     }
     # An outside application reads the poison list and reports to it; nothing else.
     assert _permissions("application") == {
@@ -128,6 +134,6 @@ def test_the_command_reports_each_role():
     out = StringIO()
     call_command("seed_roles", stdout=out)
 
-    assert "viewer    created    10 permission(s)" in out.getvalue()
-    assert "auditor   created    4 permission(s)" in out.getvalue()
+    assert "viewer    created    11 permission(s)" in out.getvalue()
+    assert "auditor   created    5 permission(s)" in out.getvalue()
     assert "application created    2 permission(s)" in out.getvalue()

@@ -33,7 +33,18 @@ class Desk(Engine):
         self.refresh()
         return ids
 
-    def request(self, scope, kind="reprocess", *, approve=True, rate_limit=None, canary=0, **a):
+    def request(
+        self,
+        scope,
+        kind="reprocess",
+        *,
+        approve=True,
+        rate_limit=None,
+        canary=0,
+        steps=None,
+        refailure_threshold=None,
+        **a,
+    ):
         request = action_request_create(
             actor=self.personas["operator"],
             scope=scope,
@@ -41,6 +52,8 @@ class Desk(Engine):
             comment="the handler is fixed",
             rate_limit=rate_limit,
             canary=canary,
+            steps=steps,
+            refailure_threshold=refailure_threshold,
         )
         if approve and request.status == "pending":
             request = action_request_approve(actor=self.personas["approver"], request=request)

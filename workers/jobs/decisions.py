@@ -9,11 +9,11 @@ Free of Django, in parts:
 - the chunks, pure pyarrow over one plan directory at a time (`decide_chunk`): the decision
   events of the members still NDLV, the siblings' ENDED events and the senders' notifications.
   A chunk is a few thousand rows; a Spark job per chunk would cost more than the work.
-- an edited body's new version (`edited_message`), and a canary's verdict from the events that
-  followed it (`canary_verdict`).
+- an edited body's new version (`edited_message`), and the outcome of a progressive redrive's
+  step (a canary is a one-step progression) from the events that followed it (`step_outcome`).
 
 The console (console.decisions.execution) reads the lake, commits each chunk in one DB
-transaction, and watches the canary (console.decisions.sweeper).
+transaction, and watches the steps (console.decisions.sweeper).
 """
 
 import hashlib
@@ -43,35 +43,55 @@ META_COLUMNS = ["conversation_id", "sender"]
 # --- Chunks of the frozen set --------------------------------------------------------------------
 
 
-def chunk_of(position, *, chunk_size, canary):
-    """The chunk of the id at `position` in the sorted frozen set: the canary's first N ids are
-    chunk 0 when there is a canary, then `chunk_size` ids per chunk. The same on every attempt,
-    so a chunk's idempotency key always names the same ids."""
-    if canary:
-        if position < canary:
-            return 0
-        return 1 + (position - canary) // chunk_size
-    return position // chunk_size
+def step_bounds(steps):
+    """Where each step of a progressive redrive ends in the sorted frozen set: [1, 10, 100] ends
+    at positions 1, 11, 111."""
+    return np.cumsum(np.asarray(steps or [], dtype=np.int64))
 
 
-def chunk_count(count, *, chunk_size, canary):
+def chunk_of(position, *, chunk_size, steps=()):
+    """The chunk of the id at `position` in the sorted frozen set: each step of a progressive
+    redrive is one chunk (a canary of N is the one step [N]), then `chunk_size` ids per chunk.
+    The same on every attempt, so a chunk's idempotency key always names the same ids."""
+    return int(_chunks_of(np.asarray([position], dtype=np.int64), chunk_size, steps)[0])
+
+
+def _chunks_of(positions, chunk_size, steps):
+    """chunk_of, for a whole array of positions at once."""
+    bounds = step_bounds(steps)
+    if not len(bounds):
+        return positions // chunk_size
+    within = np.searchsorted(bounds, positions, side="right")
+    rest = len(bounds) + (positions - bounds[-1]) // chunk_size
+    return np.where(positions < bounds[-1], within, rest)
+
+
+def chunk_count(count, *, chunk_size, steps=()):
     if count == 0:
         return 0
-    return chunk_of(count - 1, chunk_size=chunk_size, canary=canary) + 1
+    return chunk_of(count - 1, chunk_size=chunk_size, steps=steps) + 1
 
 
-def write_chunk_ids(id_batches, path, *, chunk_size, canary):
+def step_sizes(steps, count):
+    """How many of a set of `count` ids each step takes: the steps as asked, the last ones cut
+    short (or left out) when the set is smaller than their sum."""
+    sizes, left = [], count
+    for size in steps or []:
+        if left <= 0:
+            break
+        sizes.append(min(size, left))
+        left -= size
+    return sizes
+
+
+def write_chunk_ids(id_batches, path, *, chunk_size, steps=()):
     """Number the frozen ids (sorted, in batches) with their chunk, streaming into one Parquet
     file: what the plan joins to the ledger. Returns how many ids were written."""
     position = 0
     with pq.ParquetWriter(path, CHUNK_IDS_SCHEMA, compression="zstd") as writer:
         for ids in id_batches:
-            # chunk_of, for a whole batch at once.
             positions = np.arange(position, position + len(ids), dtype=np.int64)
-            if canary:
-                chunks = np.where(positions < canary, 0, 1 + (positions - canary) // chunk_size)
-            else:
-                chunks = positions // chunk_size
+            chunks = _chunks_of(positions, chunk_size, steps)
             writer.write_table(
                 pa.table(
                     {"message_id": ids, "chunk": chunks.astype(np.int32)}, schema=CHUNK_IDS_SCHEMA
@@ -527,16 +547,50 @@ def edited_message(original: pa.Table, body: bytes, *, version) -> pa.Table:
     return pa.Table.from_pylist([row], schema=MESSAGE_SCHEMA)
 
 
-# --- The canary ----------------------------------------------------------------------------------
+# --- A step's outcome (progressive redrive; a canary is its one step) -----------------------------
 
-CANARY_PASSED, CANARY_FAILED, CANARY_PENDING = "passed", "failed", "pending"
+STEP_PASSED, STEP_FAILED, STEP_PENDING = "passed", "failed", "pending"
+CANARY_PASSED, CANARY_FAILED, CANARY_PENDING = STEP_PASSED, STEP_FAILED, STEP_PENDING
+MAIN_REASONS = 3  # the new reasons a stopped step names, most frequent first
+REASON_CHARS = 300
 
 
-def canary_verdict(reprocessed, later: pa.Table):
-    """(verdict, detail) of a canary from the events committed after it: failed if any of the
-    `reprocessed` ids failed an attempt since (the first such event says which and why),
-    passed when each has reached a final state (delivered, or ended), pending otherwise.
-    Events of other messages in `later` do not count."""
+@dataclass(frozen=True)
+class StepOutcome:
+    """What became of one step's reprocessed messages since: how many failed an attempt again
+    (back in WAIT or NDLV, or crashed: workers.engine.states.is_failure), how many reached a
+    final state without failing (delivered, or ended with their conversation), and the first
+    new failure's reason of each that failed, counted."""
+
+    size: int
+    delivered: int
+    refailed: int
+    reasons: list  # [(reason, messages)], most first, at most MAIN_REASONS
+    first_failure: dict | None  # the earliest failure event: message_id, reason
+
+    @property
+    def pending(self):
+        return self.size - self.delivered - self.refailed
+
+    @property
+    def rate(self):
+        """The re-failure rate, in percent of the step's messages."""
+        return 100 * self.refailed / self.size if self.size else 0.0
+
+    def verdict(self, threshold):
+        """failed as soon as more than `threshold` percent of the messages failed again (more
+        outcomes can only add failures); passed once every message has an outcome and at most
+        `threshold` percent failed again; pending otherwise. A threshold of 0: none may fail."""
+        if 100 * self.refailed > threshold * self.size:
+            return STEP_FAILED
+        if self.pending <= 0:
+            return STEP_PASSED
+        return STEP_PENDING
+
+
+def step_outcome(reprocessed, later: pa.Table) -> StepOutcome:
+    """The outcome of a step that reprocessed the ids `reprocessed`, from the events committed
+    after it. Events of other messages in `later` do not count."""
     events = later.filter(pc.is_in(later.column("message_id"), value_set=reprocessed))
     # A failure as workers.engine.states.is_failure says it, column-wise.
     failures = events.filter(
@@ -548,12 +602,74 @@ def canary_verdict(reprocessed, later: pa.Table):
             pc.greater(events.column("attempt"), 0),
         )
     )
+    first = None
+    firsts = {}
     if failures.num_rows:
-        first = failures.slice(0, 1).to_pylist()[0]
-        return CANARY_FAILED, f"message {first['message_id']} failed again: {first['reason']}"
+        first = failures.slice(0, 1).select(["message_id", "reason"]).to_pylist()[0]
+        # A step is at most a few thousand messages: their failures fit in a dict.
+        ordered = failures.sort_by([("epoch", "ascending"), ("step", "ascending")])
+        for row in ordered.select(["message_id", "reason"]).to_pylist():
+            firsts.setdefault(row["message_id"], (row["reason"] or "")[:REASON_CHARS])
+    counted = {}
+    for reason in firsts.values():
+        counted[reason] = counted.get(reason, 0) + 1
+    reasons = sorted(counted.items(), key=lambda item: (-item[1], item[0]))[:MAIN_REASONS]
     latest = latest_by_id(events)
-    settled = pc.is_in(latest.column("to_state"), value_set=pa.array(sorted(S.FINAL_STATES)))
-    done = pc.sum(settled.cast(pa.int64())).as_py() or 0
-    if done == len(reprocessed):
-        return CANARY_PASSED, f"all {done} canary message(s) delivered"
-    return CANARY_PENDING, f"{done} of {len(reprocessed)} canary message(s) have an outcome"
+    settled = pc.and_(
+        pc.is_in(latest.column("to_state"), value_set=pa.array(sorted(S.FINAL_STATES))),
+        pc.invert(
+            pc.is_in(latest.column("message_id"), value_set=pa.array(list(firsts), pa.string()))
+        ),
+    )
+    return StepOutcome(
+        size=len(reprocessed),
+        delivered=pc.sum(settled.cast(pa.int64())).as_py() or 0,
+        refailed=len(firsts),
+        reasons=[list(item) for item in reasons],
+        first_failure=first,
+    )
+
+
+def percent(value):
+    """12.5 -> "12.5%", 5.0 -> "5%"."""
+    return f"{value:.2f}".rstrip("0").rstrip(".") + "%"
+
+
+def step_detail(outcome: StepOutcome, verdict, *, step, steps, threshold):
+    """What a step's outcome says on the request page: `step` (from 1) of `steps`. A request
+    with one step calls it the canary."""
+    noun = "canary message(s)" if steps == 1 else "message(s)"
+    where = "" if steps == 1 else f"step {step} of {steps}: "
+    if verdict == STEP_FAILED:
+        said = "; ".join(f"{reason} ({n})" for reason, n in outcome.reasons)
+        return (
+            f"{where}{outcome.refailed} of {outcome.size} {noun} failed again: {said} \u2014 "
+            f"{percent(outcome.rate)} is over the threshold of {percent(threshold)}"
+        )
+    if verdict == STEP_PASSED and not outcome.refailed:
+        return f"{where}all {outcome.size} {noun} delivered"
+    if verdict == STEP_PASSED:
+        return (
+            f"{where}{outcome.delivered} of {outcome.size} {noun} delivered, "
+            f"{outcome.refailed} failed again ({percent(outcome.rate)}, at most "
+            f"{percent(threshold)} allowed)"
+        )
+    return (
+        f"{where}{outcome.size - outcome.pending} of {outcome.size} {noun} have an outcome "
+        f"({outcome.refailed} failed again)"
+    )
+
+
+def canary_verdict(reprocessed, later: pa.Table):
+    """(verdict, detail) of a canary, a step none of whose messages may fail again: failed if
+    any of the `reprocessed` ids failed an attempt since (the first such event says which and
+    why), passed when each has reached a final state (delivered, or ended), pending
+    otherwise."""
+    outcome = step_outcome(reprocessed, later)
+    verdict = outcome.verdict(0)
+    if verdict == STEP_FAILED:
+        first = outcome.first_failure
+        return verdict, f"message {first['message_id']} failed again: {first['reason']}"
+    if verdict == STEP_PASSED:
+        return verdict, f"all {outcome.delivered} canary message(s) delivered"
+    return verdict, f"{outcome.delivered} of {outcome.size} canary message(s) have an outcome"

@@ -1,0 +1,371 @@
+"""/api/v1/alerts: the caller's own alerts (the bell), marking them read, what the caller hears
+of, and (administrators) the outbox of email and webhook deliveries, the webhooks and the inflow
+thresholds."""
+
+from django.core.exceptions import ValidationError as DjangoValidationError
+from django.core.paginator import Paginator
+from drf_spectacular.utils import extend_schema
+from rest_framework import exceptions, serializers
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from console.alerts import events as E
+from console.alerts import selectors, services
+from console.alerts.forms import MAX_WINDOW_HOURS, WebhookForm, queue_names
+from console.api import (
+    BAD_FILTERS,
+    BAD_REQUEST,
+    ERRORS,
+    JSONParser,
+    ServiceRefusals,
+    bad_filters,
+)
+from console.permissions import MANAGE_ALERTS, has_perms
+
+PAGE_SIZE_MAX = 200
+
+
+class _AlertSerializer(serializers.Serializer):
+    id = serializers.IntegerField(source="alert.id")
+    event = serializers.CharField(source="alert.kind")
+    title = serializers.CharField(source="alert.title")
+    text = serializers.CharField(source="alert.text")
+    link = serializers.CharField(source="alert.link", help_text="A path in the console.")
+    queue = serializers.CharField(source="alert.queue")
+    details = serializers.JSONField(source="alert.details")
+    repeats = serializers.IntegerField(
+        source="alert.repeats", help_text="Times it was raised again within its period."
+    )
+    created_at = serializers.DateTimeField(source="alert.created_at")
+
+    class Meta:
+        ref_name = "Alert"
+
+
+class _WritesApi(ServiceRefusals, APIView):
+    """Refusals as BAD_REQUEST answers; JSON only (lists and nested lists, which a form cannot
+    say)."""
+
+    parser_classes = [JSONParser]
+
+
+class _InboxRowSerializer(_AlertSerializer):
+    read_at = serializers.DateTimeField(allow_null=True, help_text="Null while unread.")
+
+    class Meta:
+        ref_name = "InboxAlert"
+
+
+class _PageSerializer(serializers.Serializer):
+    page = serializers.IntegerField(required=False, min_value=1, default=1)
+    page_size = serializers.IntegerField(
+        required=False, min_value=1, max_value=PAGE_SIZE_MAX, default=50
+    )
+
+
+def _page(queryset, params):
+    paginator = Paginator(queryset, params["page_size"])
+    return paginator, paginator.get_page(params["page"])
+
+
+class AlertListApi(APIView):
+    """The caller's console alerts, newest first, with whether each is read. Reading them here
+    does not mark them read (POST /api/v1/alerts/read does)."""
+
+    class InputSerializer(_PageSerializer):
+        unread = serializers.BooleanField(required=False, default=False, help_text="Unread only.")
+
+    class OutputSerializer(serializers.Serializer):
+        unread = serializers.IntegerField(help_text="The caller's unread alerts, in all.")
+        count = serializers.IntegerField()
+        results = _InboxRowSerializer(many=True)
+
+        class Meta:
+            ref_name = "AlertPage"
+
+    @extend_schema(
+        operation_id="alerts_list",
+        parameters=[InputSerializer],
+        responses={200: OutputSerializer, 400: BAD_FILTERS, **ERRORS},
+    )
+    def get(self, request):
+        params = self.InputSerializer(data=request.query_params)
+        if not params.is_valid():
+            return bad_filters(params.errors)
+        found = selectors.inbox(user=request.user)
+        if params.validated_data["unread"]:
+            found = found.filter(read_at__isnull=True)
+        paginator, page = _page(found, params.validated_data)
+        return Response(
+            self.OutputSerializer(
+                {
+                    "unread": selectors.unread_count(user=request.user),
+                    "count": paginator.count,
+                    "results": list(page.object_list),
+                }
+            ).data
+        )
+
+
+class AlertReadApi(_WritesApi):
+    """Mark the caller's alerts read: those listed in `ids`, or all of them."""
+
+    class InputSerializer(serializers.Serializer):
+        ids = serializers.ListField(
+            child=serializers.IntegerField(min_value=1, max_value=2**63 - 1),
+            required=False,
+            max_length=1000,
+            help_text="Alert ids (as listed); leave out for all.",
+        )
+
+        class Meta:
+            ref_name = "AlertsRead"
+
+    class OutputSerializer(serializers.Serializer):
+        marked = serializers.IntegerField()
+
+        class Meta:
+            ref_name = "AlertsMarked"
+
+    @extend_schema(
+        operation_id="alerts_read",
+        request=InputSerializer,
+        responses={200: OutputSerializer, 400: BAD_REQUEST, **ERRORS},
+    )
+    def post(self, request):
+        params = self.InputSerializer(data=request.data)
+        params.is_valid(raise_exception=True)
+        ids = params.validated_data.get("ids")
+        marked = services.alerts_mark_read(user=request.user, alert_ids=ids)
+        return Response({"marked": marked})
+
+
+class _DeliverySerializer(serializers.Serializer):
+    id = serializers.IntegerField()
+    alert = _AlertSerializer(source="*")
+    channel = serializers.CharField()
+    address = serializers.CharField(help_text="The email address or the webhook's URL.")
+    state = serializers.CharField(help_text="pending, sent, or failed (gave up; may be retried).")
+    attempts = serializers.IntegerField()
+    due_at = serializers.DateTimeField(allow_null=True)
+    sent_at = serializers.DateTimeField(allow_null=True)
+    last_error = serializers.CharField()
+
+    class Meta:
+        ref_name = "AlertDelivery"
+
+
+class OutboxApi(APIView):
+    """The email and webhook deliveries, newest first, with their state (administrators)."""
+
+    permission_classes = [has_perms(MANAGE_ALERTS)]
+
+    class InputSerializer(_PageSerializer):
+        state = serializers.ChoiceField(
+            choices=selectors.OUTBOX_STATES, required=False, allow_blank=True
+        )
+
+    class OutputSerializer(serializers.Serializer):
+        counts = serializers.DictField(child=serializers.IntegerField(), help_text="By state.")
+        count = serializers.IntegerField()
+        results = _DeliverySerializer(many=True)
+
+        class Meta:
+            ref_name = "OutboxPage"
+
+    @extend_schema(
+        operation_id="alerts_outbox",
+        parameters=[InputSerializer],
+        responses={200: OutputSerializer, 400: BAD_FILTERS, **ERRORS},
+    )
+    def get(self, request):
+        params = self.InputSerializer(data=request.query_params)
+        if not params.is_valid():
+            return bad_filters(params.errors)
+        data = params.validated_data
+        paginator, page = _page(selectors.outbox(state=data.get("state", "")), data)
+        return Response(
+            self.OutputSerializer(
+                {
+                    "counts": selectors.outbox_counts(),
+                    "count": paginator.count,
+                    "results": list(page.object_list),
+                }
+            ).data
+        )
+
+
+# --- What one hears of ----------------------------------------------------------------------------
+
+
+class _SubscriptionSerializer(serializers.Serializer):
+    event = serializers.ChoiceField(choices=E.KINDS)
+    console = serializers.BooleanField()
+    email = serializers.BooleanField()
+    queues = serializers.ListField(
+        child=serializers.CharField(max_length=100),
+        required=False,
+        default=list,
+        max_length=500,
+        help_text="Only these queues (events about a queue); empty: all.",
+    )
+
+    class Meta:
+        ref_name = "AlertSubscription"
+
+
+class _SubscriptionRowSerializer(_SubscriptionSerializer):
+    label = serializers.CharField()
+    default = serializers.BooleanField(help_text="True while it follows the role's default.")
+
+    class Meta:
+        ref_name = "AlertSubscriptionRow"
+
+
+def _subscription_rows(user):
+    return [
+        {
+            "event": kind,
+            "label": label,
+            "console": console,
+            "email": email,
+            "queues": queues,
+            "default": default,
+        }
+        for kind, label, console, email, queues, default in selectors.subscriptions_of(user)
+    ]
+
+
+class SubscriptionsApi(_WritesApi):
+    """The events the caller may hear of, and by which channels; PUT changes some of them (the
+    others keep what they were)."""
+
+    @extend_schema(
+        operation_id="alerts_subscriptions",
+        responses={200: _SubscriptionRowSerializer(many=True), **ERRORS},
+    )
+    def get(self, request):
+        return Response(
+            _SubscriptionRowSerializer(_subscription_rows(request.user), many=True).data
+        )
+
+    @extend_schema(
+        operation_id="alerts_subscriptions_set",
+        request=_SubscriptionSerializer(many=True),
+        responses={200: _SubscriptionRowSerializer(many=True), 400: BAD_REQUEST, **ERRORS},
+    )
+    def put(self, request):
+        rows = _SubscriptionSerializer(data=request.data, many=True)
+        rows.is_valid(raise_exception=True)
+        allowed = set(selectors.kinds_for(request.user))
+        choices = {}
+        for i, row in enumerate(rows.validated_data):
+            if row["event"] not in allowed:
+                raise exceptions.ValidationError({i: [f"you may not hear of {row['event']}"]})
+            try:
+                queues = queue_names(",".join(row["queues"]))
+            except DjangoValidationError as exc:
+                raise exceptions.ValidationError({i: exc.messages}) from exc
+            choices[row["event"]] = (row["console"], row["email"], queues)
+        services.subscriptions_save(user=request.user, choices=choices)
+        return Response(
+            _SubscriptionRowSerializer(_subscription_rows(request.user), many=True).data
+        )
+
+
+# --- Webhooks and thresholds (administrators) -----------------------------------------------------
+
+
+class _WebhookSerializer(serializers.Serializer):
+    id = serializers.IntegerField(read_only=True)
+    name = serializers.SlugField(max_length=100)
+    url = serializers.CharField(max_length=500, help_text="http or https.")
+    kinds = serializers.ListField(
+        child=serializers.ChoiceField(choices=E.KINDS),
+        required=False,
+        default=list,
+        help_text="The events it receives; empty: all.",
+    )
+    queues = serializers.ListField(
+        child=serializers.CharField(max_length=100),
+        required=False,
+        default=list,
+        help_text="The queues it hears of; empty: all.",
+    )
+    secret_env = serializers.CharField(
+        max_length=100, help_text="The environment variable holding the signing secret."
+    )
+    active = serializers.BooleanField(read_only=True)
+
+    class Meta:
+        ref_name = "Webhook"
+
+    def validate(self, data):
+        form = WebhookForm(data={**data, "queues": ",".join(data.get("queues", []))})
+        if not form.is_valid():
+            raise serializers.ValidationError(
+                {field: [str(e) for e in errors] for field, errors in form.errors.items()}
+            )
+        return {**data, "queues": form.cleaned_data["queues"]}
+
+
+class WebhookListApi(_WritesApi):
+    """Webhooks (administrators): list, and add one. Each receives every alert of its events
+    and queues as a JSON POST signed in X-Antidote-Signature."""
+
+    permission_classes = [has_perms(MANAGE_ALERTS)]
+
+    @extend_schema(
+        operation_id="alerts_webhooks", responses={200: _WebhookSerializer(many=True), **ERRORS}
+    )
+    def get(self, request):
+        return Response(_WebhookSerializer([h for h, _ in selectors.webhooks()], many=True).data)
+
+    @extend_schema(
+        operation_id="alerts_webhooks_create",
+        request=_WebhookSerializer,
+        responses={201: _WebhookSerializer, 400: BAD_REQUEST, **ERRORS},
+    )
+    def post(self, request):
+        given = _WebhookSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        hook = services.webhook_create(actor=request.user, **given.validated_data)
+        return Response(_WebhookSerializer(hook).data, status=201)
+
+
+class _ThresholdSerializer(serializers.Serializer):
+    queue = serializers.CharField(max_length=100)
+    count = serializers.IntegerField(min_value=1, max_value=10**9)
+    window_hours = serializers.IntegerField(min_value=1, max_value=MAX_WINDOW_HOURS, default=1)
+
+    class Meta:
+        ref_name = "InflowThreshold"
+
+    def validate_queue(self, value):
+        try:
+            return queue_names(value)[0]
+        except (DjangoValidationError, IndexError) as exc:
+            raise serializers.ValidationError(f"no such queue: {value}") from exc
+
+
+class ThresholdListApi(_WritesApi):
+    """Inflow thresholds (administrators): list, and set one (a queue's replaces its last)."""
+
+    permission_classes = [has_perms(MANAGE_ALERTS)]
+
+    @extend_schema(
+        operation_id="alerts_thresholds", responses={200: _ThresholdSerializer(many=True), **ERRORS}
+    )
+    def get(self, request):
+        return Response(_ThresholdSerializer(selectors.thresholds(), many=True).data)
+
+    @extend_schema(
+        operation_id="alerts_thresholds_set",
+        request=_ThresholdSerializer,
+        responses={200: _ThresholdSerializer, 400: BAD_REQUEST, **ERRORS},
+    )
+    def put(self, request):
+        given = _ThresholdSerializer(data=request.data)
+        given.is_valid(raise_exception=True)
+        services.threshold_set(actor=request.user, **given.validated_data)
+        return Response(given.data)

@@ -1,0 +1,71 @@
+"""The events that raise alerts, who may hear of each, and who hears of it unless they say
+otherwise (each role's defaults)."""
+
+from console.accounts import roles
+from console.permissions import APPROVE_REQUESTS, VIEW_AUDIT, VIEW_GROUPS, VIEW_QUEUES
+
+QUEUE_DISABLED = "queue.disabled"
+QUEUE_ENABLED = "queue.enabled"
+QUEUE_INFLOW = "queue.inflow"
+GROUP_NEW = "group.new"
+SOURCE_DOWN = "source.down"
+REQUEST_WAITING = "request.waiting"
+REQUEST_APPROVED = "request.approved"
+REQUEST_REJECTED = "request.rejected"
+REQUEST_FINISHED = "request.finished"
+REQUEST_STOPPED = "request.stopped"
+AUDIT_BROKEN = "audit.broken"
+
+LABELS = {
+    QUEUE_DISABLED: "A queue was disabled",
+    QUEUE_ENABLED: "A queue was enabled again",
+    QUEUE_INFLOW: "A queue quarantines more than its threshold",
+    GROUP_NEW: "A new failure group",
+    SOURCE_DOWN: "A broker source is down",
+    REQUEST_WAITING: "A request waits for my approval",
+    REQUEST_APPROVED: "My request was approved",
+    REQUEST_REJECTED: "My request was rejected",
+    REQUEST_FINISHED: "My request finished",
+    REQUEST_STOPPED: "My request was stopped at a redrive step",
+    AUDIT_BROKEN: "The audit trail is not intact",
+}
+KINDS = tuple(LABELS)
+
+# Events about one person's own request reach that person alone; the others reach everyone
+# subscribed who may see what they speak of.
+REQUESTER_KINDS = (REQUEST_APPROVED, REQUEST_REJECTED, REQUEST_FINISHED, REQUEST_STOPPED)
+# What one must hold to hear of an event (besides being its requester, for REQUESTER_KINDS).
+PERMISSION = {
+    QUEUE_DISABLED: VIEW_QUEUES,
+    QUEUE_ENABLED: VIEW_QUEUES,
+    QUEUE_INFLOW: VIEW_QUEUES,
+    GROUP_NEW: VIEW_GROUPS,
+    SOURCE_DOWN: VIEW_QUEUES,
+    REQUEST_WAITING: APPROVE_REQUESTS,
+    AUDIT_BROKEN: VIEW_AUDIT,
+}
+# Events about a queue, which a subscription or a webhook may narrow to some queues.
+QUEUE_KINDS = (QUEUE_DISABLED, QUEUE_ENABLED, QUEUE_INFLOW, GROUP_NEW, SOURCE_DOWN)
+
+_RUNNING = (QUEUE_DISABLED, QUEUE_INFLOW, GROUP_NEW)
+# Each role's defaults: the events its members hear of in the console without subscribing.
+ROLE_DEFAULTS = {
+    roles.VIEWER: (QUEUE_DISABLED,),
+    roles.OPERATOR: _RUNNING,
+    roles.APPROVER: (*_RUNNING, REQUEST_WAITING),
+    roles.ADMIN: (*_RUNNING, QUEUE_ENABLED, SOURCE_DOWN),
+    roles.AUDITOR: (AUDIT_BROKEN,),
+    roles.APPLICATION: (),
+}
+# A person's own request is theirs to hear of, whatever their role.
+DEFAULT_FOR_EVERYONE = REQUESTER_KINDS
+# The events that also go by email by default (to those with an address): the ones someone
+# should act on soon.
+DEFAULT_EMAIL = (QUEUE_DISABLED, SOURCE_DOWN, REQUEST_WAITING, REQUEST_STOPPED, AUDIT_BROKEN)
+
+
+def role_default(role_names, kind):
+    """Whether someone with these roles hears of `kind` by default."""
+    return kind in DEFAULT_FOR_EVERYONE or any(
+        kind in ROLE_DEFAULTS.get(role, ()) for role in role_names
+    )

@@ -1,0 +1,136 @@
+"""The alerts' screens: the bell's page (one's own alerts), what one hears of, and, for
+administrators, the outbox, webhooks and inflow thresholds."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.paginator import Paginator
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_GET, require_http_methods, require_POST
+
+from console.alerts import selectors, services
+from console.alerts.forms import SubscriptionsForm, ThresholdForm, WebhookForm
+from console.alerts.models import AlertDelivery, Webhook
+from console.permissions import MANAGE_ALERTS, perms_required
+
+PAGE_SIZE = 50
+
+
+@require_GET
+@login_required
+def alert_list(request):
+    """One's alerts, newest first. Those on the page shown are read by being shown."""
+    page = Paginator(selectors.inbox(user=request.user), PAGE_SIZE).get_page(
+        request.GET.get("page")
+    )
+    unread = {d.alert_id for d in page if d.read_at is None}
+    if unread:
+        services.alerts_mark_read(user=request.user, alert_ids=unread)
+    return render(request, "alerts/alert_list.html", {"page": page, "unread": unread})
+
+
+@require_POST
+@login_required
+def alert_read_all(request):
+    services.alerts_mark_read(user=request.user)
+    return redirect("alert-list")
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def alert_settings(request):
+    rows = selectors.subscriptions_of(request.user)
+    posted = request.method == "POST"
+    form = SubscriptionsForm(request.POST if posted else None, rows=rows)
+    if posted and form.is_valid():
+        changed = services.subscriptions_save(user=request.user, choices=form.choices())
+        messages.success(request, "Saved." if changed else "Nothing changed.")
+        return redirect("alert-settings")
+    return render(
+        request, "alerts/alert_settings.html", {"form": form}, status=400 if form.errors else 200
+    )
+
+
+def _outbox(request, *, webhook_form=None, threshold_form=None, status=200):
+    state = request.GET.get("state", "")
+    state = state if state in selectors.OUTBOX_STATES else ""
+    page = Paginator(selectors.outbox(state=state), PAGE_SIZE).get_page(request.GET.get("page"))
+    ctx = {
+        "page": page,
+        "state": state,
+        "counts": selectors.outbox_counts(),
+        "webhooks": selectors.webhooks(),
+        "thresholds": selectors.thresholds(),
+        "webhook_form": webhook_form or WebhookForm(),
+        "threshold_form": threshold_form or ThresholdForm(),
+    }
+    return render(request, "alerts/outbox.html", ctx, status=status)
+
+
+@require_GET
+@login_required
+@perms_required(MANAGE_ALERTS)
+def outbox(request):
+    return _outbox(request)
+
+
+@require_POST
+@login_required
+@perms_required(MANAGE_ALERTS)
+def delivery_retry(request, delivery_id):
+    delivery = get_object_or_404(AlertDelivery, id=delivery_id)
+    if services.delivery_retry(actor=request.user, delivery=delivery):
+        messages.success(request, f"Delivery {delivery.id} will be sent again in a few seconds.")
+    else:
+        messages.error(request, f"Delivery {delivery.id} has not failed: nothing to send again.")
+    return redirect("alert-outbox")
+
+
+@require_POST
+@login_required
+@perms_required(MANAGE_ALERTS)
+def webhook_create(request):
+    form = WebhookForm(request.POST)
+    if not form.is_valid():
+        return _outbox(request, webhook_form=form, status=400)
+    data = form.cleaned_data
+    services.webhook_create(actor=request.user, **data)
+    messages.success(request, f"Webhook {data['name']} added.")
+    return redirect("alert-outbox")
+
+
+@require_POST
+@login_required
+@perms_required(MANAGE_ALERTS)
+def webhook_switch(request, webhook_id):
+    hook = get_object_or_404(Webhook, id=webhook_id)
+    active = request.POST.get("active") == "1"
+    services.webhook_switch(actor=request.user, webhook=hook, active=active)
+    messages.success(request, f"Webhook {hook.name} {'enabled' if active else 'disabled'}.")
+    return redirect("alert-outbox")
+
+
+@require_POST
+@login_required
+@perms_required(MANAGE_ALERTS)
+def threshold_set(request):
+    form = ThresholdForm(request.POST)
+    if not form.is_valid():
+        return _outbox(request, threshold_form=form, status=400)
+    data = form.cleaned_data
+    services.threshold_set(
+        actor=request.user,
+        queue=data["queue"].name,
+        count=data["count"],
+        window_hours=data["window_hours"],
+    )
+    messages.success(request, f"Inflow threshold of {data['queue'].name} saved.")
+    return redirect("alert-outbox")
+
+
+@require_POST
+@login_required
+@perms_required(MANAGE_ALERTS)
+def threshold_remove(request, queue):
+    if services.threshold_remove(actor=request.user, queue=queue):
+        messages.success(request, f"Inflow threshold of {queue} removed.")
+    return redirect("alert-outbox")

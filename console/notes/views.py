@@ -1,0 +1,146 @@
+"""The notes panel's forms (templates/notes/_panel.html, on the message and group pages): each
+posts the target's kind and id, calls a service, and goes back to the target's page with what
+happened, or why not. Permissions are checked here and again in the services."""
+
+from django.contrib import messages
+from django.contrib.auth.decorators import login_required
+from django.core.exceptions import PermissionDenied, ValidationError
+from django.http import Http404
+from django.shortcuts import redirect
+from django.urls import reverse
+from django.views.decorators.http import require_POST
+
+from console.notes import services
+from console.notes.forms import NoteForm, TicketForm
+from console.notes.models import GROUP, MESSAGE
+from console.permissions import INVESTIGATE, VIEW_NOTES, WRITE_NOTES, perms_required
+
+_PAGES = {MESSAGE: "message-detail", GROUP: "group-detail"}
+
+
+def _target(request):
+    kind, target_id = request.POST.get("kind", ""), request.POST.get("target_id", "")
+    if kind not in _PAGES or not target_id or len(target_id) > 200 or "\x00" in target_id:
+        raise Http404("no such message or failure group")
+    return kind, target_id
+
+
+def _back(kind, target_id):
+    return redirect(reverse(_PAGES[kind], args=[target_id]) + "#notes")
+
+
+def _refused(request, exc):
+    messages.error(request, " ".join(getattr(exc, "messages", None) or [str(exc)]))
+
+
+def _errors(form):
+    return " ".join(error for errors in form.errors.values() for error in errors)
+
+
+def _carry_out(request, kind, target_id, change, done):
+    """Make the change (a service call), then say `done`, or why the service refused; and go
+    back to the page the form was on."""
+    try:
+        change()
+    except (ValidationError, PermissionDenied) as exc:
+        _refused(request, exc)
+    else:
+        messages.success(request, done)
+    return _back(kind, target_id)
+
+
+@require_POST
+@login_required
+@perms_required(VIEW_NOTES, WRITE_NOTES)
+def note_add_view(request):
+    kind, target_id = _target(request)
+    form = NoteForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"The note is not added: {_errors(form)}")
+        return _back(kind, target_id)
+    return _carry_out(
+        request,
+        kind,
+        target_id,
+        lambda: services.note_add(
+            actor=request.user, kind=kind, target_id=target_id, text=form.cleaned_data["text"]
+        ),
+        "Your note is added.",
+    )
+
+
+@require_POST
+@login_required
+@perms_required(VIEW_NOTES, INVESTIGATE)
+def investigation_take_view(request):
+    kind, target_id = _target(request)
+    form = TicketForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"Not taken: {_errors(form)}")
+        return _back(kind, target_id)
+    return _carry_out(
+        request,
+        kind,
+        target_id,
+        lambda: services.investigation_take(
+            actor=request.user,
+            kind=kind,
+            target_id=target_id,
+            ticket_url=form.cleaned_data["ticket_url"],
+        ),
+        "It is under investigation by you now.",
+    )
+
+
+@require_POST
+@login_required
+@perms_required(VIEW_NOTES, INVESTIGATE)
+def investigation_hand_over_view(request):
+    kind, target_id = _target(request)
+    to = request.POST.get("to", "")[:150]
+    return _carry_out(
+        request,
+        kind,
+        target_id,
+        lambda: services.investigation_hand_over(
+            actor=request.user, kind=kind, target_id=target_id, to=to
+        ),
+        f"Handed over to {to}.",
+    )
+
+
+@require_POST
+@login_required
+@perms_required(VIEW_NOTES, INVESTIGATE)
+def investigation_release_view(request):
+    kind, target_id = _target(request)
+    return _carry_out(
+        request,
+        kind,
+        target_id,
+        lambda: services.investigation_release(actor=request.user, kind=kind, target_id=target_id),
+        "Released: nobody is investigating it now.",
+    )
+
+
+@require_POST
+@login_required
+@perms_required(VIEW_NOTES, INVESTIGATE)
+def investigation_ticket_view(request):
+    kind, target_id = _target(request)
+    form = TicketForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, f"The ticket link is not changed: {_errors(form)}")
+        return _back(kind, target_id)
+    return _carry_out(
+        request,
+        kind,
+        target_id,
+        lambda: services.investigation_ticket_set(
+            actor=request.user,
+            kind=kind,
+            target_id=target_id,
+            ticket_url=form.cleaned_data["ticket_url"],
+        ),
+        "The ticket link is saved.",
+    )
