@@ -87,10 +87,10 @@ class WebhookForm(forms.Form):
     )
     kinds = forms.MultipleChoiceField(
         required=False,
-        choices=[(k, E.LABELS[k]) for k in E.KINDS if k not in E.REQUESTER_KINDS],
+        choices=[(k, E.LABELS[k]) for k in E.KINDS],
         widget=forms.CheckboxSelectMultiple,
         label="events",
-        help_text="None ticked: every event but people's own requests.",
+        help_text="None ticked: every event.",
     )
     queues = forms.CharField(
         required=False, max_length=2000, help_text="Comma-separated; empty: all."

@@ -97,9 +97,11 @@ class Receiver:
                     receiver.hang = False
                     receiver.release.wait(120)
                     return
+                # Noted before answering: the sender may read the answer and go on (and the
+                # test look) before this thread runs another line.
+                row[3] = receiver.answer
                 self.send_response(receiver.answer)
                 self.end_headers()
-                row[3] = receiver.answer
 
             def log_message(self, *args):
                 pass

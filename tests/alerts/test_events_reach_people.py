@@ -90,7 +90,10 @@ def test_a_queue_the_engine_disables_reaches_admins_in_the_console_by_email_and_
 
 
 @pytest.mark.spark
-def test_a_new_failure_group_is_one_alert_however_many_messages_join_it(desk, personas, receiver):
+def test_a_new_failure_group_is_one_alert_however_many_messages_join_it(
+    desk, personas, emails, mailbox, receiver, webhook
+):
+    subscriptions_save(user=personas["operator"], choices={E.GROUP_NEW: (True, True, [])})
     desk.queue("orders")
     desk.quarantine("orders", ["permanent"] * 2)
     (alert,) = Alert.objects.filter(kind=E.GROUP_NEW)
@@ -99,6 +102,10 @@ def test_a_new_failure_group_is_one_alert_however_many_messages_join_it(desk, pe
     assert alert.details["count"] == 2
     assert bell(personas["operator"]) == [(E.GROUP_NEW, alert.title)]
     assert bell(personas["viewer"]) == []  # not a viewer's default
+    alerts_send()
+    (mail,) = mailbox.to(emails["operator"])
+    assert mail["Subject"] == f"[Antidote] {alert.title}"
+    assert [p["event"] for p in receiver.accepted()] == [E.GROUP_NEW]
 
     desk.quarantine("orders", ["permanent"] * 3, prefix="more")  # the same group grows
     desk.quarantine("orders", ["<script>alert(1)</script>"], prefix="odd")  # another group
@@ -167,7 +174,10 @@ def test_a_request_waiting_reaches_approvers_not_its_requester_whom_its_steps_re
 
 
 @pytest.mark.spark
-def test_a_request_that_finishes_tells_its_requester_what_it_did(desk, personas):
+def test_a_request_that_finishes_tells_its_requester_what_it_did(
+    desk, personas, emails, mailbox, receiver, webhook
+):
+    subscriptions_save(user=personas["operator"], choices={E.REQUEST_FINISHED: (True, True, [])})
     desk.queue("orders")
     ids = desk.quarantine("orders", ["permanent"] * 3)
     request = desk.request({"kind": "selection", "ids": ids}, kind="fail")
@@ -181,6 +191,9 @@ def test_a_request_that_finishes_tells_its_requester_what_it_did(desk, personas)
         E.REQUEST_FINISHED,
     ]
     assert E.REQUEST_FINISHED not in [k for k, _ in bell(personas["approver"])]
+    alerts_send()
+    assert [m["Subject"] for m in mailbox.to(emails["operator"])] == [f"[Antidote] {alert.title}"]
+    assert E.REQUEST_FINISHED in [p["event"] for p in receiver.accepted()]
 
 
 def test_a_broken_audit_chain_alerts_the_auditors(personas, emails, mailbox):
@@ -249,7 +262,9 @@ def test_a_subscription_narrows_what_one_hears_of_and_by_which_channel(personas,
 
 
 @pytest.mark.spark
-def test_a_redrive_stopped_by_a_re_failing_step_tells_its_requester_why(desk, personas):
+def test_a_redrive_stopped_by_a_re_failing_step_tells_its_requester_why(
+    desk, personas, emails, mailbox, receiver, webhook
+):
     from tests.decisions.test_progressive_redrive import quarantined, step_through
 
     ids = quarantined(desk, ["permanent"] * 4)
@@ -262,3 +277,6 @@ def test_a_redrive_stopped_by_a_re_failing_step_tells_its_requester_why(desk, pe
     assert request.canary_result in alert.text
     assert (E.REQUEST_STOPPED, alert.title) in bell(personas["operator"])
     assert not Alert.objects.filter(kind=E.REQUEST_FINISHED).exists()
+    alerts_send()  # stopped is urgent: by email by default
+    assert [m["Subject"] for m in mailbox.to(emails["operator"])] == [f"[Antidote] {alert.title}"]
+    assert E.REQUEST_STOPPED in [p["event"] for p in receiver.accepted()]
