@@ -445,6 +445,8 @@ ALERTS_MAX_ATTEMPTS = envint("ALERTS_MAX_ATTEMPTS", 8, minimum=1)
 # A worker claims a delivery for this long: killed mid-send, the delivery is due again after it.
 ALERTS_CLAIM_SECONDS = envint("ALERTS_CLAIM_SECONDS", 120, minimum=10)
 ALERTS_WEBHOOK_TIMEOUT_SECONDS = envint("ALERTS_WEBHOOK_TIMEOUT_SECONDS", 10, minimum=1)
+# Alerts older than this are forgotten by the watch, once nothing of theirs is left to send.
+ALERTS_KEEP_DAYS = envint("ALERTS_KEEP_DAYS", 90, minimum=1)
 # Links in emails and webhooks point here (the console's public address).
 CONSOLE_URL = os.environ.get("CONSOLE_URL", "http://127.0.0.1:8000").rstrip("/")
 

@@ -4,11 +4,12 @@ without saying so). What they find is raised once per dedupe period."""
 
 from datetime import timedelta
 
+from django.conf import settings
 from django.db.models import Sum
 from django.utils import timezone
 
 from console.alerts import events as E
-from console.alerts.models import InflowThreshold
+from console.alerts.models import Alert, AlertDelivery, InflowThreshold
 from console.alerts.services import alert_raise
 from console.queues.selectors import NOT_RUNNING, source_status_list
 from console.readmodels.models import QuarantineInflow
@@ -16,10 +17,22 @@ from workers.engine.states import FLOW_QUARANTINED
 
 
 def alerts_watch(*, now=None):
-    """Look at every watch; returns the alerts raised (repeats within a period are not)."""
+    """Look at every watch, and forget the old alerts; returns the alerts raised (repeats
+    within a period are not)."""
     now = now or timezone.now()
     raised = [*_inflow_over(now), *_sources_silent(now)]
+    alerts_forget(now=now)
     return [a.id for a in raised if a is not None]
+
+
+def alerts_forget(*, now=None):
+    """Delete the alerts older than ALERTS_KEEP_DAYS, with their deliveries, except those with a
+    delivery still to send. Returns how many alerts went. What they were about stays in the
+    audit trail (their causes are audited), not in the outbox."""
+    now = now or timezone.now()
+    old = Alert.objects.filter(created_at__lt=now - timedelta(days=settings.ALERTS_KEEP_DAYS))
+    pending = AlertDelivery.objects.filter(state=AlertDelivery.PENDING).values("alert_id")
+    return old.exclude(id__in=pending).delete()[1].get(Alert._meta.label, 0)
 
 
 def inflow_in_window(queue, window_hours, now):

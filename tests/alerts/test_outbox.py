@@ -129,3 +129,23 @@ def test_a_webhook_hears_only_of_its_events_and_queues(personas, receiver):
     )
     assert alerts_send() == (1, 0)
     assert [p["queue"] for p in receiver.accepted()] == ["payments"]
+
+
+def test_old_alerts_are_forgotten_once_nothing_of_theirs_is_left_to_send(
+    settings, personas, receiver, webhook
+):
+    from console.alerts.models import Alert
+    from console.alerts.watch import alerts_forget
+
+    settings.ALERTS_KEEP_DAYS = 30
+    sent = raise_one(to=[personas["admin"]])
+    receiver.answer = 500
+    unsent = alert_raise(
+        kind=E.QUEUE_ENABLED, about="orders", title="t", text="x", queue="orders", to=[]
+    )
+    recent = alert_raise(kind=E.QUEUE_ENABLED, about="payments", title="t", text="x", to=[])
+    AlertDelivery.objects.filter(alert=sent, channel="webhook").update(state="sent")
+    Alert.objects.exclude(id=recent.id).update(created_at=timezone.now() - timedelta(days=31))
+    assert alerts_forget() == 1
+    assert set(Alert.objects.values_list("id", flat=True)) == {unsent.id, recent.id}
+    assert not AlertDelivery.objects.filter(alert_id=sent.id).exists()
