@@ -7,6 +7,7 @@ import logging
 
 from django.db import transaction
 from django.dispatch import receiver
+from django.urls import reverse
 
 from console.alerts import events as E
 from console.alerts.services import alert_raise
@@ -56,7 +57,7 @@ def _from_audit(sender, entry, **kwargs):
             about=entry.target_id,
             title=f"Queue {entry.target_id} was disabled",
             text=f"The queue {entry.target_id} was disabled: {reason}",
-            link="/queues/",
+            link=reverse("queue-list"),
             queue=entry.target_id,
             details={"reason": reason},
         )
@@ -66,7 +67,7 @@ def _from_audit(sender, entry, **kwargs):
             about=entry.target_id,
             title=f"Queue {entry.target_id} was enabled again",
             text=f"{entry.actor} enabled the queue {entry.target_id} again.",
-            link="/queues/",
+            link=reverse("queue-list"),
             queue=entry.target_id,
         )
     elif entry.target_type == "request":
@@ -89,7 +90,7 @@ def _request_step(entry):
     what = (
         f"request {request.id} ({A.LABELS[request.action].lower()} of {request.count:,} messages)"
     )
-    link = f"/requests/{request.id}/"
+    link = reverse("request-detail", args=[request.id])
     common = {
         "about": f"request-{request.id}",
         "link": link,
@@ -154,7 +155,7 @@ def _source_down(sender, name, state, error="", **kwargs):
         about=name,
         title=f"Broker source {name} is down",
         text=f"The consumer of {name} cannot reach its broker: {error or 'no reason given'}",
-        link="/queues/",
+        link=reverse("queue-list"),
         details={"source": name, "error": error},
     )
 
@@ -168,7 +169,7 @@ def _groups_new(sender, fingerprints, **kwargs):
             about=group.fingerprint,
             title=f"New failure group in {group.queue}: {group.exception_type or 'failure'}",
             text=f"{group.exception_type}: {group.pattern}".strip(": "),
-            link=f"/groups/{group.fingerprint}/",
+            link=reverse("group-detail", args=[group.fingerprint]),
             queue=group.queue,
             details={"fingerprint": group.fingerprint, "count": group.count},
         )
@@ -179,7 +180,7 @@ def _groups_new(sender, fingerprints, **kwargs):
             about="many",
             title=f"{rest:,} more new failure groups",
             text=f"A refresh found {len(fingerprints):,} new failure groups; see the groups page.",
-            link="/groups/",
+            link=reverse("group-list"),
             details={"count": len(fingerprints)},
         )
 
@@ -194,6 +195,6 @@ def _audit_broken(sender, result, **kwargs):
             f"A walk of the audit chain found {len(result.problems)} problem(s) in "
             f"{result.entries:,} entries; the first: {result.problems[0]}"
         ),
-        link="/audit/",
+        link=reverse("audit-list"),
         details={"problems": result.problems[:20], "entries": result.entries},
     )

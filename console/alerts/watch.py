@@ -3,9 +3,11 @@ write causes (a queue's inflow over its threshold in a window, a broker consumer
 without saying so). What they find is raised once per dedupe period."""
 
 from datetime import timedelta
+from urllib.parse import urlencode
 
 from django.conf import settings
 from django.db.models import Sum
+from django.urls import reverse
 from django.utils import timezone
 
 from console.alerts import events as E
@@ -13,7 +15,7 @@ from console.alerts.models import Alert, AlertDelivery, InflowThreshold
 from console.alerts.services import alert_raise
 from console.queues.selectors import NOT_RUNNING, source_status_list
 from console.readmodels.models import QuarantineInflow
-from workers.engine.states import FLOW_QUARANTINED
+from workers.engine.states import FLOW_QUARANTINED, NDLV
 
 
 def alerts_watch(*, now=None):
@@ -61,7 +63,9 @@ def _inflow_over(now):
                 f"The queue {threshold.queue} quarantined {count:,} messages in {hours}; its "
                 f"threshold is {threshold.count:,}."
             ),
-            link=f"/messages/?queue={threshold.queue}&state=NDLV",
+            link=reverse("message-list")
+            + "?"
+            + urlencode({"queue": threshold.queue, "state": NDLV}),
             queue=threshold.queue,
             details={
                 "count": count,
@@ -86,7 +90,7 @@ def _sources_silent(now):
                 f"The consumer of {source.name} (broker queue {source.broker_queue}, into "
                 f"{source.queue}) has written no heartbeat since {since}."
             ),
-            link="/queues/",
+            link=reverse("queue-list"),
             queue=source.queue,
             details={"source": source.name, "state": NOT_RUNNING, "heartbeat_at": since},
         )

@@ -132,6 +132,7 @@ def test_a_queue_over_its_inflow_threshold_alerts_once_a_period(personas):
     alert = Alert.objects.get(id=raised)
     assert alert.title == "Queue orders quarantined 100 messages in 2 hours"
     assert alert.details == {"count": 100, "threshold": 100, "window_hours": 2}
+    assert alert.link == "/messages/?queue=orders&state=NDLV"  # the list of what it quarantined
     assert bell(personas["operator"]) == [(E.QUEUE_INFLOW, alert.title)]
     assert alerts_watch() == []  # the same period
     alert.refresh_from_db()
