@@ -145,6 +145,16 @@ class MessageFilterForm(NoAutocompleteForm):
             current("owner"), owner_choices(), any_label="anybody or nobody"
         )
 
+    # A moment is compared in UTC: Python takes offsets up to ±23:59, PostgreSQL's timestamps
+    # only up to ±15:59, and "+16:00" reached the database as a 500.
+    def clean_since(self):
+        since = self.cleaned_data.get("since")
+        return since.astimezone(UTC) if since else since
+
+    def clean_until(self):
+        until = self.cleaned_data.get("until")
+        return until.astimezone(UTC) if until else until
+
     def clean_owner(self):
         return owner_filter_clean(self.cleaned_data.get("owner"), user=self.user)
 

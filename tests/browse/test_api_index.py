@@ -73,3 +73,17 @@ def test_the_page_size_goes_up_to_500(rows, personas):
     body = api(personas["viewer"]).get("/api/v1/index/messages", {"page_size": 500}).json()
 
     assert len(body["results"]) == 120 and body["next"] is None
+
+
+def test_a_moment_with_an_offset_postgresql_cannot_hold_is_compared_in_utc(seeded, personas):
+    # 2026-03-01 12:00 UTC is 2026-03-02 04:00 at +16:00: in range for Python, not for PostgreSQL.
+    client = api(personas["operator"])
+    url = "/api/v1/index/messages"
+    for far, utc in (
+        ({"until": "2026-03-02T03:59:00+16:00"}, {"until": "2026-03-01T11:59:00Z"}),
+        ({"since": "2026-03-02T04:01:00+16:00"}, {"since": "2026-03-01T12:01:00Z"}),
+        ({"since": "2026-03-01T00:00:00-23:00"}, {"since": "2026-03-01T23:00:00Z"}),
+    ):
+        answer = client.get(url, far)
+        assert answer.status_code == 200, answer.content
+        assert answer.json()["results"] == client.get(url, utc).json()["results"]
