@@ -403,6 +403,10 @@ REFRESH_ON_COMMIT = envbool("REFRESH_ON_COMMIT", "true")
 # REFRESH_INTERVAL_SECONDS: several missed ones mean the beat or the workers are down).
 DASHBOARD_POLL_SECONDS = envint("DASHBOARD_POLL_SECONDS", 10, minimum=1)
 STATS_STALE_SECONDS = envint("STATS_STALE_SECONDS", 300, minimum=1)
+# The scheduler recounts every count the console shows from the lake this often and compares
+# (console.readmodels.verify); what differs is an alert, and is repaired unless this is off.
+COUNTS_VERIFY_SECONDS = envint("COUNTS_VERIFY_SECONDS", 86400, minimum=60)
+COUNTS_VERIFY_REPAIR = envbool("COUNTS_VERIFY_REPAIR", "true")
 
 # --- Decisions ------------------------------------------------------------------------------------
 

@@ -29,6 +29,7 @@ app.conf.task_routes = {
     "workers.tasks.action_request_execute_task": {"queue": "spark", "routing_key": "spark"},
     "workers.tasks.lake_query_task": {"queue": "spark", "routing_key": "spark"},
     "workers.tasks.purge_task": {"queue": "spark", "routing_key": "spark"},
+    "workers.tasks.counts_verify_task": {"queue": "spark", "routing_key": "spark"},
 }
 # The spark worker must not prefetch: a second delivery run waiting in its buffer would be lost
 # with it if it died, and runs are cheap to re-enqueue from beat anyway.
@@ -72,6 +73,11 @@ def _schedule(sender, **kwargs):
         "purge-retention": {
             "task": "workers.tasks.purge_task",
             "schedule": float(settings.PURGE_INTERVAL_SECONDS),
+        },
+        # Every count the console shows, recounted from the lake and compared (and repaired).
+        "counts-verify": {
+            "task": "workers.tasks.counts_verify_task",
+            "schedule": float(settings.COUNTS_VERIFY_SECONDS),
         },
         # The audit chain's head, in the database and in a signed file outside it.
         "audit-checkpoint": {

@@ -15,6 +15,7 @@ REQUEST_REJECTED = "request.rejected"
 REQUEST_FINISHED = "request.finished"
 REQUEST_STOPPED = "request.stopped"
 AUDIT_BROKEN = "audit.broken"
+COUNTS_DRIFT = "counts.drift"
 
 LABELS = {
     QUEUE_DISABLED: "A queue was disabled",
@@ -28,6 +29,7 @@ LABELS = {
     REQUEST_FINISHED: "My request finished",
     REQUEST_STOPPED: "My request was stopped at a redrive step",
     AUDIT_BROKEN: "The audit trail is not intact",
+    COUNTS_DRIFT: "The console's counts differ from the lake",
 }
 KINDS = tuple(LABELS)
 
@@ -43,6 +45,7 @@ PERMISSION = {
     SOURCE_DOWN: VIEW_QUEUES,
     REQUEST_WAITING: APPROVE_REQUESTS,
     AUDIT_BROKEN: VIEW_AUDIT,
+    COUNTS_DRIFT: VIEW_QUEUES,
 }
 # Events about a queue, which a subscription or a webhook may narrow to some queues.
 QUEUE_KINDS = (QUEUE_DISABLED, QUEUE_ENABLED, QUEUE_INFLOW, GROUP_NEW, SOURCE_DOWN)
@@ -53,7 +56,7 @@ ROLE_DEFAULTS = {
     roles.VIEWER: (QUEUE_DISABLED,),
     roles.OPERATOR: _RUNNING,
     roles.APPROVER: (*_RUNNING, REQUEST_WAITING),
-    roles.ADMIN: (*_RUNNING, QUEUE_ENABLED, SOURCE_DOWN),
+    roles.ADMIN: (*_RUNNING, QUEUE_ENABLED, SOURCE_DOWN, COUNTS_DRIFT),
     roles.AUDITOR: (AUDIT_BROKEN,),
     roles.APPLICATION: (),
 }

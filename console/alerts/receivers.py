@@ -16,7 +16,7 @@ from console.audit.signals import recorded, verify_failed
 from console.decisions.models import ActionRequest
 from console.queues.signals import source_state_changed
 from console.readmodels.models import FailureGroup
-from console.readmodels.signals import groups_appeared
+from console.readmodels.signals import counts_drifted, groups_appeared
 from workers.engine import actions as A
 
 # Audit actions that end a request's execution, and what each says of it.
@@ -197,4 +197,16 @@ def _audit_broken(sender, result, **kwargs):
         ),
         link=reverse("audit-list"),
         details={"problems": result.problems[:20], "entries": result.entries},
+    )
+
+
+@receiver(counts_drifted, dispatch_uid="alerts.counts_drift")
+def _counts_drift(sender, about, text, details, **kwargs):
+    alert_raise_safely(
+        kind=E.COUNTS_DRIFT,
+        about=about,
+        title="The console's counts differ from the lake",
+        text=text,
+        link=reverse("dashboard"),
+        details=details,
     )

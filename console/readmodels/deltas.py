@@ -12,6 +12,7 @@ import contextlib
 import dataclasses
 import io
 import json
+import logging
 import time
 from collections import Counter
 
@@ -32,7 +33,10 @@ from console.readmodels.models import (
     RefreshRun,
 )
 from console.readmodels.services import _cursor, _stale_runs_fail
+from console.readmodels.signals import counts_drifted
 from console.sql import in_values, joins_by_key
+
+log = logging.getLogger(__name__)
 
 STAGED = "decided_messages"
 
@@ -239,7 +243,11 @@ def _groups_move(deltas):
     by_group = by_key(deltas)
     groups = list(FailureGroup.objects.select_for_update().filter(fingerprint__in=list(by_group)))
     for group in groups:
-        group.states_set(counts_moved(group.states, by_group[group.fingerprint]))
+        group.states_set(
+            counts_moved(
+                group.states, by_group[group.fingerprint], what=f"failure group {group.fingerprint}"
+            )
+        )
     # One statement for the chunk's groups (a chunk of a large request touches them all).
     FailureGroup.objects.bulk_update(groups, ["states", "ndlv", "wait"])
 
@@ -478,4 +486,18 @@ def _inflow_forget(inflow):
             f"WHERE {queue} = %s AND {hour} = %s AND {flow} = %s",
             rows,
         )
-        cursor.execute(f"DELETE FROM {table} WHERE {count} <= 0")  # noqa: S608
+        # Below zero, they were wrong before (console.readmodels.counts): kept, and reported.
+        cursor.execute(
+            f"SELECT {queue}, {hour}, {flow}, {count} FROM {table} WHERE {count} < 0"  # noqa: S608
+        )
+        below = cursor.fetchall()
+        cursor.execute(f"DELETE FROM {table} WHERE {count} = 0")  # noqa: S608
+    if below:
+        shown = [f"{q} {h} {f}: {n}" for q, h, f, n in below[:20]]
+        log.error("hourly flows went below zero after a purge: %s", "; ".join(shown))
+        counts_drifted.send(
+            sender=QuarantineInflow,
+            about="flows",
+            text=f"{len(below)} hourly flow(s) went below zero after a purge",
+            details={"below_zero": shown},
+        )

@@ -264,3 +264,56 @@ class RefreshRun(models.Model):
 
     def __str__(self):
         return f"refresh {self.id} ({self.status})"
+
+
+class FoldedCommit(models.Model):
+    """An events commit a refresh took in: its flows counted and, unless its writer applied it to
+    the read models itself (a decision's), its events folded into the states. Since the last
+    full refresh, which takes them all in again and rewrites these rows. The primary key is the
+    guard: a second fold of a commit counts its deliveries and flows twice, so the database
+    refuses it in the load's transaction, whatever the code that lists the commits does.
+
+    The run is kept as a number, not a foreign key: these rows must outlive any clean-up of old
+    refresh rows."""
+
+    commit_id = models.BigIntegerField(primary_key=True)
+    run_id = models.BigIntegerField()
+
+    def __str__(self):
+        return f"events commit {self.commit_id} folded by refresh {self.run_id}"
+
+
+class CountsCheck(models.Model):
+    """One check of the counts the console shows (queues by state, failure groups, hourly flows,
+    the index's rows) against a recount from the lake (console.readmodels.verify): how many
+    differed, the first of them, and whether they were repaired. The newest one says whether
+    the console's numbers can be trusted now."""
+
+    RUNNING, CLEAN, DRIFT, REPAIRED, BUSY, FAILED = (
+        "running",
+        "clean",
+        "drift",
+        "repaired",
+        "busy",
+        "failed",
+    )
+    STATUSES = [(s, s) for s in (RUNNING, CLEAN, DRIFT, REPAIRED, BUSY, FAILED)]
+
+    status = models.CharField(max_length=12, choices=STATUSES, default=RUNNING)
+    actor = models.CharField(max_length=150)  # a username, "system" (the scheduler), a command
+    repair = models.BooleanField(default=False)  # asked to repair what differs
+    started_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # The read models' position it checked: the newest refresh's last events commit.
+    upto_commit = models.BigIntegerField(null=True, blank=True)
+    messages = models.BigIntegerField(default=0)  # recounted
+    differences = models.BigIntegerField(default=0)
+    # The first differences: [{"what", "key", "shown", "recounted"}].
+    drift = models.JSONField(default=list)
+    error = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["-id"]
+
+    def __str__(self):
+        return f"counts check {self.id} ({self.status})"

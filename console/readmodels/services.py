@@ -34,9 +34,10 @@ from console.lake.models import LakeCommit
 from console.lake.selectors import lake_history_inputs, lake_paths
 from console.lake.services import lake, lake_commit_lock
 from console.lake.signals import events_to_fold
-from console.readmodels.counts import queue_counts_move
+from console.readmodels.counts import counts_moved, queue_counts_move
 from console.readmodels.models import (
     FailureGroup,
+    FoldedCommit,
     MessageIndex,
     MessageState,
     QuarantineInflow,
@@ -74,18 +75,14 @@ def _stale_runs_fail(now):
         )
 
 
-def _run_start(*, full, from_commit, upto_commit):
+def _run_start():
+    """Take the refresh lock: one RUNNING row (the constraint one_running_refresh). What the
+    refresh folds is read after this, under the lock (`_plan`). None when another holds it."""
     now = timezone.now()
     _stale_runs_fail(now)
     try:
         with transaction.atomic():
-            return RefreshRun.objects.create(
-                full=full,
-                from_commit=from_commit,
-                upto_commit=upto_commit,
-                started_at=now,
-                heartbeat_at=now,
-            )
+            return RefreshRun.objects.create(started_at=now, heartbeat_at=now)
     except IntegrityError:
         return None  # another refresh holds the lock
 
@@ -96,15 +93,34 @@ def _run_fail(run, error):
     )
 
 
-def read_models_refresh(*, full=False, spark=None):
-    """Fold the events commits made since the last refresh (all of them when `full`, or when
-    nothing was ever refreshed) into the read models.
+class AlreadyFolded(Exception):
+    """A refresh was about to fold an events commit that an earlier one folded: the database
+    refused it (FoldedCommit), and nothing of the refresh was loaded."""
 
-    Returns the committed RefreshRun; None when there was nothing new, or when another refresh
-    holds the lock (the next tick of beat comes back for what it leaves)."""
-    from console.spark import spark_from_settings
-    from workers.jobs.refresh import RefreshParams, run_refresh
 
+@dataclass
+class Plan:
+    """What one refresh takes in, read under the refresh lock: its starting position (the newest
+    committed refresh's), every events commit listed then, those after the position (`taken`:
+    their flows are counted, and each is recorded as folded) and, among them, those whose
+    events it folds into the states (`new`: all but those whose writer applied them itself)."""
+
+    full: bool
+    cursor: int | None
+    history: object  # console.lake.selectors.HistoryInputs
+    commits: list  # [(id, path)] of every events commit, in id order
+    taken: list  # [(id, path)]
+    new: list  # [(id, path, rows)]
+
+    @property
+    def upto(self):
+        return self.commits[-1][0] if self.commits else None
+
+
+def _plan(*, full):
+    """The position and the commits to take in. Read under the lock: a refresh that committed
+    between a read of the position and the taking of the lock made the next one fold the same
+    commits again (counting the messages they delivered at first try twice)."""
     cursor = _cursor()
     full = full or cursor is None
     # Read before the events commits are listed: a generation committed in between is not
@@ -115,27 +131,73 @@ def read_models_refresh(*, full=False, spark=None):
         .order_by("id")
         .values_list("id", "path", "views_applied", "row_count")
     )
-    commits = [(i, p) for i, p, _, _ in listed]
-    upto = commits[-1][0] if commits else None
-    # A commit whose writer updated the read models itself needs no folding (its events still
-    # count in every message's history and in the queue counts).
-    new = [(i, p, n) for i, p, applied, n in listed if full or (i > cursor and not applied)]
-    if not full and not new:
+    taken = [(i, p, applied, n) for i, p, applied, n in listed if full or i > cursor]
+    return Plan(
+        full=full,
+        cursor=cursor,
+        history=history,
+        commits=[(i, p) for i, p, _, _ in listed],
+        taken=[(i, p) for i, p, _, _ in taken],
+        # A commit whose writer updated the read models itself needs no folding (its events
+        # still count in every message's history and in the queue counts).
+        new=[(i, p, n) for i, p, applied, n in taken if full or not applied],
+    )
+
+
+def _has_new_commits():
+    """Anything for an incremental refresh to take in? A cheap look before the lock is taken,
+    so that beat's ticks with nothing new leave no trace; the refresh reads again under it."""
+    cursor = _cursor()
+    if cursor is None:
+        return True
+    return LakeCommit.objects.filter(dataset="events", retired=False, id__gt=cursor).exists()
+
+
+def _run_release(run):
+    """Let go of a lock that found nothing to do: no row is left for a refresh that did
+    nothing."""
+    RefreshRun.objects.filter(id=run.id, status=RefreshRun.RUNNING).delete()
+
+
+def read_models_refresh(*, full=False, spark=None):
+    """Fold the events commits made since the last refresh (all of them when `full`, or when
+    nothing was ever refreshed) into the read models.
+
+    Returns the committed RefreshRun; None when there was nothing new, or when another refresh
+    holds the lock (the next tick of beat comes back for what it leaves). Raises AlreadyFolded
+    if it was about to fold a commit a second time (the run is recorded as failed)."""
+    from console.spark import spark_from_settings
+    from workers.jobs.refresh import RefreshParams, run_refresh
+
+    if not full and not _has_new_commits():
         return None
-    run = _run_start(full=full, from_commit=None if full else cursor, upto_commit=upto)
+    run = _run_start()
     if run is None:
         log.info("a refresh is already in progress; this one is skipped")
         return None
+    try:
+        plan = _plan(full=full)
+    except Exception as exc:
+        _run_fail(run, f"{exc.__class__.__name__}: {exc}")
+        raise
+    if not plan.full and not plan.taken:
+        _run_release(run)  # another refresh took them in meanwhile
+        return None
+    RefreshRun.objects.filter(id=run.id).update(
+        full=plan.full, from_commit=None if plan.full else plan.cursor, upto_commit=plan.upto
+    )
+    run.refresh_from_db()
     store = lake()
     staging = store.new_dir("refresh-staging", f"refresh{run.id}")
     params = RefreshParams(
-        full=full,
-        event_paths=store.paths([p for i, p in commits if i > history.covers_upto]),
-        new_event_paths=store.paths([p for _, p, _ in new]),
+        full=plan.full,
+        event_paths=store.paths([p for i, p in plan.commits if i > plan.history.covers_upto]),
+        new_event_paths=store.paths([p for _, p, _ in plan.new]),
         message_paths=store.paths(lake_paths(dataset="messages")),
         out_dir=store.path(staging),
-        generations=[(store.path(g.path), g.buckets, g.rows) for g in history.generations],
-        new_event_rows=sum(n for _, _, n in new),
+        generations=[(store.path(g.path), g.buckets, g.rows) for g in plan.history.generations],
+        new_event_rows=sum(n for _, _, n in plan.new),
+        flow_event_paths=store.paths([p for _, p in plan.taken]),
     )
     heartbeat = Heartbeat(RefreshRun, run.id, settings.HEARTBEAT_SECONDS)
     heartbeat.start()
@@ -146,7 +208,13 @@ def read_models_refresh(*, full=False, spark=None):
         finally:
             heartbeat.stop()
         folded = time.perf_counter()
-        won = _load(run, params.out_dir, full=full, changed=result.indexed + result.gone)
+        won = _load(
+            run,
+            params.out_dir,
+            full=plan.full,
+            folds=[i for i, _ in plan.taken],
+            changed=result.indexed + result.gone,
+        )
         log.info(
             "refresh %s: %s affected, %s indexed, %s gone, %s groups; spark %.1f s, load %.1f s",
             run.id,
@@ -157,6 +225,10 @@ def read_models_refresh(*, full=False, spark=None):
             folded - started,
             time.perf_counter() - folded,
         )
+    except AlreadyFolded as exc:
+        log.error("refresh %s refused: %s", run.id, exc)
+        _run_fail(run, str(exc))
+        raise
     except Exception as exc:
         log.exception("refresh %s failed", run.id)
         _run_fail(run, f"{exc.__class__.__name__}: {exc}")
@@ -167,9 +239,30 @@ def read_models_refresh(*, full=False, spark=None):
         log.warning(
             "refresh %s lost its lease before loading; its work is left to the next", run.id
         )
-    _next_refresh_ask(upto)
+    _next_refresh_ask(plan.upto)
     run.refresh_from_db()
     return run
+
+
+def _folds_record(run, folds, *, full):
+    """Record the commits this refresh took in, in its load's transaction. The primary key
+    refuses a commit taken in before (AlreadyFolded). A full refresh folds every commit again
+    from nothing, so it starts the record anew."""
+    if full:
+        FoldedCommit.objects.all().delete()
+    try:
+        with transaction.atomic():
+            FoldedCommit.objects.bulk_create(
+                [FoldedCommit(commit_id=i, run_id=run.id) for i in folds], batch_size=5000
+            )
+    except IntegrityError:
+        twice = FoldedCommit.objects.filter(commit_id__in=folds).order_by("commit_id").first()
+        where = f"refresh {twice.run_id}" if twice else "an earlier refresh"
+        commit = twice.commit_id if twice else "?"
+        raise AlreadyFolded(
+            f"events commit {commit} was already folded by {where}; refresh {run.id} "
+            f"started from commit {run.from_commit} and would count its messages twice"
+        ) from None
 
 
 def _next_refresh_ask(upto):
@@ -209,49 +302,58 @@ GROUP_FIELDS = [
 ]
 
 
-def _load(run, out_dir, *, full, changed):
+def _load(run, out_dir, *, full, folds, changed):
     """Everything in one transaction, which also marks the run committed (and so moves the
-    cursor). Returns False if the run lost its lease meanwhile: nothing is written then."""
+    cursor) and records the commits it takes in (`folds`). Returns False if the run lost its
+    lease meanwhile: nothing is written then."""
     with transaction.atomic():
         won = RefreshRun.objects.filter(id=run.id, status=RefreshRun.RUNNING).update(
             status=RefreshRun.COMMITTED, finished_at=timezone.now(), changed=changed
         )
         if won != 1:
             return False
+        _folds_record(run, folds, full=full)
         _applied_meanwhile_refold(run.upto_commit)
-        with connection.cursor() as cursor:
-            _temp_tables_create(cursor)
-            rows = _dataset(f"{out_dir}/rows")
-            _stage(
-                cursor,
-                "refresh_index",
-                INDEX_COLUMNS,
-                _batches(rows, INDEX_COLUMNS, pc.field("indexed")),
-            )
-            _stage(
-                cursor,
-                "refresh_gone",
-                ["message_id"],
-                _batches(rows, ["message_id"], ~pc.field("indexed")),
-            )
-            if not full:
-                _stage(
-                    cursor,
-                    "refresh_delivered",
-                    ["message_id", "queue"],
-                    _batches(_dataset(f"{out_dir}/delivered"), ["message_id", "queue"], None),
-                )
-            before = _index_apply(cursor, full=full)
-            appeared = _groups_apply(cursor, f"{out_dir}/groups", full=full, before=before.groups)
-            _temp_tables_drop(cursor)
-        if appeared:
-            groups_appeared.send(sender=FailureGroup, fingerprints=appeared)
-        if full:
-            _queue_stats_replace(f"{out_dir}/stats")
-        else:
-            _queue_stats_move(f"{out_dir}/stats", before.queues)
-        _inflow_add(f"{out_dir}/inflow", full=full)
+        read_models_load(out_dir, full=full)
     return True
+
+
+def read_models_load(out_dir, *, full):
+    """Load a refresh job's output (workers.jobs.refresh, staged in `out_dir`) into the read
+    models: a full one replaces them, an incremental one moves them by what changed. Call inside
+    the caller's transaction."""
+    with connection.cursor() as cursor:
+        _temp_tables_create(cursor)
+        rows = _dataset(f"{out_dir}/rows")
+        _stage(
+            cursor,
+            "refresh_index",
+            INDEX_COLUMNS,
+            _batches(rows, INDEX_COLUMNS, pc.field("indexed")),
+        )
+        _stage(
+            cursor,
+            "refresh_gone",
+            ["message_id"],
+            _batches(rows, ["message_id"], ~pc.field("indexed")),
+        )
+        if not full:
+            _stage(
+                cursor,
+                "refresh_delivered",
+                ["message_id", "queue"],
+                _batches(_dataset(f"{out_dir}/delivered"), ["message_id", "queue"], None),
+            )
+        before = _index_apply(cursor, full=full)
+        appeared = _groups_apply(cursor, f"{out_dir}/groups", full=full, before=before.groups)
+        _temp_tables_drop(cursor)
+    if appeared:
+        groups_appeared.send(sender=FailureGroup, fingerprints=appeared)
+    if full:
+        _queue_stats_replace(f"{out_dir}/stats")
+    else:
+        _queue_stats_move(f"{out_dir}/stats", before.queues)
+    _inflow_add(f"{out_dir}/inflow", full=full)
 
 
 def _applied_meanwhile_refold(upto):
@@ -548,12 +650,11 @@ def _group_counts_move(cursor, before):
     groups = list(FailureGroup.objects.select_for_update().filter(fingerprint__in=list(moves)))
     empty = []
     for g in groups:
-        states = dict(g.states)
-        for at_state, delta in moves[g.fingerprint].items():
-            states[at_state] = states.get(at_state, 0) + delta
-        g.states_set({s: n for s, n in states.items() if n > 0})
+        g.states_set(
+            counts_moved(g.states, moves[g.fingerprint], what=f"failure group {g.fingerprint}")
+        )
         g.count = sum(g.states.values())
-        if g.count == 0:
+        if not g.states:
             empty.append(g.fingerprint)
         times = [t for t in [g.first_seen, g.last_seen, *seen.get(g.fingerprint, [])] if t]
         g.first_seen, g.last_seen = (min(times), max(times)) if times else (None, None)

@@ -6,6 +6,7 @@ Its name is kept from when every task lived in workers.tasks: the routes and bea
 from celery import shared_task
 
 from console.readmodels.services import read_models_refresh
+from console.readmodels.verify import counts_verify_scheduled
 
 
 @shared_task(
@@ -20,3 +21,16 @@ def browse_refresh_task(full=False):
     tick; a lost task only delays the index until then)."""
     run = read_models_refresh(full=full)
     return run.id if run else None
+
+
+@shared_task(
+    name="workers.tasks.counts_verify_task",
+    soft_time_limit=3500,
+    time_limit=3600,
+    ignore_result=True,
+)
+def counts_verify_task():
+    """Recount every count the console shows from the lake and compare; repair what differs
+    unless COUNTS_VERIFY_REPAIR is off. Returns the check's id. Not retried: beat's next tick
+    checks again, and a check that dies leaves the read models as they were."""
+    return counts_verify_scheduled().id

@@ -9,8 +9,8 @@ transform: one row per affected message with its current state and failures (`su
   (`group_rows`); the affected messages' counts by queue and state, and those of them that
   were delivered before the new commits (`delivered_before`: what the queue counts held for the
   messages the index leaves out), from which the task moves the queue counts; and the
-  flows per queue and hour in the new commits (`hourly_flows`: into and out of quarantine,
-  deliveries, failed attempts).
+  flows per queue and hour in the commits taken in (`hourly_flows`: into and out of quarantine,
+  deliveries, failed attempts; a decision's commits included, whose states their writer moved).
 load: Parquet files in a staging directory, read back in record batches by the task
   (console.readmodels.services), which loads the console DB in bulk and removes the directory.
 
@@ -112,6 +112,14 @@ class RefreshParams:
     # The history generations, [(directory, buckets, rows)]: with event_paths, the whole ledger.
     generations: list = field(default_factory=list)
     new_event_rows: int = 0  # rows of new_event_paths (the catalog's count)
+    # The events commits whose flows are counted (`hourly_flows`), when not the new ones: every
+    # commit the refresh takes in, those whose writer updated the read models itself included
+    # (a decision's commits move states and counts in their own transaction, not the flows).
+    flow_event_paths: list | None = None
+    # Events commits whose events are left out of the history of a full run: those the read
+    # models do not hold yet, when the counts are recomputed to check them (console.readmodels
+    # .verify), not loaded.
+    left_out_paths: list = field(default_factory=list)
 
 
 @dataclass
@@ -293,15 +301,21 @@ def group_rows(rows: DataFrame) -> DataFrame:
     )
 
 
+def without(events: DataFrame, left_out: DataFrame) -> DataFrame:
+    """`events` but those of `left_out` (the same message, epoch and step)."""
+    keys = ["message_id", "epoch", "step"]
+    return events.join(left_out.select(*keys), keys, "left_anti")
+
+
 def delivered_before(history: DataFrame, new_events: DataFrame) -> DataFrame:
     """(message_id, queue) of the affected messages whose state before the new events was DLVD:
     the queue counts held them there, and the index does not hold those never failed, so this is
     where the task learns what to take off. The new events are those of the commits being folded
     (a history generation may hold them already)."""
-    keys = ["message_id", "epoch", "step"]
-    before = history.join(new_events.select(*keys), keys, "left_anti")
-    latest = before.groupBy("message_id").agg(
-        F.max_by(F.struct("queue", "to_state"), F.struct("epoch", "step")).alias("s")
+    latest = (
+        without(history, new_events)
+        .groupBy("message_id")
+        .agg(F.max_by(F.struct("queue", "to_state"), F.struct("epoch", "step")).alias("s"))
     )
     return latest.where(F.col("s.to_state") == S.DLVD).select(
         "message_id", F.col("s.queue").alias("queue")
@@ -431,10 +445,17 @@ def stage_reads(params: RefreshParams):
 def run_refresh(spark, params: RefreshParams) -> RefreshResult:
     result = RefreshResult()
     new_events = extract_events(spark, params.new_event_paths)
+    flow_events = (
+        new_events
+        if params.flow_event_paths is None
+        else extract_events(spark, params.flow_event_paths)
+    )
     if params.full:
         history = extract_generations(spark, [d for d, _, _ in params.generations]).unionByName(
             extract_events(spark, params.event_paths)
         )
+        if params.left_out_paths:
+            history = without(history, extract_events(spark, params.left_out_paths))
         messages = every_message(spark, params)
     else:
         affected = new_events.select("message_id").distinct()
@@ -442,7 +463,7 @@ def run_refresh(spark, params: RefreshParams) -> RefreshResult:
         # mostly waiting on each.
         with ThreadPoolExecutor(max_workers=1, thread_name_prefix="refresh-reads") as reads:
             staged = reads.submit(stage_reads, params)
-            hourly_flows(new_events).coalesce(1).write.parquet(staging(params.out_dir, "inflow"))
+            hourly_flows(flow_events).coalesce(1).write.parquet(staging(params.out_dir, "inflow"))
             staged_history, staged_messages = staged.result()
         # Read twice (the rows, what was delivered before): written once, so that the
         # generations are scanned once.
@@ -461,7 +482,7 @@ def run_refresh(spark, params: RefreshParams) -> RefreshResult:
         staging(params.out_dir, "stats")
     )
     if params.full:
-        hourly_flows(new_events).coalesce(1).write.parquet(staging(params.out_dir, "inflow"))
+        hourly_flows(flow_events).coalesce(1).write.parquet(staging(params.out_dir, "inflow"))
     else:
         delivered_before(history, new_events).coalesce(1).write.parquet(
             staging(params.out_dir, "delivered")
