@@ -53,6 +53,11 @@ MANAGE_USERS = "auth.change_user"
 # reads their own alerts and chooses what they hear of.
 MANAGE_ALERTS = "alerts.change_webhook"
 
+# Every background run (delivery runs, refreshes, compactions, purges), with its heartbeat and
+# position: the runs page and /api/v1/runs (administrators). A custom permission of the lake app,
+# the lowest that holds a run (console.lake.models.CompactionRun).
+VIEW_RUNS = "lake.view_runs"
+
 VIEW_AUDIT = "audit.view_auditentry"
 EXPORT_AUDIT = "audit.export_auditentry"
 

@@ -103,6 +103,7 @@ INSTALLED_APPS = [
     "console.decisions",
     "console.lakequery",
     "console.retention",
+    "console.runs",
     "console.notes",
     "console.alerts",
     "csp",

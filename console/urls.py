@@ -17,6 +17,7 @@ from console.delivery.urls import api_urlpatterns as poison_list_api
 from console.lakequery.urls import api_urlpatterns as lakequery_api
 from console.notes.urls import api_urlpatterns as notes_api
 from console.retention.urls import api_urlpatterns as retention_api
+from console.runs.urls import api_urlpatterns as runs_api
 
 urlpatterns = [
     path("login/", LoginView.as_view(), name="login"),  # an auditor lands on the audit trail
@@ -41,11 +42,13 @@ urlpatterns = [
     path("api/v1/", include(lockouts_api)),
     path("api/v1/", include(access_api)),
     path("api/v1/", include(alerts_api)),
+    path("api/v1/", include(runs_api)),
     path("", include("console.audit.urls")),
     path("", include("console.alerts.urls")),
     path("", include("console.accounts.token_urls")),
     path("", include("console.accounts.lockout_urls")),
     path("", include("console.access.urls")),
+    path("", include("console.runs.urls")),
     path("", include("console.lakequery.urls")),
     path("", include("console.notes.urls")),
     path("", include("console.decisions.urls")),

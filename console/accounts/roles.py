@@ -31,6 +31,7 @@ from console.permissions import (
     VIEW_QUERIES,
     VIEW_QUEUES,
     VIEW_REQUESTS,
+    VIEW_RUNS,
     VIEW_STATS,
     WRITE_NOTES,
 )
@@ -90,7 +91,8 @@ ROLE_PERMISSIONS = {
     # not bodies: managing a queue never needs its messages' personal data. An admin who must read
     # bodies gives themselves the operator role too, which the user admin records.
     # Admins also run lake queries (by metadata) and may stop anyone's, take an entry off the
-    # poison list, and run purges (R15).
+    # poison list, and run purges (R15). They see every background run, to tell work that is
+    # stuck from work that is slow.
     ADMIN: (
         *_VIEW,
         *_everything_on("queues", "queue"),
@@ -101,6 +103,7 @@ ROLE_PERMISSIONS = {
         VIEW_PURGES,
         RUN_PURGES,
         MANAGE_ALERTS,
+        VIEW_RUNS,
     ),
     # An application outside the product that shares the poison list (R9, the AMPS pattern): it
     # reads the list and reports what it failed on, and nothing else (no messages, bodies or

@@ -62,3 +62,47 @@ class LakeRewrite(models.Model):
 
     def __str__(self):
         return f"{self.holder} until {self.until:%Y-%m-%d %H:%M:%S}"
+
+
+class CompactionRun(models.Model):
+    """One compaction that was due: a state snapshot (with its open snapshot) or a history
+    generation folded from the events commits, from the moment it starts folding to its commit.
+    Compactions run inside other tasks (after a delivery run, lake_compact_task) and change no
+    other row while they fold, so this row and its heartbeat are the only trace of one under way:
+    the runs page (console.runs) shows it beside delivery runs, refreshes and purges.
+
+    Nothing claims a compaction again: one whose heartbeat stopped for LEASE_SECONDS is stale
+    (`lake_compactions_stale_fail`), its directory never committed, and the next one due folds
+    the same commits. A compaction that finds the lake changed under it when it commits is
+    "skipped": the next one folds the lake as it is then."""
+
+    STATE, HISTORY = "state", "history"
+    KINDS = [(k, k) for k in (STATE, HISTORY)]
+    RUNNING, COMMITTED, SKIPPED, FAILED = "running", "committed", "skipped", "failed"
+    STATUSES = [(s, s) for s in (RUNNING, COMMITTED, SKIPPED, FAILED)]
+
+    kind = models.CharField(max_length=12, choices=KINDS)
+    status = models.CharField(max_length=12, choices=STATUSES, default=RUNNING)
+    worker = models.CharField(max_length=200, blank=True, default="")  # host:pid
+    started_at = models.DateTimeField()
+    heartbeat_at = models.DateTimeField()
+    finished_at = models.DateTimeField(null=True, blank=True)
+    # Its position: the last events commit it folds in (its snapshot or generation's covers_upto).
+    covers_upto = models.BigIntegerField(null=True, blank=True)
+    commits = models.IntegerField(default=0)  # events commits folded in
+    rows = models.BigIntegerField(null=True, blank=True)  # rows of what it wrote
+    lake_commit = models.BigIntegerField(null=True, blank=True)  # the LakeCommit it made
+    # Why a compaction was skipped; an error for one that failed (its exception, or a lapsed
+    # heartbeat).
+    note = models.CharField(max_length=300, blank=True, default="")
+    error = models.TextField(blank=True, default="")
+
+    class Meta:
+        ordering = ["-id"]
+        indexes = [models.Index(fields=["status", "id"], name="ix_compaction_status")]
+        # Who may see every background run (delivery runs, refreshes, compactions, purges): the
+        # runs page and /api/v1/runs. It lives here, the lowest app that holds a run.
+        permissions = [("view_runs", "Can see the background runs and their heartbeats")]
+
+    def __str__(self):
+        return f"{self.kind} compaction {self.id} ({self.status})"

@@ -2,7 +2,9 @@
 transaction as the bookkeeping that goes with it (ARCHITECTURE: lake commits)."""
 
 import logging
+import os
 import shutil
+import socket
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -12,7 +14,8 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from console.lake.models import Epoch, LakeCommit, LakeRewrite
+from console.heartbeat import Heartbeat
+from console.lake.models import CompactionRun, Epoch, LakeCommit, LakeRewrite
 from console.lake.signals import events_to_fold
 from workers.lake.store import Lake
 
@@ -99,6 +102,111 @@ def _rewrite_under_way():
     return LakeRewrite.objects.filter(until__gt=timezone.now()).exists()
 
 
+# --- Compaction records ---------------------------------------------------------------------------
+
+# Why a compaction that folded was not committed.
+LAKE_CHANGED = "the lake changed while it folded (a purge, or another compaction): not committed"
+# Finished compactions kept: the runs page shows recent ones. A state compaction is due every
+# COMPACT_AFTER_COMMITS events commits and a history one every HISTORY_COMPACT_AFTER_COMMITS,
+# so without a bound the table would grow with every delivery run, for ever.
+COMPACTIONS_KEPT = 10_000
+
+
+def _compaction_start(*, kind, covers_upto, commits):
+    """Record a compaction that starts folding; returns its id. Compactions whose heartbeat
+    stopped are declared failed first, and the oldest finished ones beyond COMPACTIONS_KEPT
+    forgotten."""
+    now = timezone.now()
+    lake_compactions_stale_fail(now=now)
+    _compactions_forget()
+    run = CompactionRun.objects.create(
+        kind=kind,
+        worker=f"{socket.gethostname()}:{os.getpid()}"[:200],
+        started_at=now,
+        heartbeat_at=now,
+        covers_upto=covers_upto,
+        commits=commits,
+    )
+    return run.id
+
+
+def _compaction_end(run_id, *, status, error="", **fields):
+    """Take a compaction out of RUNNING: committed, skipped or failed."""
+    if run_id is None:
+        return
+    now = timezone.now()
+    CompactionRun.objects.filter(id=run_id, status=CompactionRun.RUNNING).update(
+        status=status, finished_at=now, heartbeat_at=now, error=error[:5000], **fields
+    )
+
+
+@contextmanager
+def _compaction_failure_recorded(run_id):
+    """A failure inside is recorded on the compaction, then raised again as it was: the caller
+    (a task on the spark worker) sees what it saw before there was a record."""
+    try:
+        yield
+    except Exception as exc:
+        try:
+            _compaction_end(
+                run_id, status=CompactionRun.FAILED, error=f"{exc.__class__.__name__}: {exc}"
+            )
+        except Exception:
+            # The database may be what failed: the original exception matters more.
+            log.exception("compaction %s: its failure could not be recorded", run_id)
+        raise
+
+
+@contextmanager
+def _compaction_heartbeat(run_id):
+    """The compaction's heartbeat while Spark folds. Stopped before the commit's transaction,
+    as a refresh stops its own: on SQLite the heartbeat's writes would wait for it."""
+    if run_id is None:
+        yield
+        return
+    heartbeat = Heartbeat(CompactionRun, run_id, settings.HEARTBEAT_SECONDS)
+    heartbeat.start()
+    try:
+        yield
+    finally:
+        heartbeat.stop()
+
+
+def lake_compactions_stale_fail(*, now=None):
+    """Declare failed the compactions whose heartbeat stopped LEASE_SECONDS ago or more (their
+    worker died: what they wrote was never committed, and the next one due folds the same
+    commits). Returns how many. Each new compaction calls it; a sweeper may too."""
+    now = now or timezone.now()
+    deadline = now - timedelta(seconds=settings.LEASE_SECONDS)
+    stale = CompactionRun.objects.filter(status=CompactionRun.RUNNING, heartbeat_at__lt=deadline)
+    failed = 0
+    for run_id, heartbeat_at in list(stale.values_list("id", "heartbeat_at")):
+        failed += CompactionRun.objects.filter(
+            id=run_id, status=CompactionRun.RUNNING, heartbeat_at=heartbeat_at
+        ).update(
+            status=CompactionRun.FAILED,
+            finished_at=now,
+            error=f"lease expired: no heartbeat since {heartbeat_at.isoformat()}",
+        )
+    return failed
+
+
+def _compactions_forget():
+    """Delete the finished compactions older than the newest COMPACTIONS_KEPT."""
+    oldest_kept = list(
+        CompactionRun.objects.order_by("-id").values_list("id", flat=True)[
+            COMPACTIONS_KEPT - 1 : COMPACTIONS_KEPT
+        ]
+    )
+    if oldest_kept:
+        CompactionRun.objects.filter(id__lt=oldest_kept[0]).exclude(
+            status=CompactionRun.RUNNING
+        ).delete()
+
+
+# --- Compactions ---------------------------------------------------------------------------------
+
+
 def lake_state_compact_if_due(*, force=False, spark=None):
     """Fold the newest snapshot and the event commits after it into a new state snapshot, and
     the newest open snapshot and the same event commits into a new open snapshot (only the
@@ -107,7 +215,8 @@ def lake_state_compact_if_due(*, force=False, spark=None):
 
     The open snapshot is folded from the previous one, not from the whole state: its cost
     follows the messages in flight and the new events, not the lake's size. The first time (no
-    open snapshot yet) it is taken from the new state snapshot."""
+    open snapshot yet) it is taken from the new state snapshot. When due, it is recorded as a
+    CompactionRun, with a heartbeat while Spark folds."""
     from console.lake.selectors import lake_due_inputs, lake_state_inputs
     from console.spark import spark_from_settings
     from workers.jobs.state import extract_events, extract_state, open_state
@@ -119,50 +228,62 @@ def lake_state_compact_if_due(*, force=False, spark=None):
         return None
     if not force and len(inputs.event_paths) < settings.COMPACT_AFTER_COMMITS:
         return None
-    due = lake_due_inputs(upto=inputs.last_event_commit)
-    store = lake()
-    session = spark or spark_from_settings()
-    path = store.new_dir("state", "snapshot")
-    open_path = store.new_dir("open", "snapshot")
-    state = extract_state(
-        session, store.paths(inputs.snapshot_paths), store.paths(inputs.event_paths)
+    run_id = _compaction_start(
+        kind=CompactionRun.STATE,
+        covers_upto=inputs.last_event_commit,
+        commits=len(inputs.event_paths),
     )
-    state.write.parquet(store.path(path))
-    rows = session.read.parquet(store.path(path)).count()
-    if due.dataset == "open":
-        folded = extract_state(
-            session, store.paths(due.snapshot_paths), store.paths(due.event_paths)
-        )
-    else:
-        folded = extract_events(session, [store.path(path)])
-    open_state(folded).write.parquet(store.path(open_path))
-    open_rows = session.read.parquet(store.path(open_path)).count()
-    with transaction.atomic():
-        lake_commit_lock()
-        if _rewrite_under_way() or _state_inputs_changed(inputs, due):
-            # A purge rewrote what this snapshot was folded from (R15): committing it would bring
-            # purged messages back. The next compaction folds the lake as it is now.
-            for written in (path, open_path):
-                shutil.rmtree(store.path(written), ignore_errors=True)
-            return None
-        commit = lake_commit_record(
-            dataset="state",
-            path=path,
-            row_count=rows,
-            idempotency_key=f"state:upto:{inputs.last_event_commit}",
-            covers_upto=inputs.last_event_commit,
-        )
-        lake_commit_record(
-            dataset="open",
-            path=open_path,
-            row_count=open_rows,
-            idempotency_key=f"open:upto:{inputs.last_event_commit}",
-            covers_upto=inputs.last_event_commit,
-        )
-        retired = [inputs.snapshot_id] if inputs.snapshot_id is not None else []
-        if due.dataset == "open":
-            retired.append(due.snapshot_id)
-        lake_commits_retire(ids=retired)
+    with _compaction_failure_recorded(run_id):
+        due = lake_due_inputs(upto=inputs.last_event_commit)
+        store = lake()
+        path = store.new_dir("state", "snapshot")
+        open_path = store.new_dir("open", "snapshot")
+        with _compaction_heartbeat(run_id):
+            session = spark or spark_from_settings()
+            state = extract_state(
+                session, store.paths(inputs.snapshot_paths), store.paths(inputs.event_paths)
+            )
+            state.write.parquet(store.path(path))
+            rows = session.read.parquet(store.path(path)).count()
+            if due.dataset == "open":
+                folded = extract_state(
+                    session, store.paths(due.snapshot_paths), store.paths(due.event_paths)
+                )
+            else:
+                folded = extract_events(session, [store.path(path)])
+            open_state(folded).write.parquet(store.path(open_path))
+            open_rows = session.read.parquet(store.path(open_path)).count()
+        with transaction.atomic():
+            lake_commit_lock()
+            if _rewrite_under_way() or _state_inputs_changed(inputs, due):
+                # A purge rewrote what this snapshot was folded from (R15): committing it would
+                # bring purged messages back. The next compaction folds the lake as it is now.
+                for written in (path, open_path):
+                    shutil.rmtree(store.path(written), ignore_errors=True)
+                _compaction_end(run_id, status=CompactionRun.SKIPPED, note=LAKE_CHANGED, rows=rows)
+                return None
+            commit = lake_commit_record(
+                dataset="state",
+                path=path,
+                row_count=rows,
+                idempotency_key=f"state:upto:{inputs.last_event_commit}",
+                covers_upto=inputs.last_event_commit,
+            )
+            lake_commit_record(
+                dataset="open",
+                path=open_path,
+                row_count=open_rows,
+                idempotency_key=f"open:upto:{inputs.last_event_commit}",
+                covers_upto=inputs.last_event_commit,
+            )
+            retired = [inputs.snapshot_id] if inputs.snapshot_id is not None else []
+            if due.dataset == "open":
+                retired.append(due.snapshot_id)
+            lake_commits_retire(ids=retired)
+            # In the commit's transaction: the record says committed exactly when it is.
+            _compaction_end(
+                run_id, status=CompactionRun.COMMITTED, rows=rows, lake_commit=commit.id
+            )
     return commit
 
 
@@ -212,6 +333,7 @@ class HistoryFold:
     rows: int
     files: int
     seconds: float
+    run_id: int | None = None  # its CompactionRun
 
 
 def lake_history_fold(*, force=False, spark=None):
@@ -227,28 +349,33 @@ def lake_history_fold(*, force=False, spark=None):
         return None
     if not force and len(inputs.events) < settings.HISTORY_COMPACT_AFTER_COMMITS:
         return None
-    new_rows = sum(rows for _, _, rows in inputs.events)
-    absorbed = inputs.generations[merge_plan([g.rows for g in inputs.generations], new_rows) :]
-    rows = new_rows + sum(g.rows for g in absorbed)
-    buckets = buckets_for(rows)
-    store = lake()
-    path = store.new_dir("history", "generation")
-    started = time.perf_counter()
-    params = HistoryFoldParams(
-        lake_root=str(store.root),
-        events=[(i, p) for i, p, _ in inputs.events],
-        # An empty generation (all its messages purged since) has nothing to read.
-        generations=[g.path for g in absorbed if g.rows],
-        out_dir=store.path(path),
-        buckets=buckets,
-        rows=rows,
+    run_id = _compaction_start(
+        kind=CompactionRun.HISTORY, covers_upto=inputs.events[-1][0], commits=len(inputs.events)
     )
-    try:
-        result = run_history_fold(spark or spark_from_settings(), params)
-    except Exception:
-        # Invisible without a commit, but a half-written generation is only litter.
-        shutil.rmtree(params.out_dir, ignore_errors=True)
-        raise
+    with _compaction_failure_recorded(run_id):
+        new_rows = sum(rows for _, _, rows in inputs.events)
+        absorbed = inputs.generations[merge_plan([g.rows for g in inputs.generations], new_rows) :]
+        rows = new_rows + sum(g.rows for g in absorbed)
+        buckets = buckets_for(rows)
+        store = lake()
+        path = store.new_dir("history", "generation")
+        started = time.perf_counter()
+        params = HistoryFoldParams(
+            lake_root=str(store.root),
+            events=[(i, p) for i, p, _ in inputs.events],
+            # An empty generation (all its messages purged since) has nothing to read.
+            generations=[g.path for g in absorbed if g.rows],
+            out_dir=store.path(path),
+            buckets=buckets,
+            rows=rows,
+        )
+        try:
+            with _compaction_heartbeat(run_id):
+                result = run_history_fold(spark or spark_from_settings(), params)
+        except Exception:
+            # Invisible without a commit, but a half-written generation is only litter.
+            shutil.rmtree(params.out_dir, ignore_errors=True)
+            raise
     return HistoryFold(
         inputs=inputs,
         absorbed=absorbed,
@@ -257,6 +384,7 @@ def lake_history_fold(*, force=False, spark=None):
         rows=result.rows,
         files=result.files,
         seconds=time.perf_counter() - started,
+        run_id=run_id,
     )
 
 
@@ -266,7 +394,7 @@ def lake_history_fold_commit(fold):
     inputs = fold.inputs
     after = fold.absorbed[0].after if fold.absorbed else inputs.covers_upto
     upto = inputs.events[-1][0]
-    with transaction.atomic():
+    with _compaction_failure_recorded(fold.run_id), transaction.atomic():
         lake_commit_lock()
         if _rewrite_under_way() or _history_inputs_changed(inputs):
             # A purge rewrote what this generation was folded from (R15), or another compaction
@@ -275,6 +403,9 @@ def lake_history_fold_commit(fold):
             # compaction folds the lake as it is then.
             shutil.rmtree(lake().path(fold.path), ignore_errors=True)
             log.info("history generation %s: the lake changed meanwhile; dropped", fold.path)
+            _compaction_end(
+                fold.run_id, status=CompactionRun.SKIPPED, note=LAKE_CHANGED, rows=fold.rows
+            )
             return None
         commit = lake_commit_record(
             dataset="history",
@@ -285,6 +416,9 @@ def lake_history_fold_commit(fold):
             buckets=fold.buckets,
         )
         lake_commits_retire(ids=[g.id for g in fold.absorbed])
+        _compaction_end(
+            fold.run_id, status=CompactionRun.COMMITTED, rows=fold.rows, lake_commit=commit.id
+        )
     log.info(
         "history generation %s: %s events commits and %s generations, %s rows in %s files, %.1f s",
         commit.id,

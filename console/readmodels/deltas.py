@@ -32,7 +32,7 @@ from console.readmodels.models import (
     QuarantineInflow,
     RefreshRun,
 )
-from console.readmodels.services import _cursor, _stale_runs_fail
+from console.readmodels.services import _stale_runs_fail, worker_name
 from console.readmodels.signals import counts_drifted
 from console.sql import in_values, joins_by_key
 
@@ -266,24 +266,24 @@ class RefreshBusy(Exception):
 
 
 @contextlib.contextmanager
-def refresh_lock_held(*, wait_seconds=REFRESH_WAIT_SECONDS, poll=1.0):
+def refresh_lock_held(*, holder, wait_seconds=REFRESH_WAIT_SECONDS, poll=1.0):
     """Hold the refresh lock for the duration, as a RUNNING refresh row of its own kept alive by a
     heartbeat: a writer that changes what the read models are computed from (a purge rewrites
     the lake) keeps every refresh from loading rows it computed from the lake as it was before.
     A refresh that starts meanwhile finds the lock taken and is skipped (beat comes back).
 
-    Waits for a refresh in progress to end (at most `wait_seconds`, then RefreshBusy). Yields the
-    row's id, for `refresh_lock_still_held` to check in the writer's transaction."""
+    `holder` names the writer on the row (the Runs page shows it). Waits for a refresh in
+    progress to end (at most `wait_seconds`, then RefreshBusy). Yields the row's id, for
+    `refresh_lock_still_held` to check in the writer's transaction."""
     deadline = time.monotonic() + wait_seconds
     while True:
         now = timezone.now()
         # A refresh whose heartbeat stopped is dead: its lock is released, as a refresh does.
         _stale_runs_fail(now)
-        cursor = _cursor()
         try:
             with transaction.atomic():
                 lock = RefreshRun.objects.create(
-                    from_commit=cursor, upto_commit=cursor, started_at=now, heartbeat_at=now
+                    started_at=now, heartbeat_at=now, worker=worker_name(), held_for=holder[:100]
                 )
             break
         except IntegrityError:

@@ -243,6 +243,12 @@ class RefreshRun(models.Model):
 
     status = models.CharField(max_length=12, choices=STATUSES, default=RUNNING)
     lock = models.CharField(max_length=20, default="refresh", editable=False)
+    # Who runs it (host:pid), so an operator can tell which worker a stuck one was on.
+    worker = models.CharField(max_length=200, blank=True, default="")
+    # Not a refresh: the lock held by another writer of the read models for its duration (a
+    # purge, a counts check; console.readmodels.deltas.refresh_lock_held), named here. Such a
+    # row is deleted when it lets go.
+    held_for = models.CharField(max_length=100, blank=True, default="")
     full = models.BooleanField(default=False)
     from_commit = models.BigIntegerField(null=True, blank=True)  # events commits after this id
     upto_commit = models.BigIntegerField(null=True, blank=True)  # ... up to and with this one

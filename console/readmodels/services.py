@@ -14,7 +14,9 @@ cursor only moves in the transaction that loads the rows.
 
 import io
 import logging
+import os
 import shutil
+import socket
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -64,6 +66,11 @@ def _cursor():
     return run.upto_commit if run else None
 
 
+def worker_name():
+    """This process, as the rows of the work it holds name it."""
+    return f"{socket.gethostname()}:{os.getpid()}"[:200]
+
+
 def _stale_runs_fail(now):
     """A refresh whose heartbeat stopped is dead: release the lock so the work is done again."""
     deadline = now - timedelta(seconds=settings.LEASE_SECONDS)
@@ -82,7 +89,7 @@ def _run_start():
     _stale_runs_fail(now)
     try:
         with transaction.atomic():
-            return RefreshRun.objects.create(started_at=now, heartbeat_at=now)
+            return RefreshRun.objects.create(started_at=now, heartbeat_at=now, worker=worker_name())
     except IntegrityError:
         return None  # another refresh holds the lock
 

@@ -85,7 +85,7 @@ def counts_verify(*, repair=False, actor="system", spark=None):
         actor=str(actor)[:150], repair=repair, started_at=timezone.now()
     )
     try:
-        with refresh_lock_held() as lock:
+        with refresh_lock_held(holder=f"counts check {check.id}") as lock:
             for _ in range(ATTEMPTS):
                 if _attempt(check, lock, repair=repair, actor=actor, spark=spark):
                     break

@@ -145,7 +145,7 @@ def purge_execute(*, purge_id, now=None, spark=None):
             purge_dirs_delete(now=purge.now)
             with (
                 lake_rewrite_held(holder=f"purge:{purge.id}", seconds=TIME_LIMIT_SECONDS),
-                refresh_lock_held() as refresh_lock,
+                refresh_lock_held(holder=f"purge {purge.id}") as refresh_lock,
             ):
                 _purge(purge, worker, spark, written, refresh_lock)
             # Refreshes were kept off meanwhile: ask for one now rather than at beat's next tick.

@@ -74,6 +74,8 @@ def test_each_role_gets_exactly_its_permissions():
         "retention.add_purgerun",
         # The alerts' outbox, webhooks and inflow thresholds.
         "alerts.change_webhook",
+        # Every background run: the runs page and /api/v1/runs.
+        "lake.view_runs",
     }
     assert _permissions("auditor") == {
         "audit.view_auditentry",

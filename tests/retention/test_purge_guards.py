@@ -129,7 +129,7 @@ def test_a_refresh_while_the_lock_is_held_is_skipped(transactional_db, lake_root
     settings.REFRESH_ON_COMMIT = False
     _events_commit()
 
-    with refresh_lock_held() as lock:
+    with refresh_lock_held(holder="purge 1") as lock:
         assert refresh_lock_still_held(lock)
         assert read_models_refresh() is None
 
@@ -140,13 +140,13 @@ def test_the_lock_waits_for_a_live_refresh_and_takes_over_a_dead_ones(db, settin
     now = timezone.now()
     live = RefreshRun.objects.create(started_at=now, heartbeat_at=now)
 
-    with pytest.raises(RefreshBusy), refresh_lock_held(wait_seconds=0):
+    with pytest.raises(RefreshBusy), refresh_lock_held(holder="purge 1", wait_seconds=0):
         pass
 
     RefreshRun.objects.filter(id=live.id).update(
         heartbeat_at=now - timedelta(seconds=settings.LEASE_SECONDS + 1)
     )
-    with refresh_lock_held(wait_seconds=0) as lock:
+    with refresh_lock_held(holder="purge 1", wait_seconds=0) as lock:
         assert refresh_lock_still_held(lock)
     live.refresh_from_db()
     assert live.status == RefreshRun.FAILED
