@@ -2,15 +2,30 @@
 runs, refreshes): a sweeper treats a row whose heartbeat stopped as dead (ARCHITECTURE: tasks may
 be lost, work may not)."""
 
+import logging
+import os
+import socket
 import threading
 
-from django.db import connection
+from django.db import DatabaseError, connection
 from django.utils import timezone
+
+log = logging.getLogger(__name__)
+
+
+def worker_name():
+    """This process, as the rows of the work it holds name it (host:pid)."""
+    return f"{socket.gethostname()}:{os.getpid()}"[:200]
 
 
 class Heartbeat(threading.Thread):
     """Sets `heartbeat_at` on one running row of `model` every `interval` seconds until stopped.
-    Runs on its own DB connection, closed when it ends."""
+
+    Each beat takes a connection from the process's pool and gives it back at once: a heartbeat
+    never holds one between beats, so it cannot be starved by, nor starve, the task it beats for
+    (which may hold its own connection in a transaction for minutes). A beat that fails (the
+    database away, no connection free in DB_POOL_TIMEOUT) is tried again at the next one: the
+    lease (LEASE_SECONDS) outlasts several missed beats."""
 
     def __init__(self, model, row_id, interval, *, owner=None):
         super().__init__(daemon=True, name=f"heartbeat-{model._meta.label}-{row_id}")
@@ -23,13 +38,18 @@ class Heartbeat(threading.Thread):
         self.stopped = threading.Event()
 
     def run(self):
-        try:
-            while not self.stopped.wait(self.interval):
-                self.model.objects.filter(
-                    id=self.row_id, status=self.model.RUNNING, **self.owner
-                ).update(heartbeat_at=timezone.now())
-        finally:
-            connection.close()
+        while not self.stopped.wait(self.interval):
+            try:
+                self.beat()
+            except DatabaseError:
+                log.warning("%s: heartbeat not written; trying again", self.name, exc_info=True)
+            finally:
+                connection.close()
+
+    def beat(self):
+        self.model.objects.filter(id=self.row_id, status=self.model.RUNNING, **self.owner).update(
+            heartbeat_at=timezone.now()
+        )
 
     def stop(self):
         self.stopped.set()

@@ -6,8 +6,10 @@ instead of surfacing later as odd behaviour. Without any variable set, the produ
 embedded defaults: SQLite, a lake folder under ./var, local Spark and kombu's filesystem broker.
 """
 
+import itertools
 import os
 import secrets
+import sys
 from datetime import timedelta
 from pathlib import Path
 from urllib.parse import urlparse
@@ -113,6 +115,8 @@ INSTALLED_APPS = [
 
 MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
+    # A database connection before anything else needs one: 503, not 500, when none comes.
+    "console.dbpool.ConnectionFirst",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # A page's polling does not keep a session alive (console/sessions.py).
     "console.sessions.PollsAreNotActivity",
@@ -151,11 +155,56 @@ TEMPLATES = [
     },
 ]
 
+# --- Console database --------------------------------------------------------------------------
+
 _default_db = f"sqlite:///{VAR_DIR / 'console.sqlite3'}"
 _db_url = envchoice(
     "DATABASE_URL", _default_db, prefixes=("sqlite://", "postgres://", "postgresql://")
 )
-DATABASES = {"default": dj_database_url.parse(_db_url, conn_max_age=60)}
+# No connection outlives its request or task (CONN_MAX_AGE 0): on PostgreSQL, closing one gives
+# it back to the process's pool below, which Django requires for pooling anyway.
+DATABASES = {"default": dj_database_url.parse(_db_url, conn_max_age=0)}
+
+# On PostgreSQL each process holds at most DB_POOL_MAX connections, whatever its thread count: a
+# thread waits up to DB_POOL_TIMEOUT seconds for one, then gets an OperationalError (the web
+# answers 503, console/dbpool.py). Per process, so the whole deployment holds at most
+# processes x DB_POOL_MAX, to keep under PostgreSQL's max_connections (100 by default, 3 of
+# them kept for superusers): 10 makes 50 for the five processes of the Procfile, with room for
+# more web processes, manage.py commands and psql. 10 also covers the spark worker's 4 threads,
+# each holding one connection for its task and one for a decision's read-ahead thread; heartbeats
+# take one only for the moment of a beat (console/heartbeat.py). The rule, for any threaded
+# process: DB_POOL_MAX at least twice its concurrency, plus one or two for heartbeats; never at
+# most its concurrency, or tasks that wait on a helper thread would wait for each other.
+DB_POOL_MAX = envint("DB_POOL_MAX", 10, minimum=1)
+DB_POOL_MIN = envint("DB_POOL_MIN", 1, minimum=0)
+if DB_POOL_MIN > DB_POOL_MAX:
+    raise ImproperlyConfigured(
+        f"DB_POOL_MIN ({DB_POOL_MIN}) must not be more than DB_POOL_MAX ({DB_POOL_MAX})"
+    )
+DB_POOL_TIMEOUT = envint("DB_POOL_TIMEOUT", 10, minimum=1)
+
+
+def _process_name(argv):
+    """What this process is, for operators reading pg_stat_activity: the process names of the
+    Procfile and the README (web, spark-worker, worker, beat, consumer), else the command."""
+    path = Path(argv[0]) if argv and argv[0] else Path("python")
+    program = path.parent.name if path.name == "__main__.py" else path.stem
+    args = argv[1:]
+    if program == "manage" and args:
+        return {"runserver": "web", "consume_rabbitmq": "consumer"}.get(args[0], args[0])
+    if program == "gunicorn":
+        return "web"
+    if program == "celery" and "beat" in args:
+        return "beat"
+    if program == "celery" and "worker" in args:
+        queues = [q for a, q in itertools.pairwise(args) if a in ("-Q", "--queues")]
+        queues += [a.partition("=")[2] for a in args if a.startswith("--queues=")]
+        return "spark-worker" if "spark" in ",".join(queues).split(",") else "worker"
+    return program if program.isidentifier() else "python"
+
+
+DB_APPLICATION_NAME = os.environ.get("DB_APPLICATION_NAME") or f"antidote-{_process_name(sys.argv)}"
+
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web process read while a worker commits; the timeout rides out short locks.
     DATABASES["default"]["OPTIONS"] = {
@@ -165,9 +214,21 @@ if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
         "PRAGMA cache_size=-65536;",
         "transaction_mode": "IMMEDIATE",
     }
-    DATABASES["default"]["CONN_MAX_AGE"] = 0
     # A file, not memory: tests start real workers that must see the same database.
     DATABASES["default"]["TEST"] = {"NAME": str(VAR_DIR / "test-console.sqlite3")}
+else:
+    _options = DATABASES["default"].setdefault("OPTIONS", {})
+    # One named in DATABASE_URL (?application_name=) wins.
+    _options.setdefault("application_name", DB_APPLICATION_NAME)
+    _options["pool"] = {
+        "min_size": DB_POOL_MIN,
+        "max_size": DB_POOL_MAX,
+        "timeout": DB_POOL_TIMEOUT,
+        "name": _options["application_name"],
+    }
+    # The pool checks a connection before handing it out: one PostgreSQL dropped while it sat
+    # idle (a restart, a failover) is replaced instead of failing the request that gets it.
+    DATABASES["default"]["CONN_HEALTH_CHECKS"] = True
 DEFAULT_AUTO_FIELD = "django.db.models.BigAutoField"
 
 AUTH_PASSWORD_VALIDATORS = [

@@ -5,10 +5,14 @@ The tasks live with the console app whose work they do (console/<app>/tasks.py).
 still read "workers.tasks.<name>", as when they all lived here: routes and beat's schedule below,
 and tasks already in a broker, name them so."""
 
+import logging
 import os
 
 from celery import Celery
+from celery.signals import worker_init
 from kombu import Exchange, Queue
+
+log = logging.getLogger(__name__)
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "console.settings")
 
@@ -104,6 +108,28 @@ def _schedule(sender, **kwargs):
             "schedule": float(settings.INBOX_POLL_SECONDS),
         },
     }
+
+
+@worker_init.connect
+def _pool_fits(sender=None, **kwargs):
+    """Say so at start when a threaded worker's threads could wait on each other for database
+    connections: a decision holds two at once (its task's and its read-ahead thread's), and a
+    heartbeat takes one for the moment of a beat."""
+    from django.conf import settings
+    from django.db import connection
+
+    if not connection.settings_dict.get("OPTIONS", {}).get("pool"):
+        return  # SQLite: no pool
+    concurrency = getattr(sender, "concurrency", None) or 1
+    needed, pool_max = 2 * concurrency + 1, settings.DB_POOL_MAX
+    if pool_max < needed:
+        log.error(
+            "DB_POOL_MAX is %s for a worker of concurrency %s: tasks may wait on each other for "
+            "connections (DB_POOL_TIMEOUT, then fail). Set DB_POOL_MAX to at least %s.",
+            pool_max,
+            concurrency,
+            needed,
+        )
 
 
 # Each console app that owns background work has its own tasks.py; Celery finds them through

@@ -283,6 +283,8 @@ def _chunks_run(request, worker, sleep, clock):
     started, paced = clock(), 0
     # While one chunk commits (the database's work), the next is read, decided and written to
     # Parquet (pyarrow's) in a thread: a chunk costs the larger of the two, not their sum.
+    # This thread waits on that one holding its own connection: a task needs two of the pool's
+    # at once, hence DB_POOL_MAX at least twice the worker's concurrency (settings).
     with ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"request{request.id}") as ahead:
         upcoming = (
             ahead.submit(_chunk_prepare_in_thread, request, todo[0], decision) if todo else None

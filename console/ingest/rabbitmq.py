@@ -156,7 +156,6 @@ class _Consumer:
         # broker sends no more than `prefetch` unacknowledged deliveries.
         self.batch_limit = max(1, min(source.batch_size, source.prefetch // 2))
         self.pending = None  # (batch, future): the batch being stored, not yet acknowledged
-        self.stored = False  # whether the storing thread has opened a database connection
         self.parking = source.broker_queue + REFUSED_SUFFIX
         # Failed attempts since a batch last went through: how long the next backoff is.
         self.failures = 0
@@ -214,6 +213,10 @@ class _Consumer:
             write(**kwargs)
         except DatabaseError as exc:
             log.warning("source %s: its state could not be recorded: %s", self.source.name, exc)
+        finally:
+            # Back to the pool until the next write, seconds away: a source's thread holds no
+            # connection while it waits on the broker, so any number of sources share the
+            # process's DB_POOL_MAX.
             connection.close()
 
     def _consume(self, broker):
@@ -221,7 +224,6 @@ class _Consumer:
         # Storing a batch (lake files, the database) runs beside taking the next one from the
         # broker: most of it waits on disk and the database, and pika's decoding needs the CPU.
         storer = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"store-{self.source.name}")
-        self.stored = False
         try:
             channel = conn.channel()
             channel.confirm_delivery()
@@ -236,9 +238,6 @@ class _Consumer:
                 with contextlib.suppress(Exception):
                     self.pending[1].result()
                 self.pending = None
-            if self.stored:
-                # Looked up in the storing thread: `connection.close` here would be ours.
-                storer.submit(lambda: connection.close()).result()
             storer.shutdown()
             if conn.is_open:
                 with contextlib.suppress(amqp.AMQPError):
@@ -271,7 +270,6 @@ class _Consumer:
                 parked_declared = self._finish(channel, parked_declared)
                 last_beat = time.monotonic()
             if batch and due:
-                self.stored = True
                 self.pending = (batch, storer.submit(self._store, batch))
                 batch, size = [], 0
             if self.stop.is_set():
@@ -304,9 +302,9 @@ class _Consumer:
                 source=f"{KIND}:{self.source.name}",
                 errors_kept=None,
             )
-        except DatabaseError:
-            connection.close()  # this thread's: the next batch opens a fresh one
-            raise
+        finally:
+            # This thread's, back to the pool between batches (and a broken one never reused).
+            connection.close()
         refused = dict(unreadable)
         for error in result.errors:
             refused[positions[error.position]] = error.message
@@ -442,9 +440,11 @@ def consumers_run(*, stop, only=None, say=log.info, every=SOURCES_SECONDS):
                 sources = _sources(only)
             except DatabaseError as exc:
                 say(f"the sources cannot be read: {exc}; trying again in {every:.0f} s")
-                connection.close()
                 stop.wait(every)
                 continue
+            finally:
+                # Not held while the sources run: this thread reads them every `every` seconds.
+                connection.close()
             for name, consumer in list(running.items()):
                 source = sources.get(name)
                 ended = not consumer.thread.is_alive()

@@ -2,9 +2,7 @@
 transaction as the bookkeeping that goes with it (ARCHITECTURE: lake commits)."""
 
 import logging
-import os
 import shutil
-import socket
 import time
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -14,7 +12,7 @@ from django.conf import settings
 from django.db import transaction
 from django.utils import timezone
 
-from console.heartbeat import Heartbeat
+from console.heartbeat import Heartbeat, worker_name
 from console.lake.models import CompactionRun, Epoch, LakeCommit, LakeRewrite
 from console.lake.signals import events_to_fold
 from workers.lake.store import Lake
@@ -121,7 +119,7 @@ def _compaction_start(*, kind, covers_upto, commits):
     _compactions_forget()
     run = CompactionRun.objects.create(
         kind=kind,
-        worker=f"{socket.gethostname()}:{os.getpid()}"[:200],
+        worker=worker_name(),
         started_at=now,
         heartbeat_at=now,
         covers_upto=covers_upto,

@@ -17,7 +17,7 @@ import uuid
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import DatabaseError, connection, transaction
+from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
 
@@ -195,27 +195,22 @@ class QueryHeartbeat(Heartbeat):
             self.progress = max(self.progress, min(99, found))
         return self.progress
 
-    def run(self):
+    def beat(self):
+        # In the base class's loop: a failed write is tried again at the next beat, and the
+        # connection goes back to the pool after each.
+        progress = self._progress()
+        alive = LakeQuery.objects.filter(
+            id=self.row_id, status=LakeQuery.RUNNING, **self.owner
+        ).update(heartbeat_at=timezone.now(), progress=progress)
+        if alive:
+            return
+        log.info("lake query %s is no longer this run's: cancelling", self.row_id)
+        self.stopped.set()
         try:
-            while not self.stopped.wait(self.interval):
-                progress = self._progress()
-                try:
-                    alive = LakeQuery.objects.filter(
-                        id=self.row_id, status=LakeQuery.RUNNING, **self.owner
-                    ).update(heartbeat_at=timezone.now(), progress=progress)
-                except DatabaseError:
-                    log.warning("lake query %s: heartbeat not written", self.row_id)
-                    continue
-                if not alive:
-                    log.info("lake query %s is no longer this run's: cancelling", self.row_id)
-                    try:
-                        self.jobs.cancel()
-                    except Exception:
-                        # Its result is nobody's anyway: the run only takes longer to end.
-                        log.warning("lake query %s: Spark did not take the cancel", self.row_id)
-                    return
-        finally:
-            connection.close()
+            self.jobs.cancel()
+        except Exception:
+            # Its result is nobody's anyway: the run only takes longer to end.
+            log.warning("lake query %s: Spark did not take the cancel", self.row_id)
 
 
 # --- The sweeper ---------------------------------------------------------------------------------

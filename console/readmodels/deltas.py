@@ -23,7 +23,7 @@ from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 
-from console.heartbeat import Heartbeat
+from console.heartbeat import Heartbeat, worker_name
 from console.readmodels.counts import by_key, counts_moved, queue_counts_move
 from console.readmodels.models import (
     FailureGroup,
@@ -32,7 +32,7 @@ from console.readmodels.models import (
     QuarantineInflow,
     RefreshRun,
 )
-from console.readmodels.services import _stale_runs_fail, worker_name
+from console.readmodels.services import _stale_runs_fail
 from console.readmodels.signals import counts_drifted
 from console.sql import in_values, joins_by_key
 

@@ -14,9 +14,7 @@ cursor only moves in the transaction that loads the rows.
 
 import io
 import logging
-import os
 import shutil
-import socket
 import time
 from collections import Counter
 from dataclasses import dataclass, field
@@ -31,7 +29,7 @@ from django.db import IntegrityError, connection, transaction
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from console.heartbeat import Heartbeat
+from console.heartbeat import Heartbeat, worker_name
 from console.lake.models import LakeCommit
 from console.lake.selectors import lake_history_inputs, lake_paths
 from console.lake.services import lake, lake_commit_lock
@@ -64,11 +62,6 @@ def _cursor():
         RefreshRun.objects.filter(status=RefreshRun.COMMITTED).order_by("-id").only("upto_commit")
     ).first()
     return run.upto_commit if run else None
-
-
-def worker_name():
-    """This process, as the rows of the work it holds name it."""
-    return f"{socket.gethostname()}:{os.getpid()}"[:200]
 
 
 def _stale_runs_fail(now):
