@@ -513,6 +513,9 @@ ALERTS_CLAIM_SECONDS = envint("ALERTS_CLAIM_SECONDS", 120, minimum=10)
 ALERTS_WEBHOOK_TIMEOUT_SECONDS = envint("ALERTS_WEBHOOK_TIMEOUT_SECONDS", 10, minimum=1)
 # Alerts older than this are forgotten by the watch, once nothing of theirs is left to send.
 ALERTS_KEEP_DAYS = envint("ALERTS_KEEP_DAYS", 90, minimum=1)
+# Finished delivery runs and refreshes are listed on the Runs page this long, then forgotten
+# (console.runs.services): one starts every few seconds.
+RUNS_KEEP_DAYS = envint("RUNS_KEEP_DAYS", 30, minimum=1)
 # Links in emails and webhooks point here (the console's public address).
 CONSOLE_URL = os.environ.get("CONSOLE_URL", "http://127.0.0.1:8000").rstrip("/")
 

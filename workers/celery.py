@@ -103,6 +103,11 @@ def _schedule(sender, **kwargs):
             "task": "workers.tasks.alerts_watch_task",
             "schedule": float(settings.ALERTS_WATCH_SECONDS),
         },
+        # The Runs page's old delivery runs and refreshes forgotten (RUNS_KEEP_DAYS).
+        "forget-runs": {
+            "task": "workers.tasks.runs_forget_task",
+            "schedule": 3600.0,
+        },
         "scan-inbox": {
             "task": "workers.tasks.inbox_scan_task",
             "schedule": float(settings.INBOX_POLL_SECONDS),
