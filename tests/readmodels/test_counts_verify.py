@@ -169,3 +169,26 @@ def test_a_move_that_takes_a_count_below_zero_keeps_it_logs_an_error_and_alerts(
     assert "went below zero" in caplog.text
     alert = Alert.objects.get(kind="counts.drift")
     assert "queue orders" in alert.text
+
+
+def test_the_check_is_routed_to_the_spark_worker_and_scheduled_daily_by_beat(settings):
+    from workers.celery import app
+
+    assert app.conf.task_routes["workers.tasks.counts_verify_task"]["queue"] == "spark"
+    entry = app.conf.beat_schedule["counts-verify"]
+    assert entry["task"] == "workers.tasks.counts_verify_task"
+    assert entry["schedule"] == float(settings.COUNTS_VERIFY_SECONDS) == 86400.0
+
+
+def test_the_scheduled_check_repairs_unless_told_not_to(desk, settings):
+    from console.readmodels.tasks import counts_verify_task
+
+    a_working_lake(desk)
+    drift_injected()
+    settings.COUNTS_VERIFY_REPAIR = False
+    first = CountsCheck.objects.get(id=counts_verify_task())
+    settings.COUNTS_VERIFY_REPAIR = True
+    second = CountsCheck.objects.get(id=counts_verify_task())
+
+    assert (first.status, first.actor, first.repair) == (CountsCheck.DRIFT, "system", False)
+    assert (second.status, second.repair) == (CountsCheck.REPAIRED, True)
