@@ -327,20 +327,17 @@ class _Consumer:
         # A batch went all the way through: the next failure starts the backoff afresh. (Not on
         # merely connecting: a batch that fails each time would reconnect every second.)
         self.failures = 0
+        error = None
+        if refused:
+            latest = refused[max(refused)]
+            error = f"{len(refused)} message(s) set aside in {self.parking}; latest: {latest}"
         self._db(
             source_drained,
             name=self.source.name,
             accepted=result.accepted + result.duplicates,
             refused=len(refused),
+            error=error,
         )
-        if refused:
-            latest = refused[max(refused)]
-            self._db(
-                source_state_set,
-                name=self.source.name,
-                state=CONSUMING,
-                error=f"{len(refused)} message(s) set aside in {self.parking}; latest: {latest}",
-            )
         return parked_declared
 
     def _record(self, properties, body):

@@ -236,12 +236,15 @@ def source_heartbeat(*, name):
     BrokerSource.objects.filter(name=name).update(heartbeat_at=timezone.now())
 
 
-def source_drained(*, name, accepted, refused):
-    """Count what a batch did: `accepted` stored (or already there), `refused` set aside."""
+def source_drained(*, name, accepted, refused, error=None):
+    """Count what a batch did: `accepted` stored (or already there), `refused` set aside, and,
+    with `error`, say why in the same write (whoever reads the counts reads the reason too)."""
     now = timezone.now()
+    fields = {} if error is None else {"last_error": error[:2000]}
     BrokerSource.objects.filter(name=name).update(
         drained=F("drained") + accepted,
         refused=F("refused") + refused,
         last_drained_at=now if accepted else F("last_drained_at"),
         heartbeat_at=now,
+        **fields,
     )
