@@ -598,6 +598,20 @@ class StatsApi(APIView):
                         many=True,
                         help_text="The broker sources drained and what their consumers do.",
                     ),
+                    "counts_check": inline_serializer(
+                        "CountsCheck",
+                        {
+                            "status": serializers.CharField(
+                                help_text="running, clean, drift, repaired, busy or failed"
+                            ),
+                            "finished_at": serializers.DateTimeField(allow_null=True),
+                            "differences": serializers.IntegerField(),
+                        },
+                        allow_null=True,
+                        help_text="The newest check of these counts against a recount from "
+                        "the lake (manage.py counts_verify; daily): how many differed. Null "
+                        "before the first.",
+                    ),
                 },
             ),
             **ERRORS,
@@ -626,6 +640,7 @@ class StatsApi(APIView):
                     for i, (hour, _) in enumerate(series)
                 ],
                 "sources": [s.as_dict() for s in source_status_list()],
+                "counts_check": selectors.counts_check_latest(),
             }
         )
 

@@ -24,6 +24,7 @@ from console.lake.services import lake
 from console.notes.selectors import group_owner_q, message_owner_q
 from console.queues.models import POLICY_FIELDS, Queue
 from console.readmodels.models import (
+    CountsCheck,
     FailureGroup,
     MessageIndex,
     MessageState,
@@ -619,6 +620,18 @@ def dashboard_stats():
         "updated_at": latest,
         # DLVD counts every delivered message; the browser lists those that failed first.
         "delivered_after_failure": message_match_count(filters={"state": DLVD}),
+    }
+
+
+def counts_check_latest():
+    """The newest check of the counts against the lake (console.readmodels.verify), or None."""
+    check = CountsCheck.objects.order_by("-id").first()
+    if check is None:
+        return None
+    return {
+        "status": check.status,
+        "finished_at": check.finished_at,
+        "differences": check.differences,
     }
 
 

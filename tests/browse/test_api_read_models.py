@@ -57,6 +57,27 @@ def test_stats_are_the_dashboards_numbers(seeded, personas):
     assert body["top_groups"][0]["fingerprint"] == "g1"
     assert sum(h["count"] for h in body["inflow"]) == 1
     assert body["disabled_queues"] == []
+    assert body["counts_check"] is None  # never checked
+
+
+def test_stats_say_what_the_newest_counts_check_found(seeded, personas):
+    from django.utils import timezone
+
+    from console.readmodels.models import CountsCheck
+
+    now = timezone.now()
+    CountsCheck.objects.create(actor="system", started_at=now, status="clean", finished_at=now)
+    CountsCheck.objects.create(
+        actor="system", started_at=now, status="drift", finished_at=now, differences=3
+    )
+
+    body = api(personas["viewer"]).get("/api/v1/stats").json()
+
+    assert body["counts_check"] | {"finished_at": None} == {
+        "status": "drift",
+        "finished_at": None,
+        "differences": 3,
+    }
 
 
 def test_stats_give_the_hourly_flows_over_the_inflows_hours(seeded, index, personas):
