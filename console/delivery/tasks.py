@@ -6,10 +6,17 @@ own: beat enqueues them again soon, and the work they do is idempotent (a run cl
 is due; a sweep recovers a dead run once)."""
 
 from celery import shared_task
+from django.utils import timezone
 
 from console.delivery.poison import poison_feed_sweep
 from console.delivery.services import delivery_dispatch, delivery_run, leases_sweep
-from console.lake.services import lake_history_compact_if_due, lake_state_compact_if_due
+from console.lake.services import (
+    lake_compactions_stale_fail,
+    lake_history_compact_if_due,
+    lake_state_compact_if_due,
+)
+from console.readmodels.services import refresh_runs_stale_fail
+from console.readmodels.verify import counts_checks_stale_fail
 
 
 @shared_task(
@@ -33,10 +40,15 @@ def delivery_run_task(queues=None):
 )
 def sweep_leases_task():
     """R7: recover what dead delivery runs held. Then the poison list's feed: files older than a
-    day deleted, a file its process never wrote written again (R9). Returns how many messages
-    were recovered."""
+    day deleted, a file its process never wrote written again (R9). Then the other work whose
+    heartbeat stopped (a refresh, a counts check, a compaction) declared failed, so that none
+    looks as if it ran for ever. Returns how many messages were recovered."""
     recovered = leases_sweep()
     poison_feed_sweep()
+    now = timezone.now()
+    refresh_runs_stale_fail(now)
+    counts_checks_stale_fail(now=now)
+    lake_compactions_stale_fail(now=now)
     return recovered
 
 

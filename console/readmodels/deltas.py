@@ -32,7 +32,7 @@ from console.readmodels.models import (
     QuarantineInflow,
     RefreshRun,
 )
-from console.readmodels.services import _stale_runs_fail
+from console.readmodels.services import refresh_runs_stale_fail
 from console.readmodels.signals import counts_drifted
 from console.sql import in_values, joins_by_key
 
@@ -279,7 +279,7 @@ def refresh_lock_held(*, holder, wait_seconds=REFRESH_WAIT_SECONDS, poll=1.0):
     while True:
         now = timezone.now()
         # A refresh whose heartbeat stopped is dead: its lock is released, as a refresh does.
-        _stale_runs_fail(now)
+        refresh_runs_stale_fail(now)
         try:
             with transaction.atomic():
                 lock = RefreshRun.objects.create(

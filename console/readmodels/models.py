@@ -309,6 +309,8 @@ class CountsCheck(models.Model):
     actor = models.CharField(max_length=150)  # a username, "system" (the scheduler), a command
     repair = models.BooleanField(default=False)  # asked to repair what differs
     started_at = models.DateTimeField()
+    # Renewed while it recounts: one whose worker died is declared failed by the sweeper.
+    heartbeat_at = models.DateTimeField(null=True, blank=True)
     finished_at = models.DateTimeField(null=True, blank=True)
     # The read models' position it checked: the newest refresh's last events commit.
     upto_commit = models.BigIntegerField(null=True, blank=True)

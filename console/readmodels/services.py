@@ -64,8 +64,10 @@ def _cursor():
     return run.upto_commit if run else None
 
 
-def _stale_runs_fail(now):
-    """A refresh whose heartbeat stopped is dead: release the lock so the work is done again."""
+def refresh_runs_stale_fail(now):
+    """A refresh whose heartbeat stopped is dead: release the lock so the work is done again.
+    Each refresh calls it before it takes the lock, and the sweeper too (a quiet system may
+    start no refresh for long)."""
     deadline = now - timedelta(seconds=settings.LEASE_SECONDS)
     for run in RefreshRun.objects.filter(status=RefreshRun.RUNNING, heartbeat_at__lt=deadline):
         RefreshRun.objects.filter(id=run.id, status=RefreshRun.RUNNING).update(
@@ -79,7 +81,7 @@ def _run_start():
     """Take the refresh lock: one RUNNING row (the constraint one_running_refresh). What the
     refresh folds is read after this, under the lock (`_plan`). None when another holds it."""
     now = timezone.now()
-    _stale_runs_fail(now)
+    refresh_runs_stale_fail(now)
     try:
         with transaction.atomic():
             return RefreshRun.objects.create(started_at=now, heartbeat_at=now, worker=worker_name())

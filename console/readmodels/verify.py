@@ -17,6 +17,7 @@ part), and refreshes wait for it meanwhile."""
 import logging
 import shutil
 from dataclasses import dataclass
+from datetime import timedelta
 
 import pyarrow as pa
 import pyarrow.compute as pc
@@ -25,6 +26,7 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from console.audit.services import audit_record
+from console.heartbeat import Heartbeat
 from console.lake.models import LakeCommit
 from console.lake.selectors import lake_history_inputs, lake_paths
 from console.lake.services import lake, lake_commit_lock
@@ -81,9 +83,12 @@ class Differences:
 def counts_verify(*, repair=False, actor="system", spark=None):
     """Recount, compare and (`repair`) repair. Returns the CountsCheck as it ended; raises what
     the recount raised (recorded on the check first)."""
+    now = timezone.now()
     check = CountsCheck.objects.create(
-        actor=str(actor)[:150], repair=repair, started_at=timezone.now()
+        actor=str(actor)[:150], repair=repair, started_at=now, heartbeat_at=now
     )
+    heartbeat = Heartbeat(CountsCheck, check.id, settings.HEARTBEAT_SECONDS)
+    heartbeat.start()
     try:
         with refresh_lock_held(holder=f"counts check {check.id}") as lock:
             for _ in range(ATTEMPTS):
@@ -99,8 +104,23 @@ def counts_verify(*, repair=False, actor="system", spark=None):
         log.exception("counts check %s failed", check.id)
         _finish(check, status=CountsCheck.FAILED, error=f"{exc.__class__.__name__}: {exc}")
         raise
+    finally:
+        heartbeat.stop()
     check.refresh_from_db()
     return check
+
+
+def counts_checks_stale_fail(*, now=None):
+    """Declare failed the checks whose heartbeat stopped LEASE_SECONDS ago (their worker died
+    with them: they changed nothing, the lock they held lapses the same way). The sweeper calls
+    it. Returns how many."""
+    now = now or timezone.now()
+    deadline = now - timedelta(seconds=settings.LEASE_SECONDS)
+    return CountsCheck.objects.filter(status=CountsCheck.RUNNING, heartbeat_at__lt=deadline).update(
+        status=CountsCheck.FAILED,
+        finished_at=now,
+        error=f"lease expired: no heartbeat for {settings.LEASE_SECONDS} s (its worker died)",
+    )
 
 
 def _listing():
@@ -219,7 +239,8 @@ def _drift_report(check, found, repaired):
 
 
 def _finish(check, *, status, **fields):
-    CountsCheck.objects.filter(id=check.id).update(
+    # Only while it runs: a check the sweeper declared dead stays so.
+    CountsCheck.objects.filter(id=check.id, status=CountsCheck.RUNNING).update(
         status=status, finished_at=timezone.now(), **fields
     )
 
