@@ -38,6 +38,11 @@ class LakeCommit(models.Model):
     # The writer brought the console's read models up to date with this commit itself, in the
     # same transaction (a decision chunk): the refresh has no need to fold it again.
     views_applied = models.BooleanField(default=False)
+    # A refresh that loaded rows computed from the lake as it was before this commit (whose
+    # writer had applied it) handed it back to be folded (views_applied off): until a refresh
+    # takes it in, the read models may hold its changes for some of its messages and not for
+    # others (console.readmodels.services._applied_meanwhile_refold).
+    handed_back = models.BooleanField(default=False)
 
     class Meta:
         constraints = [

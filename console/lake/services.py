@@ -96,6 +96,18 @@ def lake_rewrite_held(*, holder, seconds):
         LakeRewrite.objects.filter(holder=holder).delete()
 
 
+def lake_rewrites_release(*, holders):
+    """Let go of the holds of these holders now, rather than when each lapses: called in the
+    transaction where a rewriter records that it is over (a purge killed between its commit and
+    its own release kept the compactions off the lake until `until`)."""
+    return LakeRewrite.objects.filter(holder__in=list(holders)).delete()[0]
+
+
+def lake_rewrite_holders():
+    """Who holds the lake now (lapsed holds included)."""
+    return list(LakeRewrite.objects.values_list("holder", flat=True))
+
+
 def _rewrite_under_way():
     return LakeRewrite.objects.filter(until__gt=timezone.now()).exists()
 

@@ -367,7 +367,7 @@ def _applied_meanwhile_refold(upto):
     meanwhile = LakeCommit.objects.filter(dataset="events", views_applied=True)
     if upto is not None:
         meanwhile = meanwhile.filter(id__gt=upto)
-    if meanwhile.update(views_applied=False):
+    if meanwhile.update(views_applied=False, handed_back=True):
         events_to_fold.send(sender=RefreshRun)
 
 

@@ -9,6 +9,10 @@ yet (`left_out_paths`), the flows of the commits taken in. Nothing moves under i
 refresh lock (no refresh, no purge), and compares under the lake commit lock after checking that
 no decision committed meanwhile (if one did, it counts again, a few times at most).
 
+A decision's commit that a refresh handed back to be folded again (its writer had applied it,
+and the refresh loaded rows computed from before it) may be in the read models for some of its
+messages and not others: the check has a refresh fold it first.
+
 A difference is drift: it is recorded (CountsCheck), logged, and alerted (`counts_drifted`). A
 repair loads the recount as a full refresh would, in the same transaction as the comparison, and
 is audited. The job is a full refresh's, without its load: its cost is a full refresh's (its Spark
@@ -40,7 +44,13 @@ from console.readmodels.models import (
     QuarantineInflow,
     QueueStat,
 )
-from console.readmodels.services import _batches, _cursor, _dataset, read_models_load
+from console.readmodels.services import (
+    _batches,
+    _cursor,
+    _dataset,
+    read_models_load,
+    read_models_refresh,
+)
 from console.readmodels.signals import counts_drifted
 
 log = logging.getLogger(__name__)
@@ -49,6 +59,8 @@ log = logging.getLogger(__name__)
 SHOWN = 200
 # Recounts a check makes when decisions keep committing under it, before it gives up (busy).
 ATTEMPTS = 3
+# What an attempt says when a commit handed back to the refresh must be folded before counting.
+HANDED_BACK = "handed back"
 # The index columns compared, besides its rows being there: what the list shows and filters on.
 INDEX_CHECKED = ["state", "queue", "group_id", "delivery_count", "candidate"]
 
@@ -63,6 +75,9 @@ class Listing:
     applied: tuple  # ids of the commits whose writer applied them itself
     taken: frozenset  # ids of the commits a refresh took in
     left_out: list  # paths of the commits whose events the read models do not hold yet
+    # Ids of the commits whose writer applied them and a refresh handed back to be folded
+    # (LakeCommit.handed_back), not taken in yet: the read models may hold them in part.
+    handed_back: list
 
     @property
     def upto(self):
@@ -90,16 +105,21 @@ def counts_verify(*, repair=False, actor="system", spark=None):
     heartbeat = Heartbeat(CountsCheck, check.id, settings.HEARTBEAT_SECONDS)
     heartbeat.start()
     try:
-        with refresh_lock_held(holder=f"counts check {check.id}") as lock:
-            for _ in range(ATTEMPTS):
-                if _attempt(check, lock, repair=repair, actor=actor, spark=spark):
-                    break
-            else:
-                _finish(
-                    check,
-                    status=CountsCheck.BUSY,
-                    error=f"decisions committed under each of {ATTEMPTS} recounts; try later",
-                )
+        for _ in range(ATTEMPTS):
+            with refresh_lock_held(holder=f"counts check {check.id}") as lock:
+                outcome = _attempt(check, lock, repair=repair, actor=actor, spark=spark)
+            if outcome is HANDED_BACK:
+                # Its changes may be in the read models for some of its messages only, until a
+                # refresh takes it in: fold it, then count.
+                read_models_refresh(spark=spark)
+            elif outcome:
+                break
+        else:
+            _finish(
+                check,
+                status=CountsCheck.BUSY,
+                error=f"decisions committed under each of {ATTEMPTS} recounts; try later",
+            )
     except Exception as exc:
         log.exception("counts check %s failed", check.id)
         _finish(check, status=CountsCheck.FAILED, error=f"{exc.__class__.__name__}: {exc}")
@@ -130,16 +150,17 @@ def _listing():
         events = list(
             LakeCommit.objects.filter(dataset="events", retired=False)
             .order_by("id")
-            .values_list("id", "path", "views_applied")
+            .values_list("id", "path", "views_applied", "handed_back")
         )
         taken = frozenset(FoldedCommit.objects.values_list("commit_id", flat=True))
         return Listing(
             cursor=_cursor(),
             history=history,
-            commits=[(i, p) for i, p, _ in events],
-            applied=tuple(i for i, _, applied in events if applied),
+            commits=[(i, p) for i, p, _, _ in events],
+            applied=tuple(i for i, _, applied, _ in events if applied),
             taken=taken,
-            left_out=[p for i, p, applied in events if i not in taken and not applied],
+            left_out=[p for i, p, applied, _ in events if i not in taken and not applied],
+            handed_back=[i for i, _, _, back in events if back and i not in taken],
         )
 
 
@@ -152,11 +173,15 @@ def _applied_now():
 
 
 def _attempt(check, lock, *, repair, actor, spark):
-    """One recount and comparison. False when a decision committed meanwhile (count again)."""
+    """One recount and comparison. False when a decision committed meanwhile (count again);
+    HANDED_BACK, without counting, when a decision's commit waits to be folded again."""
     from console.spark import spark_from_settings
     from workers.jobs.refresh import RefreshParams, run_refresh
 
     listing = _listing()
+    if listing.handed_back:
+        log.info("counts check %s: commits %s to fold first", check.id, listing.handed_back)
+        return HANDED_BACK
     store = lake()
     staging = store.new_dir("refresh-staging", f"counts-check{check.id}")
     covered = listing.history.covers_upto

@@ -47,6 +47,8 @@ from console.lake.services import (
     lake_commits_rewrite,
     lake_history_dirs_delete,
     lake_rewrite_held,
+    lake_rewrite_holders,
+    lake_rewrites_release,
 )
 from console.lake.signals import events_to_fold
 from console.queues.models import Queue
@@ -144,7 +146,7 @@ def purge_execute(*, purge_id, now=None, spark=None):
         else:
             purge_dirs_delete(now=purge.now)
             with (
-                lake_rewrite_held(holder=f"purge:{purge.id}", seconds=TIME_LIMIT_SECONDS),
+                lake_rewrite_held(holder=_hold(purge.id), seconds=TIME_LIMIT_SECONDS),
                 refresh_lock_held(holder=f"purge {purge.id}") as refresh_lock,
             ):
                 _purge(purge, worker, spark, written, refresh_lock)
@@ -162,6 +164,26 @@ def purge_execute(*, purge_id, now=None, spark=None):
         shutil.rmtree(store.path(purge.work_dir), ignore_errors=True)
     purge.refresh_from_db()
     return purge
+
+
+def _hold(purge_id):
+    """A purge's name on its hold of the lake (console.lake.services.lake_rewrite_held)."""
+    return f"purge:{purge_id}"
+
+
+def _holds_of_purges_over():
+    """The holds on the lake of purges that are no longer queued or running."""
+    held = {}
+    for holder in lake_rewrite_holders():
+        kind, _, number = holder.partition(":")
+        if kind == "purge" and number.isdigit():
+            held[int(number)] = holder
+    active = set(
+        PurgeRun.objects.filter(id__in=list(held), status__in=PurgeRun.ACTIVE).values_list(
+            "id", flat=True
+        )
+    )
+    return [holder for purge_id, holder in held.items() if purge_id not in active]
 
 
 def _params(purge, inputs, ids_dir, dry_run):
@@ -403,6 +425,8 @@ def _finish(purge, worker, *, status, error="", summary=None, **fields):
         )
         if won != 1:
             return False
+        # Over: its hold on the lake goes with it, whether or not it lives to let go itself.
+        lake_rewrites_release(holders=[_hold(purge.id)])
         purge.refresh_from_db()
         details = {
             "dry_run": purge.dry_run,
@@ -490,6 +514,9 @@ def purges_sweep(*, enqueue, now=None):
             log.exception("purge %s could not be enqueued; the next sweep tries again", purge_id)
             continue
         handed.append(purge_id)
+    # A hold left by a purge that is over (its worker died before letting go) lapses only
+    # after the purge's time limit: the compactions need not wait that long.
+    lake_rewrites_release(holders=_holds_of_purges_over())
     purge_dirs_delete(now=now)
     # Merged-away history generations may hold messages purged since: they go once their grace
     # period is over even when no compaction runs to delete them.

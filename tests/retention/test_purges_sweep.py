@@ -179,3 +179,35 @@ def test_the_sweep_task_hands_lost_purges_to_the_spark_workers_task(make, monkey
 
     assert purges_sweep_task() == 1
     assert sent == [lost.id]
+
+
+def test_the_hold_on_the_lake_of_a_purge_that_is_over_is_let_go_and_an_active_ones_kept(
+    make, delays, now, lake_root
+):
+    # A purge killed between its commit and its own release held the compactions off the lake
+    # until its time limit (found by the soak).
+    from console.lake.models import LakeRewrite
+
+    over = make(PurgeRun.DONE, dry_run=False)
+    active = make(PurgeRun.RUNNING, enqueued=0, heartbeat=0, dry_run=False)
+    until = now + timedelta(hours=1)
+    for purge in (over, active):
+        LakeRewrite.objects.create(holder=f"purge:{purge.id}", until=until)
+    LakeRewrite.objects.create(holder="someone else", until=until)
+
+    purges_sweep(enqueue=delays.append, now=now)
+
+    held = set(LakeRewrite.objects.values_list("holder", flat=True))
+    assert held == {f"purge:{active.id}", "someone else"}
+
+
+def test_a_purge_that_records_its_end_lets_go_of_the_lake_in_the_same_transaction(make):
+    from console.lake.models import LakeRewrite
+    from console.retention.execution import _finish
+
+    purge = make(PurgeRun.RUNNING, heartbeat=0, dry_run=False)
+    LakeRewrite.objects.create(holder=f"purge:{purge.id}", until=timezone.now())
+
+    assert _finish(purge, purge.worker, status=PurgeRun.FAILED, error="killed")
+
+    assert not LakeRewrite.objects.exists()
