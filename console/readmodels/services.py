@@ -51,6 +51,8 @@ from workers.engine.states import DLVD, NDLV, WAIT
 log = logging.getLogger(__name__)
 
 BATCH_ROWS = 10_000
+# A refresh (or another holder of the refresh lock) that missed this many heartbeats is dead.
+MISSED_BEATS = 3
 
 
 # --- The refresh --------------------------------------------------------------------------------
@@ -67,8 +69,15 @@ def _cursor():
 def refresh_runs_stale_fail(now):
     """A refresh whose heartbeat stopped is dead: release the lock so the work is done again.
     Each refresh calls it before it takes the lock, and the sweeper too (a quiet system may
-    start no refresh for long)."""
-    deadline = now - timedelta(seconds=settings.LEASE_SECONDS)
+    start no refresh for long).
+
+    Dead after MISSED_BEATS heartbeats, not a delivery run's LEASE_SECONDS: taking the lock
+    from a refresh that was only slow costs its work (its load commits only while it still
+    holds the lock, and FoldedCommit refuses a second fold), not a message's count, and every
+    minute a dead one holds the lock the console stands still (the soak: a killed spark worker
+    stopped the refreshes for two and a half minutes each time). A purge or a counts check
+    holding the lock checks it still does before it writes."""
+    deadline = now - timedelta(seconds=MISSED_BEATS * settings.HEARTBEAT_SECONDS)
     for run in RefreshRun.objects.filter(status=RefreshRun.RUNNING, heartbeat_at__lt=deadline):
         RefreshRun.objects.filter(id=run.id, status=RefreshRun.RUNNING).update(
             status=RefreshRun.FAILED,

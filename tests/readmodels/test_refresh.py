@@ -310,6 +310,25 @@ def test_a_refresh_is_skipped_while_another_holds_the_lock_and_a_dead_one_is_tak
     assert "lease expired" in held.error
 
 
+def test_a_refresh_that_missed_three_heartbeats_loses_the_lock_and_one_that_beats_keeps_it(
+    engine, settings
+):
+    # Not a delivery run's lease: a dead refresh holding the lock keeps the console still.
+    settings.HEARTBEAT_SECONDS = 10
+    settings.LEASE_SECONDS = 120
+    engine.queue("orders")
+    engine.ingest("orders", {"o-1": "permanent"})
+    now = datetime.now(UTC)
+    held = RefreshRun.objects.create(started_at=now, heartbeat_at=now - timedelta(seconds=25))
+
+    assert refresh(engine) is None
+
+    RefreshRun.objects.filter(id=held.id).update(heartbeat_at=now - timedelta(seconds=31))
+    assert refresh(engine).status == RefreshRun.COMMITTED
+    held.refresh_from_db()
+    assert held.status == RefreshRun.FAILED
+
+
 def test_the_refresh_command_runs_it_in_the_foreground(engine, capsys):
     engine.queue("orders")
     engine.ingest("orders", {"o-1": "permanent"})
