@@ -149,8 +149,9 @@ TEMPLATES = [
                 "console.context_processors.live",
                 "console.alerts.context_processors.bell",
             ],
-            # {{ value|when }} on every screen (console/browse/templatetags/when.py).
-            "builtins": ["console.browse.templatetags.when"],
+            # {{ value|when }} on every screen (console/browse/templatetags/when.py), and
+            # {{ text|shown }} for text people or messages wrote (console/textshown.py).
+            "builtins": ["console.browse.templatetags.when", "console.textshown"],
         },
     },
 ]
@@ -298,18 +299,25 @@ CONTENT_SECURITY_POLICY = {
 # write, is ignored. Lockouts and anonymous API rates count by this address.
 TRUSTED_PROXY_COUNT = envint("TRUSTED_PROXY_COUNT", 0, minimum=0)
 
-# django-axes: LOGIN_FAILURE_LIMIT failed logins for one user name, or from one address, lock it
-# out for LOGIN_LOCKOUT_MINUTES after the last one, or until an administrator lifts it (/lockouts/).
-# The counts are in the database, shared by every process.
+# django-axes: LOGIN_FAILURE_LIMIT failed logins for one user name from one address lock that pair
+# out for LOGIN_LOCKOUT_MINUTES after the last one, or until an administrator lifts it
+# (/lockouts/). The counts are in the database, shared by every process.
 AUTHENTICATION_BACKENDS = [
     "console.accounts.lockouts.LockoutBackend",
     "django.contrib.auth.backends.ModelBackend",
 ]
-AXES_HANDLER = "axes.handlers.database.AxesDatabaseHandler"
+# Axes' database handler, with the address throttle on top.
+AXES_HANDLER = "console.accounts.lockouts.LockoutHandler"
 AXES_FAILURE_LIMIT = envint("LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=envint("LOGIN_LOCKOUT_MINUTES", 30, minimum=1))
-# Either one over the limit locks: one name tried from many addresses, one address trying many.
-AXES_LOCKOUT_PARAMETERS = ["username", "ip_address"]
+# The pair only: a lockout by name alone, or by address alone, is one anyone can aim at others
+# (fail five times on a colleague's name; or on made-up names, from an office's shared address).
+AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
+# An address that failed this many logins inside LOGIN_LOCKOUT_MINUTES, whatever the names, is
+# slowed down, never locked out: each attempt from it waits after the previous one, 2 s doubling
+# with each further failure, at most LOGIN_ADDRESS_DELAY_MAX_SECONDS; then it is checked as usual.
+LOGIN_ADDRESS_LIMIT = envint("LOGIN_ADDRESS_LIMIT", 20, minimum=1)
+LOGIN_ADDRESS_DELAY_MAX_SECONDS = envint("LOGIN_ADDRESS_DELAY_MAX_SECONDS", 60, minimum=1)
 # Not axes' reset on success: it forgets every failure from the address too, so one valid account
 # would reset the count of guesses at another's password. console.accounts.receivers forgets only
 # the user's own failures from that address.
@@ -472,10 +480,13 @@ COUNTS_VERIFY_REPAIR = envbool("COUNTS_VERIFY_REPAIR", "true")
 
 # --- Decisions ------------------------------------------------------------------------------------
 
-# Requests over this many messages need a second person's approval (four eyes)...
+# Who must approve (R17, console.decisions.approval): requests over this many messages need a
+# second person's approval (four eyes), and so, whatever their count, do those that edit a body,
+# move messages to another queue or end conversations...
 APPROVAL_OVER = envint("APPROVAL_OVER", 1, minimum=0)
-# ... and so does every end with error, unless this is turned off.
-APPROVE_END_WITH_ERROR = envbool("APPROVE_END_WITH_ERROR", "true")
+# ... and once a person's unapproved decisions reach this many messages in a rolling hour, their
+# further requests wait for approval too (0: every request does).
+APPROVAL_BUDGET = envint("APPROVAL_BUDGET", 20, minimum=0)
 # An approval is good for this long; a request not started by then never runs.
 APPROVAL_TTL_HOURS = envint("APPROVAL_TTL_HOURS", 24, minimum=1)
 # An account created, or whose rights changed, less than this long ago cannot approve (a bulk
@@ -483,6 +494,12 @@ APPROVAL_TTL_HOURS = envint("APPROVAL_TTL_HOURS", 24, minimum=1)
 APPROVER_COOLDOWN_HOURS = envint("APPROVER_COOLDOWN_HOURS", 24, minimum=0)
 # A role grant waiting for a second administrator expires after this many days.
 ROLE_GRANT_EXPIRY_DAYS = envint("ROLE_GRANT_EXPIRY_DAYS", 7, minimum=1)
+# Break-glass (R17, console.decisions.break_glass), off unless an administrator turns it on:
+# someone who may approve executes a pending request alone (their own too: the one on call at
+# night), with a reason; every other approver and administrator is alerted at once, and someone
+# else must review it within BREAK_GLASS_REVIEW_HOURS, past which the scheduler alerts (once).
+BREAK_GLASS = envbool("BREAK_GLASS", "false")
+BREAK_GLASS_REVIEW_HOURS = envint("BREAK_GLASS_REVIEW_HOURS", 12, minimum=1)
 # A canary whose messages have no delivery outcome after this long stops the request.
 CANARY_TIMEOUT_SECONDS = envint("CANARY_TIMEOUT_SECONDS", 3600, minimum=10)
 

@@ -103,6 +103,11 @@ def _schedule(sender, **kwargs):
             "task": "workers.tasks.alerts_watch_task",
             "schedule": float(settings.ALERTS_WATCH_SECONDS),
         },
+        # Break-glass decisions past BREAK_GLASS_REVIEW_HOURS without their review: alerted once.
+        "break-glass-overdue": {
+            "task": "workers.tasks.break_glass_overdue_task",
+            "schedule": float(settings.ALERTS_WATCH_SECONDS),
+        },
         # The Runs page's old delivery runs and refreshes forgotten (RUNS_KEEP_DAYS).
         "forget-runs": {
             "task": "workers.tasks.runs_forget_task",

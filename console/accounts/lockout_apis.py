@@ -16,23 +16,33 @@ TAGS = ["lockouts"]
 @extend_schema_serializer(component_name="Lockout")
 class LockoutSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(
-        choices=[lockouts.USER, lockouts.ADDRESS],
-        help_text="user: a user name over the limit, from any address; address: an address over "
-        "the limit, whatever names it tried",
+        choices=[lockouts.PAIR, lockouts.ADDRESS],
+        help_text="pair: a user name locked out from one address (from other addresses it logs "
+        "in, and so do other names from that address); address: an address slowed down, "
+        "whatever names it tries, each attempt waiting `delay_seconds` after the previous one",
     )
-    username = serializers.CharField(help_text="the user name locked out; empty for an address")
-    ip = serializers.CharField(help_text="the address locked out; empty for a user name")
+    username = serializers.CharField(help_text="the pair's user name; empty for an address")
+    ip = serializers.CharField(help_text="the address")
     failures = serializers.IntegerField(help_text="failed logins counted inside the cool-off")
     last_failure_at = serializers.DateTimeField()
-    until = serializers.DateTimeField(help_text="when it ends unless lifted, or failures go on")
+    until = serializers.DateTimeField(
+        help_text="when the pair's lockout, or the address's throttle, ends unless lifted, or "
+        "failures go on"
+    )
+    delay_seconds = serializers.IntegerField(
+        allow_null=True, help_text="an address: the wait between two attempts; null for a pair"
+    )
+    next_attempt_at = serializers.DateTimeField(
+        allow_null=True, help_text="an address: when it may try again; null for a pair"
+    )
     seen_with = serializers.ListField(
         child=serializers.CharField(),
-        help_text="the addresses a user name was tried from, or the names an address tried",
+        help_text="an address: the user names it tried; empty for a pair",
     )
 
 
 class LockoutListApi(APIView):
-    """The lockouts in force."""
+    """The pair lockouts and address throttles in force."""
 
     permission_classes = [has_perms(MANAGE_USERS)]
 
@@ -42,7 +52,7 @@ class LockoutListApi(APIView):
 
     @extend_schema(
         operation_id="lockouts_list",
-        summary="The login lockouts in force",
+        summary="The login lockouts and address throttles in force",
         tags=TAGS,
         responses={200: OutputSerializer, **ERRORS},
     )
@@ -51,7 +61,8 @@ class LockoutListApi(APIView):
 
 
 class LockoutLiftApi(APIView):
-    """Lift the lockout of a user name, of an address, or of either."""
+    """Lift the lockout of a pair (a user name and an address), the throttle of an address, or
+    the lockouts of a user name from every address."""
 
     permission_classes = [has_perms(MANAGE_USERS)]
 
@@ -78,8 +89,10 @@ class LockoutLiftApi(APIView):
     @extend_schema(
         operation_id="lockouts_lift",
         summary="Lift a login lockout",
-        description="Forgets the failed logins of the user name, of the address, or of either if "
-        "both are given, so that they may log in again at once. Audited.",
+        description="Forgets failed logins so that they may log in again at once. A user name "
+        "and an address: that pair's failures. An address alone: every failure from it, whatever "
+        "the name (its throttle and its pairs' lockouts). A user name alone: its failures from "
+        "every address. Audited.",
         tags=TAGS,
         request=InputSerializer,
         responses={

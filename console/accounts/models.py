@@ -39,3 +39,17 @@ class ApiToken(AbstractAuthToken):
 
     def __str__(self):
         return f"{self.token_key} ({self.name}) of {self.user}"
+
+
+class AddressThrottle(models.Model):
+    """An address slowed down for too many failed logins, whatever the names it tried
+    (console.accounts.lockouts). Its failures are django-axes' AccessAttempt rows: this only
+    records when the throttle started and the latest attempt from it let through to a password
+    check, which the next one has to wait after. One row per address."""
+
+    ip_address = models.GenericIPAddressField(unique=True)
+    started_at = models.DateTimeField()
+    last_attempt_at = models.DateTimeField()
+
+    def __str__(self):
+        return f"{self.ip_address} slowed down since {self.started_at:%Y-%m-%d %H:%M:%S}"

@@ -2,7 +2,14 @@
 otherwise (each role's defaults)."""
 
 from console.accounts import roles
-from console.permissions import APPROVE_REQUESTS, VIEW_AUDIT, VIEW_GROUPS, VIEW_QUEUES
+from console.permissions import (
+    APPROVE_REQUESTS,
+    MANAGE_USERS,
+    VIEW_AUDIT,
+    VIEW_GROUPS,
+    VIEW_QUEUES,
+    VIEW_REQUESTS,
+)
 
 QUEUE_DISABLED = "queue.disabled"
 QUEUE_ENABLED = "queue.enabled"
@@ -16,6 +23,10 @@ REQUEST_FINISHED = "request.finished"
 REQUEST_STOPPED = "request.stopped"
 AUDIT_BROKEN = "audit.broken"
 COUNTS_DRIFT = "counts.drift"
+ROLE_GRANT_WAITING = "role_grant.waiting"
+# Break-glass (R17): a request executed by one person alone, and its review overdue.
+REQUEST_BREAK_GLASS = "request.break_glass"
+REQUEST_REVIEW_OVERDUE = "request.review_overdue"
 
 LABELS = {
     QUEUE_DISABLED: "A queue was disabled",
@@ -30,6 +41,9 @@ LABELS = {
     REQUEST_STOPPED: "My request was stopped at a redrive step",
     AUDIT_BROKEN: "The audit trail is not intact",
     COUNTS_DRIFT: "The console's counts differ from the lake",
+    ROLE_GRANT_WAITING: "A role grant waits for my confirmation",
+    REQUEST_BREAK_GLASS: "Someone executed a request alone (break-glass)",
+    REQUEST_REVIEW_OVERDUE: "A break-glass decision's review is overdue",
 }
 KINDS = tuple(LABELS)
 
@@ -46,17 +60,29 @@ PERMISSION = {
     REQUEST_WAITING: APPROVE_REQUESTS,
     AUDIT_BROKEN: VIEW_AUDIT,
     COUNTS_DRIFT: VIEW_QUEUES,
+    ROLE_GRANT_WAITING: MANAGE_USERS,
+    # Approvers and administrators hear of these by default; anyone who sees requests may.
+    REQUEST_BREAK_GLASS: VIEW_REQUESTS,
+    REQUEST_REVIEW_OVERDUE: VIEW_REQUESTS,
 }
 # Events about a queue, which a subscription or a webhook may narrow to some queues.
 QUEUE_KINDS = (QUEUE_DISABLED, QUEUE_ENABLED, QUEUE_INFLOW, GROUP_NEW, SOURCE_DOWN)
 
 _RUNNING = (QUEUE_DISABLED, QUEUE_INFLOW, GROUP_NEW)
+_BREAK_GLASS = (REQUEST_BREAK_GLASS, REQUEST_REVIEW_OVERDUE)
 # Each role's defaults: the events its members hear of in the console without subscribing.
 ROLE_DEFAULTS = {
     roles.VIEWER: (QUEUE_DISABLED,),
     roles.OPERATOR: _RUNNING,
-    roles.APPROVER: (*_RUNNING, REQUEST_WAITING),
-    roles.ADMIN: (*_RUNNING, QUEUE_ENABLED, SOURCE_DOWN, COUNTS_DRIFT),
+    roles.APPROVER: (*_RUNNING, REQUEST_WAITING, *_BREAK_GLASS),
+    roles.ADMIN: (
+        *_RUNNING,
+        QUEUE_ENABLED,
+        SOURCE_DOWN,
+        COUNTS_DRIFT,
+        ROLE_GRANT_WAITING,
+        *_BREAK_GLASS,
+    ),
     roles.AUDITOR: (AUDIT_BROKEN,),
     roles.APPLICATION: (),
 }
@@ -64,7 +90,15 @@ ROLE_DEFAULTS = {
 DEFAULT_FOR_EVERYONE = REQUESTER_KINDS
 # The events that also go by email by default (to those with an address): the ones someone
 # should act on soon.
-DEFAULT_EMAIL = (QUEUE_DISABLED, SOURCE_DOWN, REQUEST_WAITING, REQUEST_STOPPED, AUDIT_BROKEN)
+DEFAULT_EMAIL = (
+    QUEUE_DISABLED,
+    SOURCE_DOWN,
+    REQUEST_WAITING,
+    REQUEST_STOPPED,
+    AUDIT_BROKEN,
+    ROLE_GRANT_WAITING,
+    *_BREAK_GLASS,
+)
 
 
 def role_default(role_names, kind):

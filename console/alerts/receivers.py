@@ -1,7 +1,8 @@
 """What raises alerts: entries of the audit trail (a queue disabled or enabled, a request's
-steps), a broker source's consumer going down, a refresh finding new failure groups, a broken
-audit chain. Each receiver runs inside its cause's transaction, so the alert is in the outbox
-exactly when its cause is committed."""
+steps, a break-glass decision and its overdue review, a role grant waiting), a broker source's
+consumer going down, a refresh finding new failure groups, a broken audit chain. Each receiver
+runs inside its cause's transaction, so the alert is in the outbox exactly when its cause is
+committed."""
 
 import logging
 
@@ -9,6 +10,7 @@ from django.db import transaction
 from django.dispatch import receiver
 from django.urls import reverse
 
+from console.access.models import RoleGrant
 from console.alerts import events as E
 from console.alerts.services import alert_raise
 from console.alerts.tasks import alerts_send_enqueue
@@ -28,6 +30,8 @@ _FINISHED = {
 }
 # A progressive redrive's step (or its canary) re-failed over its threshold: the rest is left.
 _STOPPED = ("execution.step_failed",)
+# Break-glass (R17): a request executed by one person alone, and its review overdue.
+_BREAK_GLASS = ("request.break_glass", "request.break_glass_review_overdue")
 log = logging.getLogger(__name__)
 # A refresh that finds more new groups than this raises one alert for the rest.
 NEW_GROUPS_ONE_BY_ONE = 20
@@ -70,8 +74,43 @@ def _from_audit(sender, entry, **kwargs):
             link=reverse("queue-list"),
             queue=entry.target_id,
         )
+    elif entry.action in _BREAK_GLASS:
+        _break_glass(entry)
     elif entry.target_type == "request":
         _request_step(entry)
+    elif entry.action == "role_grant.requested":
+        _role_grant_waiting(entry)
+
+
+def _role_grant_waiting(entry):
+    """A role grant waits for a second administrator: every other administrator is told, as
+    approvers are of a request waiting. Not the one who asked, nor the one who would receive
+    it: neither may confirm it."""
+    grant = (
+        RoleGrant.objects.select_related("user", "role", "requested_by")
+        .filter(id=entry.target_id)
+        .first()
+    )
+    if grant is None or grant.status != RoleGrant.PENDING:
+        return
+    asker, grantee = grant.requested_by.get_username(), grant.user.get_username()
+    alert_raise_safely(
+        kind=E.ROLE_GRANT_WAITING,
+        about=f"role-grant-{grant.id}",
+        title=f"{asker} asks you to confirm the role {grant.role.name} for {grantee}",
+        text=f"{asker} asks: {grant.comment}"
+        if grant.comment
+        else f"{asker} asks a second administrator to confirm it.",
+        link=reverse("role-grant-detail", args=[grant.id]),
+        once=True,
+        exclude=[grant.requested_by, grant.user],
+        details={
+            "grant": grant.id,
+            "user": grantee,
+            "role": grant.role.name,
+            "requested_by": asker,
+        },
+    )
 
 
 def _request_step(entry):
@@ -142,6 +181,62 @@ def _request_step(entry):
             title=f"Your {what} was stopped",
             text=f"Stopped, and the rest of the set was not touched: {result}",
             to=[request.requester],
+            **common,
+        )
+
+
+def _break_glass(entry):
+    """Someone broke the glass: every approver and administrator hears of it at once, but the
+    one who broke it, and a requester who is someone else hears of it as of an approval. Its
+    review overdue: they hear again, but the two who may not review it."""
+    request = (
+        ActionRequest.objects.select_related("requester", "break_glass_by")
+        .filter(id=entry.target_id)
+        .first()
+    )
+    if request is None or request.break_glass_by is None:
+        return
+    breaker = request.break_glass_by.get_username()
+    what = (
+        f"request {request.id} ({A.LABELS[request.action].lower()} of {request.count:,} messages)"
+    )
+    due = f"{request.review_due_at:%Y-%m-%d %H:%M} UTC"
+    common = {
+        "about": f"request-{request.id}",
+        "link": reverse("request-detail", args=[request.id]),
+        "once": True,
+        "details": {
+            "request": request.id,
+            "action": request.action,
+            "count": request.count,
+            "break_glass_by": breaker,
+            "reason": request.break_glass_reason,
+            "review_due_at": request.review_due_at.isoformat(),
+        },
+    }
+    if entry.action == "request.break_glass":
+        alert_raise_safely(
+            kind=E.REQUEST_BREAK_GLASS,
+            title=f"{breaker} broke the glass: {what} executed without a second person",
+            text=f"Someone else must review it by {due}. {breaker}'s reason: "
+            f"{request.break_glass_reason}",
+            exclude=[request.break_glass_by],
+            **common,
+        )
+        if request.requester_id != request.break_glass_by_id:
+            alert_raise_safely(
+                kind=E.REQUEST_APPROVED,
+                title=f"Your {what} was executed by {breaker} alone (break-glass)",
+                text=f"{breaker}'s reason: {request.break_glass_reason}",
+                to=[request.requester],
+                **common,
+            )
+    else:
+        alert_raise_safely(
+            kind=E.REQUEST_REVIEW_OVERDUE,
+            title=f"The review of {what}, executed by {breaker} alone, is overdue",
+            text=f"It was due by {due}. {breaker}'s reason: {request.break_glass_reason}",
+            exclude=[request.break_glass_by, request.requester],
             **common,
         )
 

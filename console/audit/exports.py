@@ -2,7 +2,9 @@
 
 Spreadsheets run a cell that starts with a formula character. Actors, targets and details carry
 text that others typed (comments, reasons, user names tried at login), so every such cell is
-prefixed with a quote, which shows as text and runs nothing."""
+prefixed with a quote, which shows as text and runs nothing. Their control and invisible
+characters (a right-to-left override) are written as the pages show them, `⟨U+202E⟩`
+(console/textshown.py), so a spreadsheet shows the text in the order it was stored."""
 
 import csv
 import json
@@ -12,6 +14,7 @@ from django.utils import timezone
 
 from console.audit.selectors import audit_export_rows
 from console.audit.services import audit_record
+from console.textshown import controls_marked
 
 COLUMNS = (
     "seq",
@@ -28,7 +31,7 @@ _FORMULA_STARTS = ("=", "+", "-", "@", "\t", "\r")
 
 
 def csv_cell(value):
-    text = str(value)
+    text = controls_marked(str(value))
     return "'" + text if text.startswith(_FORMULA_STARTS) else text
 
 

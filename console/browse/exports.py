@@ -10,7 +10,9 @@ next page would: the file is not a snapshot of one instant.
 
 Reasons, senders, ids and bodies are attacker-controlled: every CSV cell goes through the audit
 export's formula guard (a leading quote, which is not in base64's alphabet, so a body cell that
-starts with "+" is its base64 once the quote is taken off)."""
+starts with "+" is its base64 once the quote is taken off), which also writes their control and
+invisible characters as markers, `⟨U+202E⟩`, as the pages do. The JSON Lines file keeps the
+stored text."""
 
 import base64
 import csv
@@ -42,7 +44,7 @@ FORMATS = {
     CSV: ("text/csv; charset=utf-8", "csv"),
     JSONL: ("application/x-ndjson", "jsonl"),
 }
-BODIES_REFUSED = "exporting bodies needs the permission to read them (readmodels.view_body)"
+BODIES_REFUSED = "exporting bodies needs the permission to read them"
 
 # The index's columns as the index API (apis.MessageIndexApi) names them, in its order: a file
 # and a page of the API describe a message alike. (name, MessageIndex attribute)

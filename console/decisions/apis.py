@@ -11,6 +11,7 @@ import binascii
 import hashlib
 
 from django.urls import reverse
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
@@ -33,6 +34,7 @@ from console.api import (
     ServiceRefusals,
 )
 from console.decisions import selectors, services
+from console.decisions.break_glass import break_glass_execute, break_glass_review
 from console.decisions.forms import (
     COMMENT_MAX,
     ERROR_CODE_MAX,
@@ -55,6 +57,7 @@ from console.decisions.outcome import (
     outcome_page,
     request_outcome,
 )
+from console.decisions.overlaps import COMPARED_MAX, request_overlaps
 from console.decisions.scope import MAX_SELECTION, ScopeError
 from console.decisions.views import frozen_ids_response, request_or_404, why
 from console.permissions import (
@@ -186,6 +189,9 @@ class _RequestSerializer(serializers.Serializer):
     created_at = serializers.DateTimeField()
     comment = serializers.CharField()
     needs_approval = serializers.BooleanField()
+    approval_reason = serializers.CharField(
+        help_text="Why a second person must approve (R17), in words; empty when no one must."
+    )
     decided_by = serializers.CharField(
         source="decided_by.get_username", default=None, allow_null=True
     )
@@ -261,6 +267,22 @@ class _StepSerializer(serializers.Serializer):
         ref_name = "ActionRequestStep"
 
 
+class _OverlapSerializer(serializers.Serializer):
+    request = serializers.IntegerField(source="request_id", help_text="The other request.")
+    status = serializers.ChoiceField(choices=R.STATUSES)
+    shared = serializers.IntegerField(
+        help_text="How many of this request's frozen messages it holds too."
+    )
+    url = serializers.SerializerMethodField()
+
+    class Meta:
+        ref_name = "ActionRequestOverlap"
+
+    @extend_schema_field(OpenApiTypes.URI_REF)
+    def get_url(self, o):
+        return reverse("api-request-detail", args=[o.request_id])
+
+
 class RequestSerializer(_RequestSerializer):
     """Everything the request page shows."""
 
@@ -289,6 +311,27 @@ class RequestSerializer(_RequestSerializer):
     ids = serializers.SerializerMethodField()
     outcome = serializers.SerializerMethodField()
     decision_comment = serializers.CharField()
+    # Break-glass (R17): who executed it alone, when, why, and someone else's review of it.
+    break_glass_by = serializers.CharField(
+        source="break_glass_by.get_username",
+        default=None,
+        allow_null=True,
+        help_text="Who executed it alone (break-glass); null when it was not.",
+    )
+    break_glass_at = serializers.DateTimeField(allow_null=True)
+    break_glass_reason = serializers.CharField()
+    review_due_at = serializers.DateTimeField(
+        allow_null=True, help_text="Someone else reviews the break-glass decision by then."
+    )
+    review_overdue = serializers.SerializerMethodField()
+    reviewed_by = serializers.CharField(
+        source="reviewed_by.get_username", default=None, allow_null=True
+    )
+    reviewed_at = serializers.DateTimeField(allow_null=True)
+    review_agrees = serializers.BooleanField(
+        allow_null=True, help_text="The review: true agrees, false disagrees; null before it."
+    )
+    review_comment = serializers.CharField(help_text="Why the reviewer disagrees (or a note).")
     started_at = serializers.DateTimeField(allow_null=True)
     finished_at = serializers.DateTimeField(allow_null=True)
     cancel_requested = serializers.BooleanField()
@@ -298,9 +341,44 @@ class RequestSerializer(_RequestSerializer):
     canary_result = serializers.CharField()
     error = serializers.CharField()
     audit = _AuditEntrySerializer(many=True, source="audit_entries")
+    # Told while the request waits for approval (console.decisions.overlaps); null otherwise.
+    overlaps = _OverlapSerializer(
+        source="overlaps.rows",
+        many=True,
+        allow_null=True,
+        help_text="While pending: the other open requests (not final) that hold some of its "
+        "frozen messages, by number; whichever runs later skips them. Null otherwise.",
+    )
+    overlaps_total = serializers.IntegerField(
+        source="overlaps.total",
+        allow_null=True,
+        help_text="While pending: how many of its frozen messages at least one other open "
+        "request holds. Null otherwise.",
+    )
+    overlaps_not_compared = serializers.IntegerField(
+        source="overlaps.not_compared",
+        allow_null=True,
+        help_text=f"Older open requests not compared: only the newest {COMPARED_MAX} are.",
+    )
+    overlaps_unknown = serializers.ListField(
+        child=serializers.IntegerField(),
+        source="overlaps.unknown",
+        allow_null=True,
+        help_text="Open requests whose frozen ids could not be read in order, not compared.",
+    )
 
     class Meta:
         ref_name = "ActionRequest"
+
+    @extend_schema_field(
+        {
+            "type": "boolean",
+            "description": "A break-glass decision not reviewed by its due time.",
+        }
+    )
+    def get_review_overdue(self, r):
+        due = r.review_due_at
+        return due is not None and r.reviewed_at is None and due <= timezone.now()
 
     @extend_schema_field({"type": "integer", "nullable": True})
     def get_edited_body_size(self, r):
@@ -348,6 +426,8 @@ def _request_data(r, request, *, body=False):
     asked for (`body`) by a caller who may read bodies, and that read is recorded like any
     other body read."""
     r.audit_entries = selectors.request_audit(request_id=r.id)
+    found = request_overlaps(request=r) if r.status == R.PENDING else None
+    r.overlaps = found if found is not None and not found.error else None
     with_body = body and r.edited_body is not None and request.user.has_perm(VIEW_BODY)
     if with_body:
         services.action_request_edited_body_read(actor=request.user, request=r, via="api")
@@ -638,6 +718,80 @@ class RequestCancelApi(_DecisionApi):
     )
     def post(self, request, request_id):
         return self._decide(request, request_id)
+
+
+class RequestBreakGlassApi(_DecisionsApi):
+    """Break-glass (R17): execute a pending request alone, in an emergency."""
+
+    permission_classes = [has_perms(VIEW_REQUESTS, APPROVE_REQUESTS)]
+
+    class InputSerializer(serializers.Serializer):
+        # Blank is for the service to refuse, in its words.
+        reason = serializers.CharField(
+            allow_blank=True, max_length=COMMENT_MAX, help_text="Why, now. Required."
+        )
+        confirm = serializers.BooleanField(
+            help_text="true: you know what happens. The messages are decided now without a "
+            "second person's approval; every other approver and administrator is told at once, "
+            "and someone else must review it within BREAK_GLASS_REVIEW_HOURS."
+        )
+
+        class Meta:
+            ref_name = "ActionRequestBreakGlass"
+
+    @extend_schema(
+        operation_id="requests_break_glass",
+        description="Approve a pending request alone and start it: an approver or an administrator "
+        "(its requester too), only when an administrator has turned BREAK_GLASS on (403 "
+        "otherwise). The reason is required, and `confirm` must be true.",
+        parameters=[REQUEST_ID],
+        request=InputSerializer,
+        responses={200: RequestSerializer, 400: REFUSED, 404: NOT_FOUND, **ERRORS},
+    )
+    def post(self, request, request_id):
+        r = request_or_404(request_id)
+        data = _validated(self.InputSerializer, request.data)
+        r = break_glass_execute(
+            actor=request.user, request=r, reason=data["reason"], confirm=data["confirm"]
+        )
+        return Response(_request_data(selectors.request_get(request_id=r.id), request))
+
+
+class RequestReviewApi(_DecisionsApi):
+    """Review a break-glass decision: agree, or disagree and say why."""
+
+    # Approvers and administrators review (the service checks who: not the one who broke the
+    # glass, not the requester).
+    permission_classes = [has_perms(VIEW_REQUESTS)]
+
+    class InputSerializer(serializers.Serializer):
+        agrees = serializers.BooleanField(help_text="true: you agree; false: you disagree.")
+        comment = serializers.CharField(
+            required=False,
+            allow_blank=True,
+            default="",
+            max_length=COMMENT_MAX,
+            help_text="Why: required when you disagree.",
+        )
+
+        class Meta:
+            ref_name = "ActionRequestReview"
+
+    @extend_schema(
+        operation_id="requests_review",
+        description="Someone else's review of a break-glass decision, once: an approver or an "
+        "administrator who neither broke the glass nor asked for the request.",
+        parameters=[REQUEST_ID],
+        request=InputSerializer,
+        responses={200: RequestSerializer, 400: REFUSED, 404: NOT_FOUND, **ERRORS},
+    )
+    def post(self, request, request_id):
+        r = request_or_404(request_id)
+        data = _validated(self.InputSerializer, request.data)
+        r = break_glass_review(
+            actor=request.user, request=r, agrees=data["agrees"], comment=data["comment"]
+        )
+        return Response(_request_data(selectors.request_get(request_id=r.id), request))
 
 
 class RequestIdsApi(_DecisionsApi):

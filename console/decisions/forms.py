@@ -122,7 +122,10 @@ def normalize_edited_body(text, original):
 class ActionRequestForm(NoAutocompleteForm):
     action = forms.ChoiceField(choices=ActionRequest.ACTIONS, widget=forms.RadioSelect)
     target_queue = forms.ChoiceField(
-        required=False, label="reprocess in queue", help_text="Reprocess only."
+        required=False,
+        label="reprocess in queue",
+        help_text="Reprocess only. Another queue than the messages' own always needs a second "
+        "person's approval.",
     )
     edited_body = forms.CharField(
         required=False,
@@ -130,7 +133,8 @@ class ActionRequestForm(NoAutocompleteForm):
         widget=forms.Textarea(attrs={"rows": 14, "spellcheck": "false"}),
         label="body",
         help_text="Reprocess only. Change it to reprocess an edited body (stored as a new "
-        "version; the original is kept). Leave it as it is to keep the body.",
+        "version; the original is kept). Leave it as it is to keep the body. An edited body "
+        "always needs a second person's approval.",
     )
     error_code = forms.CharField(
         required=False, max_length=ERROR_CODE_MAX, help_text="End with error only."
@@ -139,7 +143,8 @@ class ActionRequestForm(NoAutocompleteForm):
         required=False,
         max_length=ERROR_DESCRIPTION_MAX,
         widget=forms.Textarea(attrs={"rows": 3}),
-        help_text="End with error only: sent to the sender with the code.",
+        help_text="End with error only: sent to the sender with the code. Ending conversations "
+        "always needs a second person's approval.",
     )
     rate_limit = forms.IntegerField(
         required=False,

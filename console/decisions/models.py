@@ -71,6 +71,27 @@ class ActionRequest(models.Model):
     decided_at = models.DateTimeField(null=True, blank=True)
     decision_comment = models.TextField(blank=True, default="")
     expires_at = models.DateTimeField(null=True, blank=True)  # an approval is good until then
+    # Why a second person must approve (R17), in words the request page shows; "" when no one
+    # must: what the decision does (edits a body, moves to another queue, ends conversations),
+    # its size, or the requester's budget of unapproved decisions spent.
+    approval_reason = models.TextField(blank=True, default="")
+
+    # Break-glass (R17): an approver or administrator executed the pending request alone, with a
+    # reason; a second person reviews it afterwards (agrees, or disagrees with a reason) before
+    # review_due_at, past which an alert is raised once.
+    break_glass_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+", null=True, blank=True
+    )
+    break_glass_at = models.DateTimeField(null=True, blank=True)
+    break_glass_reason = models.TextField(blank=True, default="")
+    review_due_at = models.DateTimeField(null=True, blank=True)
+    reviewed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+", null=True, blank=True
+    )
+    reviewed_at = models.DateTimeField(null=True, blank=True)
+    review_agrees = models.BooleanField(null=True, blank=True)
+    review_comment = models.TextField(blank=True, default="")
+    review_overdue_alerted_at = models.DateTimeField(null=True, blank=True)
 
     # Execution options (reprocess only): at most this many messages a second, and a progressive
     # redrive: steps of so many messages each (then the rest), each next step going only when at
@@ -114,7 +135,17 @@ class ActionRequest(models.Model):
     class Meta:
         ordering = ["-id"]
         permissions = [("approve_actionrequest", "Can approve or reject others' action requests")]
-        indexes = [models.Index(fields=["status", "id"], name="ix_request_status")]
+        indexes = [
+            models.Index(fields=["status", "id"], name="ix_request_status"),
+            # A person's unapproved decisions in the last hour (R17's budget).
+            models.Index(fields=["requester", "created_at"], name="ix_request_requester"),
+            # Break-glass decisions still waiting for their review (dashboard, overdue sweep).
+            models.Index(
+                fields=["review_due_at"],
+                name="ix_request_unreviewed",
+                condition=models.Q(break_glass_at__isnull=False, reviewed_at__isnull=True),
+            ),
+        ]
 
     def __str__(self):
         return f"request {self.id}: {self.action} of {self.count} message(s) ({self.status})"

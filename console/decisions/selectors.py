@@ -8,6 +8,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from django.core import signing
 from django.db.models import Count
+from django.utils import timezone
 
 from console.audit.models import AuditEntry
 from console.browse.selectors import COUNT_CAP, MatchCount
@@ -68,9 +69,25 @@ def request_waiting_count(*, user):
     )
 
 
+def break_glass_unreviewed(*, now=None, limit=50):
+    """Requests executed by break-glass (R17) whose review is still to come, the one due first
+    first (the dashboard's panel); each with `review_overdue`, its review past due at `now`."""
+    now = now or timezone.now()
+    rows = list(
+        ActionRequest.objects.select_related("break_glass_by")
+        .filter(break_glass_at__isnull=False, reviewed_at__isnull=True)
+        .order_by("review_due_at", "id")[:limit]
+    )
+    for row in rows:
+        row.review_overdue = row.review_due_at <= now
+    return rows
+
+
 def request_get(*, request_id):
     return (
-        ActionRequest.objects.select_related("requester", "decided_by", "cancelled_by")
+        ActionRequest.objects.select_related(
+            "requester", "decided_by", "cancelled_by", "break_glass_by", "reviewed_by"
+        )
         .filter(id=request_id)
         .first()
     )

@@ -15,6 +15,7 @@ from django.utils import timezone
 from console.access.rights import approver_cooldown_check
 from console.audit.services import audit_record
 from console.browse.services import message_body_read_record
+from console.decisions.approval import approval_policy_locked
 from console.decisions.models import ActionRequest as R
 from console.decisions.scope import scope_freeze
 from console.decisions.tasks import execute_enqueue
@@ -37,13 +38,6 @@ class Action:
     edited_body: bytes | None = None
     error_code: str = ""
     error_description: str = ""
-
-
-def approval_needed(*, action, count):
-    """The setting: every request over APPROVAL_OVER messages, and every end with error."""
-    if action == R.END and settings.APPROVE_END_WITH_ERROR:
-        return True
-    return count > settings.APPROVAL_OVER
 
 
 def _check_action(action, count):
@@ -131,8 +125,14 @@ def action_request_create(
     )
     frozen = scope_freeze(scope, actor=actor)
     _check_action(action, frozen.count)
-    needs = approval_needed(action=action.kind, count=frozen.count)
     with transaction.atomic():
+        approval = approval_policy_locked(
+            actor=actor,
+            action=action,
+            count=frozen.count,
+            queues=frozen.breakdown.get("queues", {}),
+        )
+        needs = approval.needed
         request = R.objects.create(
             action=action.kind,
             target_queue=action.target_queue,
@@ -149,6 +149,7 @@ def action_request_create(
             requester=actor,
             status=R.PENDING if needs else R.APPROVED,
             needs_approval=needs,
+            approval_reason=approval.reason,
             expires_at=None if needs else timezone.now() + _ttl(),
             rate_limit=rate_limit,
             steps=steps,
@@ -180,6 +181,7 @@ def _summary(request):
         "scope": request.scope,
         "comment": request.comment,
         "error_code": request.error_code,
+        "approval_reason": request.approval_reason,
         **_execution_options(request),
     }
 

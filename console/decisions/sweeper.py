@@ -1,7 +1,8 @@
 """What keeps action requests moving when tasks are lost (ARCHITECTURE: correctness never depends
 on the broker), and the verdict on each step of a progressive redrive (a canary is its one
 step). Run by the decisions sweep task on the default worker; whatever it hands to the spark
-worker goes through the `enqueue` it is given."""
+worker goes through the `enqueue` it is given. And break-glass decisions whose review is overdue
+(R17), found by a task of their own."""
 
 from datetime import timedelta
 
@@ -154,3 +155,34 @@ def decisions_sweep(*, enqueue, now=None):
     for request in R.objects.filter(status=R.CANARY):
         done["canaries"][request.id] = step_check(request, enqueue=enqueue, now=now)
     return done
+
+
+def break_glass_overdue_sweep(*, now=None):
+    """Break-glass decisions (R17) whose review is past due at `now` and not reviewed: each is
+    marked alerted with a conditional update (two sweeps at once alert it once) and recorded in
+    the audit trail as "request.break_glass_review_overdue", whose receiver raises the alert
+    (console.alerts). Once per decision, however often it runs. Returns the requests' ids."""
+    now = now or timezone.now()
+    overdue = R.objects.filter(
+        break_glass_at__isnull=False,
+        reviewed_at__isnull=True,
+        review_overdue_alerted_at__isnull=True,
+        review_due_at__lte=now,
+    ).values_list("id", "review_due_at")
+    alerted = []
+    for request_id, due in overdue:
+        with transaction.atomic():
+            won = R.objects.filter(
+                id=request_id, reviewed_at__isnull=True, review_overdue_alerted_at__isnull=True
+            ).update(review_overdue_alerted_at=now)
+            if won != 1:
+                continue  # reviewed, or alerted by another sweep, in between
+            audit_record(
+                actor="system",
+                action="request.break_glass_review_overdue",
+                target_type="request",
+                target_id=request_id,
+                details={"review_due_at": due, "at": now},
+            )
+        alerted.append(request_id)
+    return alerted

@@ -6,7 +6,7 @@ Task names are kept from when every task lived in workers.tasks: the routes and 
 from celery import shared_task
 
 from console.decisions.execution import action_request_execute
-from console.decisions.sweeper import decisions_sweep
+from console.decisions.sweeper import break_glass_overdue_sweep, decisions_sweep
 
 
 @shared_task(
@@ -32,6 +32,18 @@ def decisions_sweep_task():
     """Expire approvals, re-enqueue requests whose task was lost or whose worker died, and
     watch canaries. Returns what it did."""
     return decisions_sweep(enqueue=execute_enqueue)
+
+
+@shared_task(
+    name="workers.tasks.break_glass_overdue_task",
+    soft_time_limit=60,
+    time_limit=120,
+    ignore_result=True,
+)
+def break_glass_overdue_task():
+    """Alert, once each, the break-glass decisions whose review is overdue. Idempotent: each is
+    claimed before it is recorded, so a duplicate task alerts nothing twice. Returns their ids."""
+    return break_glass_overdue_sweep()
 
 
 def execute_enqueue(request_id):

@@ -15,6 +15,12 @@ urlpatterns = [
     path("requests/<int:request_id>/reject", views.request_reject, name="request-reject"),
     path("requests/<int:request_id>/withdraw", views.request_withdraw, name="request-withdraw"),
     path("requests/<int:request_id>/cancel", views.request_cancel, name="request-cancel"),
+    path(
+        "requests/<int:request_id>/break-glass",
+        views.request_break_glass,
+        name="request-break-glass",
+    ),
+    path("requests/<int:request_id>/review", views.request_review, name="request-review"),
     path("notifications/", views.notification_list, name="notification-list"),
 ]
 
@@ -42,6 +48,16 @@ api_urlpatterns = [
         "requests/<str:request_id>/cancel",
         apis.RequestCancelApi.as_view(),
         name="api-request-cancel",
+    ),
+    path(
+        "requests/<str:request_id>/break-glass",
+        apis.RequestBreakGlassApi.as_view(),
+        name="api-request-break-glass",
+    ),
+    path(
+        "requests/<str:request_id>/review",
+        apis.RequestReviewApi.as_view(),
+        name="api-request-review",
     ),
     path("requests/<str:request_id>/ids", apis.RequestIdsApi.as_view(), name="api-request-ids"),
     path(

@@ -24,6 +24,14 @@ from console.browse import selectors as browse_selectors
 from console.browse.body import body_render
 from console.browse.services import message_body_read_record
 from console.decisions import selectors
+from console.decisions.approval import approval_budget, approval_policy
+from console.decisions.break_glass import (
+    break_glass_consequence,
+    break_glass_execute,
+    break_glass_review,
+    may_break_glass,
+    may_review,
+)
 from console.decisions.forms import (
     COMMENT_MAX,
     MAX_ID,
@@ -46,6 +54,7 @@ from console.decisions.outcome import (
     outcome_page,
     request_outcome,
 )
+from console.decisions.overlaps import request_overlaps
 from console.decisions.scope import ScopeError, frozen_ids
 from console.decisions.selections import selection_create, selection_ids, selection_ids_parse
 from console.decisions.services import (
@@ -56,7 +65,6 @@ from console.decisions.services import (
     action_request_edited_body_read,
     action_request_reject,
     action_request_withdraw,
-    approval_needed,
 )
 from console.lake.services import lake
 from console.permissions import (
@@ -198,7 +206,12 @@ def request_new(request):
         matching = selectors.scope_match_count(scope=scope)
     except ScopeError as exc:
         return render(request, template, {"scope_error": str(exc)}, status=400)
-    ctx = {"scope": scope, "matching": matching, "scope_group": selectors.scope_group(scope=scope)}
+    ctx = {
+        "scope": scope,
+        "matching": matching,
+        "scope_group": selectors.scope_group(scope=scope),
+        "budget": approval_budget(request.user),
+    }
     original = None
     with_body = scope["kind"] == "message"
     if with_body:
@@ -309,7 +322,12 @@ def request_quick(request):
         "label": QUICK_ACTIONS[action],
         "matching": matching,
         "queues": selectors.scope_queues(scope=scope, matching=matching),
-        "second_person": matching.more or approval_needed(action=action, count=matching.count),
+        "approval": approval_policy(
+            actor=request.user,
+            action=Action(kind=action),
+            count=matching.count,
+            more=matching.more,
+        ),
         "full_form": reverse("request-new")
         + "?"
         + urlencode([*_scope_query(request, scope), ("action", action)]),
@@ -390,9 +408,25 @@ def request_detail(request, request_id):
         "active": r.status in selectors.ACTIVE,
         "active_statuses": " ".join(selectors.ACTIVE),
         "audit": selectors.request_audit(request_id=r.id),
+        # What other open requests share with it, told while it waits for approval.
+        "overlaps": request_overlaps(request=r) if r.status == R.PENDING else None,
+        **_break_glass_context(user, r, cooling),
         **_outcome_context(user, r),
     }
     return render(request, "decisions/request_detail.html", ctx)
+
+
+def _break_glass_context(user, r, cooling):
+    """What the request page offers of break-glass (R17): its form while the request waits, to
+    someone who may approve and is past their cool-down (its requester too); the review form
+    once it was executed so, to someone else who may review it. The services check again."""
+    breakable = r.status == R.PENDING and may_break_glass(user) and not cooling
+    reviewable = may_review(user, r) and approver_cooldown_until(user) <= timezone.now()
+    return {
+        "may_break_glass": breakable,
+        "break_glass_consequence": break_glass_consequence(r) if breakable else "",
+        "may_review": reviewable,
+    }
 
 
 def _outcome_context(user, r):
@@ -466,7 +500,9 @@ def request_retry(request, request_id):
             return _to_created(request, created)
     ctx["form"] = form
     if ctx["outcome"] is not None:
-        ctx["second_person"] = approval_needed(action=R.REPROCESS, count=ctx["outcome"].retryable)
+        ctx["approval"] = approval_policy(
+            actor=request.user, action=Action(kind=R.REPROCESS), count=ctx["outcome"].retryable
+        )
     return render(request, template, ctx, status=400 if posted else 200)
 
 
@@ -536,6 +572,74 @@ def request_withdraw(request, request_id):
 @perms_required(VIEW_REQUESTS)
 def request_cancel(request, request_id):
     return _act(request, request_id, action_request_cancel, _cancelled)
+
+
+class _BreakGlassForm(forms.Form):
+    # Not required here: the service says what is missing, in its words.
+    reason = forms.CharField(required=False, max_length=COMMENT_MAX, strip=False)
+    confirm = forms.BooleanField(required=False)
+
+
+@require_POST
+@login_required
+@perms_required(VIEW_REQUESTS)  # and an approver or an administrator: the service checks
+def request_break_glass(request, request_id):
+    """Execute a pending request alone (R17's break-glass), with a reason and the confirmation
+    of what happens. Off unless BREAK_GLASS is on: the service refuses it then (403)."""
+    r = request_or_404(request_id)
+    form = _BreakGlassForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, " ".join(m for errors in form.errors.values() for m in errors))
+        return redirect("request-detail", r.id)
+    try:
+        r = break_glass_execute(
+            actor=request.user,
+            request=r,
+            reason=form.cleaned_data["reason"],
+            confirm=form.cleaned_data["confirm"],
+        )
+    except ValidationError as exc:
+        messages.error(request, why(exc))
+    else:
+        messages.success(
+            request,
+            f"Request {r.id} is approved by you alone (break-glass) and starts now. Every other "
+            "approver and administrator is told; someone else must review it.",
+        )
+    return redirect("request-detail", r.id)
+
+
+class _ReviewForm(forms.Form):
+    verdict = forms.ChoiceField(
+        choices=[("agree", "I agree"), ("disagree", "I disagree")],
+        error_messages={"required": "choose whether you agree or disagree"},
+    )
+    comment = forms.CharField(required=False, max_length=COMMENT_MAX, strip=False)
+
+
+@require_POST
+@login_required
+@perms_required(VIEW_REQUESTS)
+def request_review(request, request_id):
+    """Someone else's review of a break-glass decision: agree, or disagree and say why. Approvers
+    and administrators review; the service checks who (never the one who broke the glass, nor
+    the requester)."""
+    r = request_or_404(request_id)
+    form = _ReviewForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, " ".join(m for errors in form.errors.values() for m in errors))
+        return redirect("request-detail", r.id)
+    agrees = form.cleaned_data["verdict"] == "agree"
+    try:
+        r = break_glass_review(
+            actor=request.user, request=r, agrees=agrees, comment=form.cleaned_data["comment"]
+        )
+    except ValidationError as exc:
+        messages.error(request, why(exc))
+    else:
+        said = "agree with" if agrees else "disagree with"
+        messages.success(request, f"You {said} request {r.id}'s break-glass decision; recorded.")
+    return redirect("request-detail", r.id)
 
 
 # --- Error notifications ------------------------------------------------------------------------

@@ -301,3 +301,59 @@ document.addEventListener("submit", function (event) {
   }
   window.Antidote = Object.assign(window.Antidote || {}, {poll: poll});
 }());
+
+// Text people or messages wrote that a poll brings (a step's reasons, an error): written into
+// the page with its control and invisible characters as markers, <span class="ctl">⟨U+202E⟩</span>,
+// as the server's |shown filter writes them (console/textshown.py says which characters, and
+// why a joiner between two emoji and one variation selector after a character are kept).
+(function () {
+  var MARKED = /^[\p{Cc}\p{Cf}\p{Default_Ignorable_Code_Point}\p{Cs}]$/u;
+  var LAYOUT = {"\t": true, "\n": true, "\r": true};
+  var ZWJ = "\u200d";
+
+  function marked(ch) {
+    return MARKED.test(ch) && !LAYOUT[ch];
+  }
+
+  function joinsEmoji(chars, at) {
+    var before = at - 1;
+    while (before >= 0 && /^[\p{Variation_Selector}\p{Emoji_Modifier}]$/u.test(chars[before])) {
+      before -= 1;
+    }
+    return before >= 0 && at + 1 < chars.length &&
+      /^\p{So}$/u.test(chars[before]) && /^\p{So}$/u.test(chars[at + 1]);
+  }
+
+  function kept(chars, at) {
+    var ch = chars[at];
+    if (ch === ZWJ) {
+      return joinsEmoji(chars, at);
+    }
+    if (/^\p{Variation_Selector}$/u.test(ch)) {
+      return at > 0 && !marked(chars[at - 1]) && !/^\s$/u.test(chars[at - 1]);
+    }
+    return false;
+  }
+
+  function showText(element, value) {
+    var chars = Array.from(value === null || value === undefined ? "" : String(value));
+    element.textContent = "";
+    var run = "";
+    chars.forEach(function (ch, at) {
+      if (!marked(ch) || kept(chars, at)) {
+        run += ch;
+        return;
+      }
+      var code = ch.codePointAt(0).toString(16).toUpperCase().padStart(4, "0");
+      var marker = document.createElement("span");
+      marker.className = "ctl";
+      marker.title = "invisible or control character U+" + code;
+      marker.textContent = "\u27e8U+" + code + "\u27e9";
+      element.append(run, marker);
+      run = "";
+    });
+    element.append(run);
+  }
+
+  window.Antidote = Object.assign(window.Antidote || {}, {showText: showText});
+}());

@@ -33,9 +33,11 @@
     }
     text("lq-scanned", query.scanned);
     text("lq-matched", query.matched);
-    if (query.error) {
-      text("lq-error", query.error);
-      document.getElementById("lq-error").hidden = false;
+    var error = document.getElementById("lq-error");
+    if (query.error && error) {
+      // Its control characters shown as markers, as the page shows them (console.js).
+      window.Antidote.showText(error, query.error);
+      error.hidden = false;
     }
   }
 

@@ -49,7 +49,11 @@
     var reasons = (step.reasons || []).map(function (pair) {
       return pair[0] + " (" + pair[1] + ")";
     });
-    cell(row, "reasons", reasons.join("; "));
+    // Messages' reasons: their control characters shown as markers, as the page shows them.
+    var element = row.querySelector(".step-reasons");
+    if (element) {
+      window.Antidote.showText(element, reasons.join("; "));
+    }
   }
 
   function show(data) {
@@ -74,7 +78,7 @@
     (data.progression || []).forEach(showStep);
     var error = document.getElementById("progress-error");
     if (error) {
-      error.textContent = data.error || "";
+      window.Antidote.showText(error, data.error || "");
       error.hidden = !data.error;
     }
     var pill = document.getElementById("request-status");

@@ -6,6 +6,7 @@ test_events_reach_people.py.)"""
 from datetime import timedelta
 
 import pytest
+from django.test import override_settings
 from django.utils import timezone
 
 from console.alerts import events as E
@@ -15,7 +16,9 @@ from console.alerts.watch import alerts_watch
 from console.audit.models import AuditEntry
 from console.audit.services import audit_record
 from console.audit.tasks import audit_verify_task
+from console.decisions.break_glass import break_glass_execute
 from console.decisions.services import action_request_approve, action_request_reject
+from console.decisions.sweeper import break_glass_overdue_sweep
 from console.queues.models import BrokerSource, Queue
 from console.queues.services import queue_reenable
 from console.queues.sources import source_state_set
@@ -70,6 +73,31 @@ def request_rejected(personas):
     action_request_reject(actor=personas["approver"], request=request, comment="not now")
 
 
+def role_grant_waiting(personas):
+    from django.contrib.auth.models import Group, User
+
+    from console.access.services import role_grant_request
+
+    asker = User.objects.create_user("admin2", password="pw-admin2-1234")
+    asker.groups.add(Group.objects.get(name="admin"))
+    role_grant_request(
+        actor=asker, user=personas["operator"], role=Group.objects.get(name="approver")
+    )
+
+
+def break_glass(personas):
+    request = Requests(personas).make({"kind": "selection", "ids": ["m-00", "m-02"]}, kind="fail")
+    with override_settings(BREAK_GLASS=True):
+        break_glass_execute(
+            actor=personas["approver"], request=request, reason="the shop is down", confirm=True
+        )
+
+
+def review_overdue(personas):
+    break_glass(personas)
+    break_glass_overdue_sweep(now=timezone.now() + timedelta(days=1))
+
+
 # (the event, its cause, the persona who hears of it)
 CAUSES = [
     (E.QUEUE_INFLOW, inflow_over, "operator"),
@@ -79,6 +107,9 @@ CAUSES = [
     (E.REQUEST_WAITING, request_waiting, "approver"),
     (E.REQUEST_APPROVED, request_approved, "operator"),
     (E.REQUEST_REJECTED, request_rejected, "operator"),
+    (E.ROLE_GRANT_WAITING, role_grant_waiting, "admin"),
+    (E.REQUEST_BREAK_GLASS, break_glass, "admin"),
+    (E.REQUEST_REVIEW_OVERDUE, review_overdue, "admin"),
 ]
 
 

@@ -5,7 +5,7 @@ removed and added lines marked, as text. Real quarantine and reprocess with an e
 import pytest
 
 from console.decisions.execution import action_request_execute
-from console.decisions.services import Action, action_request_create
+from console.decisions.services import Action, action_request_approve, action_request_create
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -27,6 +27,7 @@ def test_the_message_page_shows_each_body_version_and_its_diff_against_the_origi
         action=Action(kind="reprocess", edited_body=EDITED.encode()),
         comment="the customer was missing",
     )
+    action_request_approve(actor=personas["approver"], request=request)  # an edit, R17
     assert action_request_execute(request_id=request.id, spark=engine.spark).status == "done"
     engine.deliver(at=engine.later(minutes=1))  # still not a body the handler knows
     refresh()

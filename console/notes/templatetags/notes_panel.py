@@ -7,7 +7,8 @@ views knowing of notes: `{% load notes_panel %}`, then
   went over (nothing for nobody);
 - `{% owner_filter value %}`: the group list's owner picker.
 
-Notes and names are people's text: the templates show them escaped, never marked safe."""
+Notes and names are people's text: the templates show them escaped, never marked safe, a note's
+control characters as markers (|shown, console/textshown.py)."""
 
 from django import template
 
