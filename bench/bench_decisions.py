@@ -14,7 +14,7 @@ The lake is seeded with pyarrow as bench_refresh does (1.1M+: a 100k set and an 
 the ingest keys and poison-list entries the product holds for quarantined messages, then indexed
 by a full refresh (and vacuumed on PostgreSQL, as autovacuum would have). The execution runs in
 this process on the same Spark session, as the spark worker would run it; the broker's hand-over
-is not timed (see the README).
+is not timed (see docs/benchmarks.md).
 
 Runs on SQLite (the embedded default) and then, when PostgreSQL answers on 127.0.0.1:5432 and
 DATABASE_URL is not set, again on PostgreSQL (bench.support.on_both_databases). BENCH_MESSAGES

@@ -469,7 +469,7 @@ class Approver(threading.Thread):
 
     def _selection(self):
         page = self.operator.call(
-            "GET", "/api/v1/index/messages", params={"state": "NDLV", "page_size": self.SELECTION}
+            "GET", "/api/v1/messages", params={"state": "NDLV", "page_size": self.SELECTION}
         ).json()
         ids = [row["id"] for row in page["results"]]
         if ids:

@@ -1,6 +1,8 @@
-"""What every module of /api/v1/ shares: the refusals' shape and their place in the schema, the
-JSON parser, and the path parameters that name an object by its text."""
+"""What every module of /api/v1/ shares: the refusals' shape, in words (the exception handler),
+and their place in the schema; the JSON parser; the path parameters that name an object by its
+text; and how a path that moved says where it went."""
 
+from django.conf import settings
 from django.core.exceptions import PermissionDenied as DjangoPermissionDenied
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
@@ -13,6 +15,7 @@ from drf_spectacular.utils import (
 )
 from rest_framework import exceptions, parsers, serializers, status
 from rest_framework.response import Response
+from rest_framework.views import exception_handler as drf_exception_handler
 
 
 class ErrorSerializer(serializers.Serializer):
@@ -22,22 +25,73 @@ class ErrorSerializer(serializers.Serializer):
     detail = serializers.CharField()
 
 
-# The refusals every endpoint may answer, in the schema.
+def _error(name, detail):
+    return OpenApiExample(name, value={"detail": detail})
+
+
+NO_CREDENTIALS = (
+    "no credentials: send Authorization: Token <key> (make one under API tokens in the console, "
+    "or ask an administrator for a service token), or sign in"
+)
+
+
+# The refusals every endpoint may answer, in the schema, each with an example of its sentence.
 ERRORS = {
-    401: OpenApiResponse(ErrorSerializer, description="No credentials, or bad ones."),
-    403: OpenApiResponse(ErrorSerializer, description="The caller lacks a permission it needs."),
+    401: OpenApiResponse(
+        ErrorSerializer,
+        description="No credentials, or bad ones.",
+        examples=[_error("No token", NO_CREDENTIALS)],
+    ),
+    403: OpenApiResponse(
+        ErrorSerializer,
+        description="The caller lacks a permission it needs: the sentence says which, and "
+        "which roles hold it.",
+        examples=[
+            _error(
+                "Missing permission",
+                "this needs permission for sending messages "
+                "(the application, approver or operator role)",
+            )
+        ],
+    ),
+    429: OpenApiResponse(
+        ErrorSerializer,
+        description="Throttled: the caller made more calls than its rate (API_THROTTLE_RATE "
+        "per token, API_ANON_THROTTLE_RATE per address). Retry-After says when to try again.",
+        examples=[
+            _error(
+                "Too many calls",
+                "throttled: this token or user made more than 600 calls a min; try again in "
+                "12 seconds",
+            )
+        ],
+    ),
 }
-NOT_FOUND = OpenApiResponse(ErrorSerializer, description="No such object.")
+NOT_FOUND = OpenApiResponse(
+    ErrorSerializer,
+    description="No such object.",
+    examples=[_error("Not found", "no such message")],
+)
 BAD_FILTERS = OpenApiResponse(
     inline_serializer(
         "FilterErrors",
         {
+            "detail": serializers.CharField(help_text="The messages, in one sentence."),
             "errors": serializers.DictField(
                 child=serializers.ListField(child=serializers.CharField())
-            )
+            ),
         },
     ),
-    description="Query parameters that are not valid: the messages, by parameter.",
+    description="Parameters that are not valid: the messages, by parameter.",
+    examples=[
+        OpenApiExample(
+            "Not valid",
+            value={
+                "detail": "page_size: Ensure this value is less than or equal to 500.",
+                "errors": {"page_size": ["Ensure this value is less than or equal to 500."]},
+            },
+        )
+    ],
 )
 
 
@@ -53,7 +107,40 @@ class BadRequestSerializer(serializers.Serializer):
         ref_name = "BadRequest"
 
 
-BAD_REQUEST = OpenApiResponse(BadRequestSerializer, description="The input is not valid.")
+BAD_REQUEST = OpenApiResponse(
+    BadRequestSerializer,
+    description="The input is not valid.",
+    examples=[
+        OpenApiExample(
+            "Not valid",
+            value={
+                "detail": "comment: This field may not be blank.",
+                "errors": {"comment": ["This field may not be blank."]},
+            },
+        )
+    ],
+)
+
+
+def answer(serializer, example, description="", name="Example"):
+    """A successful answer in the schema, with an example of it (what /api/docs/ shows). For a
+    list serializer (many=True), the example is one item: drf-spectacular lists it."""
+    return OpenApiResponse(
+        serializer, description=description, examples=[OpenApiExample(name, value=example)]
+    )
+
+
+def refused(description, detail, name="Refused"):
+    """A refusal in the schema, {"detail": ...}, with an example of its sentence."""
+    return OpenApiResponse(
+        ErrorSerializer, description=description, examples=[_error(name, detail)]
+    )
+
+
+def sent(example, name="Example"):
+    """An example of a request's body, for extend_schema(examples=[...]); one item for a list
+    serializer, as for `answer`."""
+    return OpenApiExample(name, value=example, request_only=True)
 
 
 def errors_text(detail, prefix=""):
@@ -95,8 +182,53 @@ def invalid_input(exc):
 
 
 def bad_filters(errors):
-    """The answer BAD_FILTERS describes: {parameter: [message, ...]}."""
-    return Response({"errors": errors}, status=status.HTTP_400_BAD_REQUEST)
+    """The answer BAD_FILTERS describes: the messages in one sentence, and by parameter,
+    {parameter: [message, ...]}."""
+    return Response(
+        {"detail": errors_text(errors) or "the parameters are not valid", "errors": errors},
+        status=status.HTTP_400_BAD_REQUEST,
+    )
+
+
+# --- Refusals in words (REST_FRAMEWORK's EXCEPTION_HANDLER) -----------------------------------
+
+
+def exception_handler(exc, context):
+    """DRF's answers to its exceptions, each saying what is wrong in words, in the shape the
+    schema documents: {"detail": sentence}, and for a 400 the messages by field as well
+    ({"detail", "errors"}), malformed JSON included."""
+    request, view = context.get("request"), context.get("view")
+    if isinstance(exc, exceptions.ValidationError):
+        return invalid_input(exc)
+    if isinstance(exc, exceptions.ParseError):
+        return Response(
+            {"detail": str(exc.detail), "errors": {"non_field_errors": [str(exc.detail)]}},
+            status=status.HTTP_400_BAD_REQUEST,
+        )
+    # The sentence changes; the exception stays (DRF set its status and challenge header).
+    if isinstance(exc, exceptions.NotAuthenticated):
+        exc.detail = exceptions.ErrorDetail(NO_CREDENTIALS, code=exc.default_code)
+    elif isinstance(exc, exceptions.MethodNotAllowed) and request is not None and view:
+        exc.detail = exceptions.ErrorDetail(
+            f"{request.method} is not allowed on {request.path}; it takes "
+            f"{', '.join(view.allowed_methods)}",
+            code=exc.default_code,
+        )
+    elif isinstance(exc, exceptions.Throttled):
+        exc.detail = exceptions.ErrorDetail(
+            _throttled_text(request, exc.wait), code=exc.default_code
+        )
+    return drf_exception_handler(exc, context)
+
+
+def _throttled_text(request, wait):
+    user = getattr(request, "user", None)
+    signed_in = bool(user and user.is_authenticated)
+    rate = settings.REST_FRAMEWORK["DEFAULT_THROTTLE_RATES"]["caller" if signed_in else "anonymous"]
+    number, _, period = rate.partition("/")
+    again = f"try again in {int(wait)} seconds" if wait is not None else "try again later"
+    who = "this token or user" if signed_in else "this address"
+    return f"throttled: {who} made more than {number} calls a {period}; {again}"
 
 
 class JSONParser(parsers.JSONParser):
@@ -128,3 +260,42 @@ def path_key(value, *, not_found):
     if "\x00" in value:
         raise Http404(not_found)
     return value
+
+
+# --- A path that moved --------------------------------------------------------------------------
+
+
+class Moved:
+    """For an APIView whose path moved: it keeps answering, and every answer says where to go,
+    with RFC 9745's Deprecation header (the date it moved, "@<epoch seconds>") and a Link to the
+    new path (rel="successor-version", RFC 5829). No Sunset (RFC 8594): no date is set for the
+    old path to stop answering."""
+
+    moved_to = ""  # the new path
+    moved_on = None  # when it moved: an aware datetime
+
+    def finalize_response(self, request, response, *args, **kwargs):
+        response = super().finalize_response(request, response, *args, **kwargs)
+        response["Deprecation"] = f"@{int(self.moved_on.timestamp())}"
+        response["Link"] = f'<{self.moved_to}>; rel="successor-version"'
+        return response
+
+
+def moved_headers():
+    """A Moved view's headers, as the schema documents them on its answers."""
+    return [
+        OpenApiParameter(
+            "Deprecation",
+            OpenApiTypes.STR,
+            OpenApiParameter.HEADER,
+            response=True,
+            description="When this path was deprecated, as @<seconds since 1970> (RFC 9745).",
+        ),
+        OpenApiParameter(
+            "Link",
+            OpenApiTypes.STR,
+            OpenApiParameter.HEADER,
+            response=True,
+            description='The new path: `</api/v1/...>; rel="successor-version"`.',
+        ),
+    ]

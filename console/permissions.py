@@ -2,7 +2,9 @@
 as `has_perm` takes them), and how a screen or an endpoint asks for them.
 console.accounts.roles says which role holds which."""
 
-from django.contrib.auth.decorators import permission_required
+from django.contrib.auth.decorators import user_passes_test
+from django.contrib.auth.models import Group
+from django.core.exceptions import PermissionDenied
 from rest_framework.permissions import BasePermission
 
 # The read models and the queues.
@@ -60,12 +62,102 @@ VIEW_RUNS = "lake.view_runs"
 
 VIEW_AUDIT = "audit.view_auditentry"
 EXPORT_AUDIT = "audit.export_auditentry"
+# Taking a checkpoint of the chain's head now, from the audit page (the scheduler takes them too).
+CHECKPOINT_AUDIT = "audit.add_auditcheckpoint"
+
+
+# What each permission lets one do, in the words a refusal says it with ("this needs permission
+# for sending messages"): callers read sentences, not codenames.
+WORDS = {
+    VIEW_MESSAGES: "seeing messages",
+    VIEW_BODY: "reading message bodies",
+    VIEW_GROUPS: "seeing failure groups",
+    VIEW_STATS: "seeing the statistics",
+    VIEW_QUEUES: "seeing queues",
+    CHANGE_QUEUE: "changing queues",
+    INGEST_MESSAGES: "sending messages",
+    VIEW_REQUESTS: "seeing action requests",
+    MAKE_REQUESTS: "requesting actions",
+    APPROVE_REQUESTS: "approving action requests",
+    VIEW_QUERIES: "seeing lake queries",
+    RUN_QUERIES: "running lake queries",
+    CANCEL_ANY_QUERY: "stopping anyone's lake query",
+    VIEW_POISON_LIST: "reading the poison list",
+    REPORT_POISON: "reporting to the poison list",
+    REMOVE_POISON: "taking entries off the poison list",
+    VIEW_PURGES: "seeing purges",
+    RUN_PURGES: "running purges",
+    VIEW_NOTES: "reading notes and investigations",
+    WRITE_NOTES: "writing notes",
+    INVESTIGATE: "taking investigations",
+    REASSIGN_INVESTIGATIONS: "handing over anyone's investigation",
+    MANAGE_USERS: "managing users",
+    MANAGE_ALERTS: "managing alerts",
+    VIEW_RUNS: "seeing background runs",
+    VIEW_AUDIT: "reading the audit trail",
+    EXPORT_AUDIT: "exporting the audit trail",
+    CHECKPOINT_AUDIT: "taking audit checkpoints",
+    # Held by roles for the Django admin's lists, checked by no screen of the console's own.
+    "delivery.view_deliveryrun": "seeing delivery runs",
+    "ingest.view_messagekey": "seeing which messages were received",
+    "readmodels.view_quarantineinflow": "seeing the flow in and out of quarantine",
+    "queues.add_queue": "creating queues",
+    "queues.delete_queue": "deleting queues",
+    "auth.view_user": "seeing users",
+    "auth.add_user": "creating users",
+    "auth.delete_user": "deleting users",
+}
+
+
+def permission_words(name):
+    """What the permission `name` ("<app_label>.<codename>") lets one do, in words; one that
+    WORDS does not know (added in the Django admin) is said as "<codename> in <app_label>"
+    rather than as a code (tests/accounts check that every role's permission is in WORDS)."""
+    if name in WORDS:
+        return WORDS[name]
+    app_label, _, codename = name.partition(".")
+    return f"{codename.replace('_', ' ')} in {app_label}"
+
+
+def _roles_holding(perms):
+    """The roles (groups) that hold every one of `perms` here, by name: what this install's
+    roles hold (manage.py seed_roles), read when a refusal needs it."""
+    groups = Group.objects.all()
+    for perm in perms:
+        app_label, _, codename = perm.partition(".")
+        groups = groups.filter(
+            permissions__content_type__app_label=app_label, permissions__codename=codename
+        )
+    return sorted(set(groups.values_list("name", flat=True)))
+
+
+def _listed(items, last):
+    """["a", "b", "c"] as "a, b <last> c"."""
+    return items[0] if len(items) == 1 else f"{', '.join(items[:-1])} {last} {items[-1]}"
+
+
+def needs_text(perms, *, user=None):
+    """Why a caller without `perms` is refused, in words: "this needs permission for sending
+    messages (the application, approver or operator role)". With `user`, only the permissions
+    they lack are named."""
+    missing = [p for p in perms if user is None or not user.has_perm(p)] or list(perms)
+    what = _listed([permission_words(p) for p in missing], "and")
+    roles = _roles_holding(missing)
+    who = f"the {_listed(roles, 'or')} role" if roles else "no role holds it: ask an administrator"
+    return f"this needs permission for {what} ({who})"
 
 
 def perms_required(*perms):
     """A screen's decorator, under @login_required: a signed-in user without every one of
-    `perms` gets a 403 (an anonymous one was sent to the login page already)."""
-    return permission_required(perms, raise_exception=True)
+    `perms` gets a 403 that says which permission, and which roles hold it (an anonymous one
+    was sent to the login page already)."""
+
+    def check(user):
+        if user.has_perms(perms):
+            return True
+        raise PermissionDenied(needs_text(perms, user=user))
+
+    return user_passes_test(check)
 
 
 def has_perms(*perms):
@@ -76,11 +168,20 @@ def has_perms(*perms):
     """
 
     class HasPerms(BasePermission):
-        message = f"this needs the permission(s) {', '.join(perms)}"
+        _user = None
+
+        @property
+        def message(self):
+            # Read by DRF on a refusal only: the roles are looked up then, not on every call;
+            # and not for an anonymous caller, whose answer is a 401 that says how to sign in.
+            if self._user is None:
+                return "sign in first"
+            return needs_text(perms, user=self._user)
 
         def has_permission(self, request, view):
             user = request.user
-            return bool(user and user.is_authenticated and user.has_perms(perms))
+            self._user = user if user and user.is_authenticated else None
+            return bool(self._user and user.has_perms(perms))
 
     HasPerms.__name__ = f"HasPerms({', '.join(perms)})"
     return HasPerms

@@ -117,6 +117,8 @@ MIDDLEWARE = [
     "django.middleware.security.SecurityMiddleware",
     # A database connection before anything else needs one: 503, not 500, when none comes.
     "console.dbpool.ConnectionFirst",
+    # One line at INFO for each refused request (401, 403, 404, 405, 429): who, what, why.
+    "console.refusals.RefusalLog",
     "django.contrib.sessions.middleware.SessionMiddleware",
     # A page's polling does not keep a session alive (console/sessions.py).
     "console.sessions.PollsAreNotActivity",
@@ -187,7 +189,8 @@ DB_POOL_TIMEOUT = envint("DB_POOL_TIMEOUT", 10, minimum=1)
 
 def _process_name(argv):
     """What this process is, for operators reading pg_stat_activity: the process names of the
-    Procfile and the README (web, spark-worker, worker, beat, consumer), else the command."""
+    Procfile and docs/getting-started.md (web, spark-worker, worker, beat, consumer), else the
+    command."""
     path = Path(argv[0]) if argv and argv[0] else Path("python")
     program = path.parent.name if path.name == "__main__.py" else path.stem
     args = argv[1:]
@@ -363,6 +366,8 @@ REST_FRAMEWORK = {
     ],
     "UNAUTHENTICATED_USER": None,
     "DEFAULT_SCHEMA_CLASS": "drf_spectacular.openapi.AutoSchema",
+    # Refusals in words, in the shape the schema documents (405 names the methods, 403 the roles).
+    "EXCEPTION_HANDLER": "console.api.exception_handler",
 }
 
 # The OpenAPI document at /api/schema/ and its docs page at /api/docs/. Like every page but the
@@ -393,6 +398,11 @@ SPECTACULAR_SETTINGS = {
         "RequestStatusEnum": "console.decisions.models.ActionRequest.STATUSES",
         "AlertEventEnum": "console.alerts.events.KINDS",
     },
+    # Then the getting-started introduction, and the 429 every operation may answer.
+    "POSTPROCESSING_HOOKS": [
+        "drf_spectacular.hooks.postprocess_schema_enums",
+        "console.openapi.schema_postprocess",
+    ],
 }
 
 # --- API tokens (console.accounts.tokens) --------------------------------------------------------
@@ -433,6 +443,10 @@ SPARK_MASTER = envchoice(
 )
 SPARK_REMOTE = envchoice("SPARK_REMOTE", "", prefixes=("sc://",))
 SPARK_DRIVER_MEMORY = os.environ.get("SPARK_DRIVER_MEMORY", "2g")
+# Options of the Spark driver's JVM (spark.driver.extraJavaOptions; the executors' too in local
+# mode). `make run` sets a JVM that starts fast over one that runs long jobs fast: a demo's first
+# counts wait for its start and its first jobs, most of whose CPU goes to the C2 compiler.
+SPARK_DRIVER_JAVA_OPTIONS = os.environ.get("SPARK_DRIVER_JAVA_OPTIONS", "")
 
 # --- Ingest --------------------------------------------------------------------------------------
 
@@ -468,9 +482,10 @@ HISTORY_COMPACT_AFTER_COMMITS = envint("HISTORY_COMPACT_AFTER_COMMITS", 10, mini
 # (unless REFRESH_ON_COMMIT is off: then only on the timer).
 REFRESH_INTERVAL_SECONDS = envint("REFRESH_INTERVAL_SECONDS", 30, minimum=1)
 REFRESH_ON_COMMIT = envbool("REFRESH_ON_COMMIT", "true")
-# The dashboard asks for its counts again this often (no reload), and says they may be stale when
-# the last refresh is older than STATS_STALE_SECONDS (a refresh runs at least every
-# REFRESH_INTERVAL_SECONDS: several missed ones mean the beat or the workers are down).
+# The dashboard asks for its counts again this often (no reload), and says why they lag behind
+# the lake when a change has waited for a refresh longer than three REFRESH_INTERVAL_SECONDS or
+# STATS_STALE_SECONDS, whichever is shorter (console.browse.freshness: several missed refreshes
+# mean the beat or the workers are down, or a refresh is stuck or failing).
 DASHBOARD_POLL_SECONDS = envint("DASHBOARD_POLL_SECONDS", 10, minimum=1)
 STATS_STALE_SECONDS = envint("STATS_STALE_SECONDS", 300, minimum=1)
 # The scheduler recounts every count the console shows from the lake this often and compares
@@ -584,8 +599,27 @@ LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
     "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
+    # Django's record of a refused request (a traceback for each 403 of a screen) is dropped:
+    # console.refusals writes one line for it instead.
+    "filters": {"refusals": {"()": "console.refusals.DjangoRefusals"}},
     "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
-    # pika logs every step of every AMQP connection at INFO.
-    "loggers": {"py4j": {"level": "WARNING"}, "pika": {"level": "WARNING"}},
+    "loggers": {
+        # Through the root's handler only: Django's default config gives `django` a console
+        # handler of its own under DEBUG, which printed each of its records twice.
+        "django": {"handlers": [], "propagate": True},
+        "django.request": {"filters": ["refusals"]},
+        "django.security.csrf": {"filters": ["refusals"]},
+        # pika logs every step of every AMQP connection at INFO.
+        "py4j": {"level": "WARNING"},
+        "pika": {"level": "WARNING"},
+        # Start-up noise: django-axes says its version and settings at INFO in every process,
+        # manage.py commands included, and every successful login besides (the audit trail has
+        # the logins).
+        "axes": {"level": "WARNING"},
+    },
 }
+if urlparse(CELERY_BROKER_URL).scheme == "filesystem":
+    # kombu warns "No hostname was supplied" at each connection to the embedded broker, which
+    # has no host by design.
+    LOGGING["loggers"]["kombu.connection"] = {"level": "ERROR"}

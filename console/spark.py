@@ -6,10 +6,6 @@ from django.conf import settings
 
 def spark_from_settings():
     # Imported here: pyspark is loaded only by the processes that run Spark, never by the web.
-    from workers.spark import spark_session
+    from workers.spark import spark_session_from
 
-    return spark_session(
-        master=settings.SPARK_MASTER,
-        remote=settings.SPARK_REMOTE,
-        driver_memory=settings.SPARK_DRIVER_MEMORY,
-    )
+    return spark_session_from(settings)

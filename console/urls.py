@@ -5,6 +5,7 @@ from django.urls import include, path
 from django.views.generic import TemplateView
 from drf_spectacular.views import SpectacularAPIView
 
+from console import views
 from console.access.urls import api_urlpatterns as access_api
 from console.accounts.lockout_urls import api_urlpatterns as lockouts_api
 from console.accounts.token_urls import api_urlpatterns as tokens_api
@@ -19,6 +20,9 @@ from console.notes.urls import api_urlpatterns as notes_api
 from console.retention.urls import api_urlpatterns as retention_api
 from console.runs.urls import api_urlpatterns as runs_api
 
+# A path no route takes: JSON under /api/, the 404 page elsewhere.
+handler404 = "console.views.page_not_found"
+
 urlpatterns = [
     path("login/", LoginView.as_view(), name="login"),  # an auditor lands on the audit trail
     path("logout/", auth_views.LogoutView.as_view(), name="logout"),  # POST only (Django 5)
@@ -31,7 +35,6 @@ urlpatterns = [
         name="api-docs",
     ),
     path("api/v1/", include(browse_api)),
-    path("api/v1/", include("console.ingest.urls")),
     path("api/v1/", include(audit_api)),
     path("api/v1/", include(lakequery_api)),
     path("api/v1/", include(decisions_api)),
@@ -43,6 +46,7 @@ urlpatterns = [
     path("api/v1/", include(access_api)),
     path("api/v1/", include(alerts_api)),
     path("api/v1/", include(runs_api)),
+    path("help/glossary/", views.glossary, name="glossary"),
     path("", include("console.audit.urls")),
     path("", include("console.alerts.urls")),
     path("", include("console.accounts.token_urls")),

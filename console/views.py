@@ -1,7 +1,13 @@
 """What the screens of every app share."""
 
-from django.shortcuts import redirect
+from django.contrib.auth.decorators import login_required
+from django.http import JsonResponse
+from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
+from django.views import defaults
+from django.views.decorators.http import require_GET
+
+from console import glossary as words
 
 
 def redirect_back(request, *, default):
@@ -14,3 +20,27 @@ def redirect_back(request, *, default):
     ):
         return redirect(target)
     return redirect(default)
+
+
+def page_not_found(request, exception):
+    """handler404: a path no route takes. Under /api/, the API's answer, JSON, as its clients
+    parse it (an id with a newline, say, which no route's pattern matches); elsewhere the
+    console's page."""
+    if request.path.startswith("/api/"):
+        return JsonResponse(
+            {"detail": f"no such path: {request.path} (the API's paths are at /api/docs/)"},
+            status=404,
+        )
+    return defaults.page_not_found(request, exception)
+
+
+@require_GET
+@login_required
+def glossary(request):
+    """The states, the rules and the words of the screens (console.glossary), for every role:
+    reading it needs no permission, only to be signed in."""
+    return render(
+        request,
+        "help/glossary.html",
+        {"states": words.STATES, "rules": words.RULES, "terms": words.TERMS},
+    )

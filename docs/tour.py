@@ -1,5 +1,6 @@
-"""The README's tour: screenshots of the console's main screens, remade after every change with
-`make tour` (Playwright driving Debian's Chromium, as the browser tests do).
+"""The tour (docs/tour.md, and the README's table): screenshots of the console's main screens,
+remade after every change with `make tour` (Playwright driving Debian's Chromium, as the browser
+tests do).
 
 It builds a demo of its own in var/tour (SQLite, the embedded lake, local Spark): the demo queues
 and messages of `manage.py seed_demo`, delivered until nothing is due, the read models refreshed,

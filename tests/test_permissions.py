@@ -27,3 +27,9 @@ def test_each_name_is_a_permission_that_exists(name):
 @pytest.mark.parametrize("name", sorted(NAMES))
 def test_each_name_is_held_by_a_role(name):
     assert any(NAMES[name] in held for held in ROLE_PERMISSIONS.values())
+
+
+@pytest.mark.parametrize("name", sorted(NAMES))
+def test_each_name_is_said_in_words(name):
+    # A refusal (403) names what is missing in words, never by its codename.
+    assert permissions.WORDS.get(NAMES[name])

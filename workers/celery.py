@@ -7,9 +7,10 @@ and tasks already in a broker, name them so."""
 
 import logging
 import os
+import threading
 
 from celery import Celery
-from celery.signals import worker_init
+from celery.signals import worker_init, worker_ready, worker_shutdown
 from kombu import Exchange, Queue
 
 log = logging.getLogger(__name__)
@@ -140,6 +141,43 @@ def _pool_fits(sender=None, **kwargs):
             concurrency,
             needed,
         )
+
+
+SPARK_QUEUE = "spark"
+
+
+@worker_ready.connect
+def _spark_session_early(sender=None, **kwargs):
+    """The spark worker starts its one Spark session as soon as it is up, in a thread of its own,
+    rather than in its first task: a JVM takes seconds to start, which the first refresh after a
+    start (the first counts a new console shows) would otherwise wait for on top of its work.
+    A task that comes meanwhile waits for the same session. Other workers start none."""
+    consumer = getattr(sender, "task_consumer", None)
+    names = {queue.name for queue in getattr(consumer, "queues", ())}
+    if SPARK_QUEUE not in names:
+        return
+    from django.conf import settings
+
+    from workers.spark import spark_session_from
+
+    def start():
+        try:
+            spark_session_from(settings)
+        except Exception as exc:
+            # The first task that needs it tries again, and fails with the whole story.
+            log.warning("the Spark session did not start yet: %s: %s", type(exc).__name__, exc)
+
+    threading.Thread(target=start, name="spark-session-start", daemon=True).start()
+
+
+@worker_shutdown.connect
+def _spark_session_end(sender=None, **kwargs):
+    """Stop the Spark session and its JVM as the worker ends (Ctrl-C, honcho's or systemd's
+    SIGTERM): the JVM ignores SIGTERM (workers.spark), so it stops after the tasks, not under
+    them. A no-op in a worker that never started one."""
+    from workers.spark import spark_shutdown
+
+    spark_shutdown()
 
 
 # Each console app that owns background work has its own tasks.py; Celery finds them through

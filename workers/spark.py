@@ -4,16 +4,27 @@ two kinds.
 Local mode by default; a standalone cluster with SPARK_MASTER=spark://host:7077; Spark Connect with
 SPARK_REMOTE=sc://host:15002. Executors run this interpreter (PYSPARK_PYTHON), so handlers import
 exactly what the worker imports. A Spark Connect server runs the Python workers itself: it must be
-started with the project on its PYTHONPATH and this interpreter as its PYSPARK_PYTHON (README).
+started with the project on its PYTHONPATH and this interpreter as its PYSPARK_PYTHON
+(docs/guides/spark-connect.md).
 
 Over Spark Connect the process has no JVM and no SparkContext: `is_connect` tells the jobs which
 kind they have, `default_parallelism` stands in for `sparkContext.defaultParallelism`, and
 `tracked_jobs` gives a piece of work progress and cancellation with the job group and status
 tracker of a classic session, or the operation tags and progress reports of a Connect one.
+
+The JVM of a classic session belongs to this process, which stops it (`spark_shutdown`): it is
+started with SIGTERM ignored, as pyspark already starts it with SIGINT ignored. A supervisor
+(honcho, systemd) signals the whole process group; a JVM that took that signal ran its own
+shutdown under the jobs still running here, and the driver's accumulator thread printed an
+EOFError traceback as it lost its connection. It still ends when this process dies (its stdin
+closes) and with a SIGKILL of the group.
 """
 
+import contextlib
 import logging
 import os
+import signal
+import subprocess
 import sys
 import threading
 
@@ -24,7 +35,13 @@ _session = None
 
 
 def spark_session(
-    *, master="local[*]", remote="", app_name="antidote", driver_memory="2g", extra_conf=None
+    *,
+    master="local[*]",
+    remote="",
+    app_name="antidote",
+    driver_memory="2g",
+    java_options="",
+    extra_conf=None,
 ):
     global _session
     with _lock:
@@ -56,17 +73,76 @@ def spark_session(
             # behind our back (R7/R8 count crashes themselves).
             "spark.task.maxFailures": "1",
         }
+        if java_options:
+            conf["spark.driver.extraJavaOptions"] = java_options
         conf.update(extra_conf or {})
         if remote:
             conf = {k: v for k, v in conf.items() if k.startswith("spark.sql.")}
         for key, value in conf.items():
             builder = builder.config(key, value)
-        _session = builder.getOrCreate()
         if remote:
+            _session = builder.getOrCreate()
             _server_check(_session, remote)
         else:
+            with _jvm_ignores_sigterm():
+                _session = builder.getOrCreate()
             _session.sparkContext.setLogLevel("ERROR")
+            _accumulator_eof_quiet(_session.sparkContext)
         return _session
+
+
+def spark_session_from(settings):
+    """The session as `settings` say (Django's, or any object with SPARK_MASTER, SPARK_REMOTE,
+    SPARK_DRIVER_MEMORY and SPARK_DRIVER_JAVA_OPTIONS): one place for the worker's tasks and its
+    start alike."""
+    return spark_session(
+        master=settings.SPARK_MASTER,
+        remote=settings.SPARK_REMOTE,
+        driver_memory=settings.SPARK_DRIVER_MEMORY,
+        java_options=settings.SPARK_DRIVER_JAVA_OPTIONS,
+    )
+
+
+@contextlib.contextmanager
+def _jvm_ignores_sigterm():
+    """Launch the JVM with SIGTERM ignored: a signal ignored at its start is one the JVM leaves
+    alone (as `nohup` relies on for SIGHUP). pyspark gives its Popen a preexec_fn of its own
+    (SIGINT ignored), which this one calls first; it runs in the child, before exec."""
+    from pyspark import java_gateway
+
+    popen = java_gateway.Popen
+
+    def launch(*args, preexec_fn=None, **kwargs):
+        def preexec():
+            if preexec_fn is not None:
+                preexec_fn()
+            signal.signal(signal.SIGTERM, signal.SIG_IGN)
+
+        return popen(*args, preexec_fn=preexec, **kwargs)
+
+    java_gateway.Popen = launch
+    try:
+        yield
+    finally:
+        java_gateway.Popen = popen
+
+
+def _accumulator_eof_quiet(context):
+    """A JVM that goes away first (killed, or out of memory) closes the connection of the
+    driver's accumulator server, whose thread then prints an EOFError traceback (socketserver's
+    handle_error). That is the JVM's end, not an error of this process: one line says so."""
+    server = getattr(context, "_accumulatorServer", None)
+    if server is None:
+        return
+    default = server.handle_error
+
+    def handle_error(request, client_address):
+        if isinstance(sys.exc_info()[1], EOFError):
+            log.warning("the Spark JVM closed its accumulator connection: it has stopped")
+            return
+        default(request, client_address)
+
+    server.handle_error = handle_error
 
 
 def _server_check(spark, remote):
@@ -91,6 +167,33 @@ def spark_stop():
         if _session is not None:
             _session.stop()
             _session = None
+
+
+def spark_shutdown(*, timeout=10.0):
+    """At the process's end: stop the session, then end its JVM now (it ignores SIGTERM, and
+    would otherwise wait for this process to exit and close its stdin). A Spark Connect session
+    has no JVM here. Returns the JVM's exit code, or None when there was none to end."""
+    if "pyspark" not in sys.modules:
+        return None  # no session was ever started here
+    from pyspark import SparkContext
+
+    spark_stop()
+    with _lock:
+        gateway = SparkContext._gateway
+        proc = getattr(gateway, "proc", None)
+        if proc is None:
+            return None
+        # pyspark's own end of its gateway: the JVM exits when its stdin closes.
+        with contextlib.suppress(OSError):
+            proc.stdin.close()
+        try:
+            code = proc.wait(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            code = proc.wait()
+        SparkContext._gateway = None
+        SparkContext._jvm = None
+        return code
 
 
 def is_connect(spark):

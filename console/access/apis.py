@@ -5,13 +5,22 @@ from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.http import Http404
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.access import selectors, services
-from console.api import BAD_REQUEST, ERRORS, NOT_FOUND, ServiceRefusals, path_key, path_parameter
+from console.api import (
+    BAD_REQUEST,
+    ERRORS,
+    NOT_FOUND,
+    ServiceRefusals,
+    answer,
+    path_key,
+    path_parameter,
+    sent,
+)
 from console.permissions import MANAGE_USERS, has_perms
 
 
@@ -41,6 +50,30 @@ class CommentSerializer(serializers.Serializer):
 
 GRANT_ID = path_parameter("grant_id", "The role grant's id.", "1")
 
+# The examples of /api/docs/.
+_ASK = {"user": "dana", "role": "approver", "comment": "Dana leads the night shift from December"}
+_GRANT = {
+    "id": 1,
+    "user": "dana",
+    "role": "approver",
+    "status": "pending",
+    "requested_by": "admin",
+    "requested_at": "2026-11-27T07:18:00.587277Z",
+    "comment": "Dana leads the night shift from December",
+    "expires_at": "2026-12-04T07:18:00.587277Z",
+    "decided_by": None,
+    "decided_at": None,
+    "decision_comment": "",
+}
+_CONFIRMED = {
+    **_GRANT,
+    "status": "confirmed",
+    "decided_by": "admin2",
+    "decided_at": "2026-11-27T09:02:11.120000Z",
+    "decision_comment": "agreed with the team lead",
+}
+_GIVEN = inline_serializer("RoleGiven", {"detail": serializers.CharField()})
+
 
 class _GrantsApi(ServiceRefusals, APIView):
     permission_classes = [has_perms(MANAGE_USERS)]
@@ -61,7 +94,9 @@ class GrantListApi(_GrantsApi):
     @extend_schema(
         operation_id="role_grants_list",
         summary="Role grants, newest first (pending ones wait for a second administrator).",
-        responses={200: GrantSerializer(many=True), **ERRORS},
+        description="The newest 200 role grants, pending, confirmed, rejected, withdrawn or "
+        "expired, newest first; a pending one waits for a second administrator.",
+        responses={200: answer(GrantSerializer(many=True), _GRANT), **ERRORS},
     )
     def get(self, request):
         services.role_grants_expire()
@@ -72,8 +107,19 @@ class GrantListApi(_GrantsApi):
         summary="Ask for a role for a user. A role that gives the right to approve or to grant "
         "roles waits for a second administrator (201, the grant); any other is given at once "
         "(200, no grant).",
+        description="Give a user a role. A role that approves or grants roles (approver, "
+        "admin) waits for a second administrator: the answer is the grant (201), which another "
+        "administrator confirms. Any other role is given at once (200).",
         request=GrantAskSerializer,
-        responses={201: GrantSerializer, 200: None, 400: BAD_REQUEST, **ERRORS},
+        examples=[sent(_ASK)],
+        responses={
+            201: answer(GrantSerializer, _GRANT, "The grant, waiting for a second administrator."),
+            200: answer(
+                _GIVEN, {"detail": "dana now holds the role operator"}, "The role is given."
+            ),
+            400: BAD_REQUEST,
+            **ERRORS,
+        },
     )
     def post(self, request):
         serializer = GrantAskSerializer(data=request.data)
@@ -94,8 +140,10 @@ class GrantListApi(_GrantsApi):
 class GrantDetailApi(_GrantsApi):
     @extend_schema(
         operation_id="role_grants_retrieve",
+        description="One role grant: who asked for which role for whom, why, and what became "
+        "of it.",
         parameters=[GRANT_ID],
-        responses={200: GrantSerializer, 404: NOT_FOUND, **ERRORS},
+        responses={200: answer(GrantSerializer, _GRANT), 404: NOT_FOUND, **ERRORS},
     )
     def get(self, request, grant_id):
         services.role_grants_expire()
@@ -122,9 +170,18 @@ class GrantConfirmApi(_GrantDecisionApi):
         operation_id="role_grants_confirm",
         summary="Confirm someone else's role grant: the role is given. Four eyes: the "
         "administrator who asked, and the user who receives it, get 403.",
+        description="Confirm a pending role grant that another administrator asked for: the "
+        "user holds the role from now on. Refused (403) to the administrator who asked and to "
+        "the user who receives it, and during the approver cool-down.",
         parameters=[GRANT_ID],
         request=CommentSerializer,
-        responses={200: GrantSerializer, 400: BAD_REQUEST, 404: NOT_FOUND, **ERRORS},
+        examples=[sent({"comment": "agreed with the team lead"})],
+        responses={
+            200: answer(GrantSerializer, _CONFIRMED),
+            400: BAD_REQUEST,
+            404: NOT_FOUND,
+            **ERRORS,
+        },
     )
     def post(self, request, grant_id):
         return super().post(request, grant_id)
@@ -136,9 +193,24 @@ class GrantRejectApi(_GrantDecisionApi):
     @extend_schema(
         operation_id="role_grants_reject",
         summary="Reject a pending role grant; the comment (why) is required.",
+        description="Reject a pending role grant, saying why (the comment is required): the "
+        "user does not get the role.",
         parameters=[GRANT_ID],
         request=CommentSerializer,
-        responses={200: GrantSerializer, 400: BAD_REQUEST, 404: NOT_FOUND, **ERRORS},
+        examples=[sent({"comment": "the night shift has two approvers already"})],
+        responses={
+            200: answer(
+                GrantSerializer,
+                {
+                    **_CONFIRMED,
+                    "status": "rejected",
+                    "decision_comment": "the night shift has two approvers already",
+                },
+            ),
+            400: BAD_REQUEST,
+            404: NOT_FOUND,
+            **ERRORS,
+        },
     )
     def post(self, request, grant_id):
         return super().post(request, grant_id)

@@ -5,7 +5,7 @@ role holds are recorded from the models' signals, with the actor of console.acce
 While serving a request the rules are enforced here too, under every screen: nobody changes
 their own roles, permissions or status; a right that needs four eyes (console.access.rights) is
 granted only by a confirmed role grant; nobody is made superuser from the web. A command runs on
-the server, inside the trust boundary (the README's security section): it is recorded, not
+the server, inside the trust boundary (docs/security.md): it is recorded, not
 refused."""
 
 import contextlib
@@ -25,6 +25,7 @@ from console.access.rights import (
     sensitive_permissions,
 )
 from console.audit.services import audit_record
+from console.permissions import permission_words
 
 User = get_user_model()
 
@@ -89,7 +90,7 @@ def _user_before(sender, instance, raw=False, update_fields=None, **kwargs):
         _refuse_own(instance.pk)
     if instance.is_superuser and not (before or {}).get("is_superuser"):
         raise PermissionDenied(
-            "superuser status is given on the server (manage.py createsuperuser), not from the web"
+            "superuser status is given on the server by whoever runs it, not from the web"
         )
 
 
@@ -254,9 +255,11 @@ def _role_permissions(sender, instance, action, reverse, model, pk_set, **kwargs
                 if me is not None and role.user_set.filter(pk=me.pk).exists():
                     raise PermissionDenied("nobody adds rights to a role they hold")
             if sensitive := sensitive_permissions(added):
+                # Said in words: the person refused reads this on a page (403, the admin).
+                what = ", ".join(permission_words(n) for n in sensitive)
                 raise PermissionDenied(
-                    f"{', '.join(sensitive)} is given to a role in code (ROLE_PERMISSIONS, "
-                    "applied by manage.py seed_roles), not from the web"
+                    f"permission for {what} is given to a role in the product's own role list "
+                    "(applied on the server on each release), not from the web"
                 )
         instance._access_roles = {
             role.pk: (role, _names(role.permissions.select_related("content_type")))

@@ -5,6 +5,7 @@ from django.contrib.auth.models import Group
 from console.access.models import RoleGrant
 from console.access.rights import role_is_sensitive
 from console.audit.models import AuditEntry
+from console.permissions import permission_words
 
 
 def grants(*, status=None, decided=None):
@@ -30,7 +31,8 @@ def sensitive_role_names():
 
 
 def role_permissions(role):
+    """What the role lets one do, in words (console.permissions.WORDS), not as codenames."""
     return sorted(
-        f"{p.content_type.app_label}.{p.codename}"
+        permission_words(f"{p.content_type.app_label}.{p.codename}")
         for p in role.permissions.select_related("content_type")
     )

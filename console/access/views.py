@@ -13,12 +13,13 @@ from django.views.decorators.http import require_GET, require_http_methods, requ
 
 from console.access import selectors, services
 from console.access.models import RoleGrant as G
+from console.forms import LimitedForm
 from console.permissions import MANAGE_USERS, perms_required
 
 COMMENT_MAX = 2000
 
 
-class GrantAskForm(forms.Form):
+class GrantAskForm(LimitedForm):
     user = forms.ModelChoiceField(
         queryset=get_user_model().objects.filter(is_active=True).order_by("username"),
         to_field_name="username",
@@ -27,7 +28,7 @@ class GrantAskForm(forms.Form):
     comment = forms.CharField(required=False, max_length=COMMENT_MAX, widget=forms.Textarea)
 
 
-class CommentForm(forms.Form):
+class CommentForm(LimitedForm):
     comment = forms.CharField(required=False, max_length=COMMENT_MAX, strip=False)
 
 

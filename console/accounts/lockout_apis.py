@@ -1,13 +1,18 @@
 """/api/v1/lockouts: the login lockouts in force, and lifting one. For administrators."""
 
 from django.core.exceptions import ValidationError
-from drf_spectacular.utils import OpenApiResponse, extend_schema, extend_schema_serializer
+from drf_spectacular.utils import (
+    OpenApiExample,
+    OpenApiResponse,
+    extend_schema,
+    extend_schema_serializer,
+)
 from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.accounts import lockouts
-from console.api import ERRORS, ErrorSerializer
+from console.api import ERRORS, ErrorSerializer, answer, sent
 from console.permissions import MANAGE_USERS, has_perms
 
 TAGS = ["lockouts"]
@@ -54,7 +59,27 @@ class LockoutListApi(APIView):
         operation_id="lockouts_list",
         summary="The login lockouts and address throttles in force",
         tags=TAGS,
-        responses={200: OutputSerializer, **ERRORS},
+        responses={
+            200: answer(
+                OutputSerializer,
+                {
+                    "results": [
+                        {
+                            "kind": "pair",
+                            "username": "dana",
+                            "ip": "203.0.113.7",
+                            "failures": 5,
+                            "last_failure_at": "2026-11-27T07:40:00Z",
+                            "until": "2026-11-27T08:10:00Z",
+                            "delay_seconds": None,
+                            "next_attempt_at": None,
+                            "seen_with": [],
+                        }
+                    ]
+                },
+            ),
+            **ERRORS,
+        },
     )
     def get(self, request):
         return Response(self.OutputSerializer({"results": lockouts.lockout_list()}).data)
@@ -95,9 +120,18 @@ class LockoutLiftApi(APIView):
         "every address. Audited.",
         tags=TAGS,
         request=InputSerializer,
+        examples=[sent({"username": "dana", "ip": "203.0.113.7"})],
         responses={
-            200: OutputSerializer,
-            400: OpenApiResponse(ErrorSerializer, description="The input is not valid."),
+            200: answer(
+                OutputSerializer, {"username": "dana", "ip": "203.0.113.7", "attempts_removed": 5}
+            ),
+            400: OpenApiResponse(
+                ErrorSerializer,
+                description="The input is not valid.",
+                examples=[
+                    OpenApiExample("Neither", value={"detail": "name a user name or an address"})
+                ],
+            ),
             **ERRORS,
         },
     )

@@ -11,6 +11,7 @@ from django.db import transaction
 from console.permissions import (
     APPROVE_REQUESTS,
     CANCEL_ANY_QUERY,
+    CHECKPOINT_AUDIT,
     EXPORT_AUDIT,
     INGEST_MESSAGES,
     INVESTIGATE,
@@ -105,15 +106,18 @@ ROLE_PERMISSIONS = {
         MANAGE_ALERTS,
         VIEW_RUNS,
     ),
-    # An application outside the product that shares the poison list (R9, the AMPS pattern): it
-    # reads the list and reports what it failed on, and nothing else (no messages, bodies or
-    # requests). Its user signs in with a token an administrator makes on the "Service tokens"
-    # page (or manage.py token_create).
-    APPLICATION: (VIEW_POISON_LIST, REPORT_POISON),
+    # An application outside the product: a producer that sends its messages in (POST
+    # /api/v1/messages), and a consumer that shares the poison list (R9, the AMPS pattern): it
+    # reads the list and reports what it failed on. Nothing else: it sees no messages, bodies or
+    # requests, not even those it sent. Its user signs in with a token an administrator makes on
+    # the "Service tokens" page (or manage.py token_create). Existing installs got the sending
+    # with migration accounts 0004, which re-runs this seed.
+    APPLICATION: (INGEST_MESSAGES, VIEW_POISON_LIST, REPORT_POISON),
     # The audit trail, and the requests and purges it speaks of (what was decided, on which
     # frozen set, by whom; what was purged); no message screens. The notes and investigations
-    # too (through the API): what people found and who looked into what.
-    AUDITOR: (VIEW_AUDIT, EXPORT_AUDIT, VIEW_REQUESTS, VIEW_PURGES, VIEW_NOTES),
+    # too (through the API): what people found and who looked into what. They may take a
+    # checkpoint of the chain when they want one on file now rather than at the next scheduled one.
+    AUDITOR: (VIEW_AUDIT, EXPORT_AUDIT, CHECKPOINT_AUDIT, VIEW_REQUESTS, VIEW_PURGES, VIEW_NOTES),
 }
 
 

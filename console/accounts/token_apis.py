@@ -6,7 +6,7 @@ a user or a token that is not there (or not the caller's to see).
 """
 
 from django.http import Http404
-from drf_spectacular.utils import OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
 from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
@@ -29,7 +29,9 @@ from console.api import (
     NOT_FOUND,
     ErrorSerializer,
     ServiceRefusals,
+    answer,
     path_parameter,
+    sent,
 )
 
 
@@ -65,7 +67,20 @@ class _CreatedSerializer(_TokenSerializer):
         ref_name = "ApiTokenCreated"
 
 
-NO_USER = OpenApiResponse(ErrorSerializer, description="No such user.")
+NO_USER = OpenApiResponse(
+    ErrorSerializer,
+    description="No such user.",
+    examples=[OpenApiExample("No such user", value={"detail": "no such user"})],
+)
+_TOKEN = {
+    "key": "4a6fb659f8ed3579",
+    "name": "shop producer",
+    "user": "shop-producer",
+    "created": "2026-11-27T07:30:00.000000Z",
+    "expires_at": "2027-02-25T07:30:00.000000Z",
+    "last_used_at": "2026-11-27T08:12:00Z",
+    "created_by": "admin",
+}
 
 
 class _OwnerQuerySerializer(serializers.Serializer):
@@ -119,8 +134,16 @@ class TokenListApi(_TokensApi):
 
     @extend_schema(
         operation_id="tokens_list",
+        description="The API tokens of the caller, or of a service account (`?user=`, "
+        "administrators), newest first: their keys, names, expiry and last use; never the "
+        "tokens themselves.",
         parameters=[_USER_PARAMETER],
-        responses={200: _TokenSerializer(many=True), 400: BAD_REQUEST, 404: NO_USER, **ERRORS},
+        responses={
+            200: answer(_TokenSerializer(many=True), _TOKEN),
+            400: BAD_REQUEST,
+            404: NO_USER,
+            **ERRORS,
+        },
     )
     def get(self, request):
         owner = self._owner(request)
@@ -128,10 +151,22 @@ class TokenListApi(_TokensApi):
 
     @extend_schema(
         operation_id="tokens_create",
+        description="Make an API token for the caller, or (administrators, `?user=`) for a "
+        "service account: the answer shows the token this once; only its digest is kept. It "
+        "lasts `days` (API_TOKEN_DAYS by default), never longer than the token that made it.",
         parameters=[_USER_PARAMETER],
         request=InputSerializer,
+        examples=[sent({"name": "shop producer", "days": 90})],
         responses={
-            201: OpenApiResponse(_CreatedSerializer, description="The token, shown this once."),
+            201: answer(
+                _CreatedSerializer,
+                {
+                    **_TOKEN,
+                    "last_used_at": None,
+                    "token": "4a6fb659f8ed3579c0197b5c569a7af2fa01882a1d25aaf33a44c7f691250bb6",
+                },
+                "The token, shown this once.",
+            ),
             400: BAD_REQUEST,
             404: NO_USER,
             **ERRORS,

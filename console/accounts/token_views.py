@@ -25,11 +25,12 @@ from console.accounts.tokens import (
     token_revoke,
     tokens_of,
 )
+from console.forms import LimitedForm
 from console.permissions import perms_required
 from console.views import redirect_back
 
 
-class TokenForm(forms.Form):
+class TokenForm(LimitedForm):
     name = forms.CharField(max_length=NAME_MAX, help_text="What the token is for.")
     days = forms.IntegerField(
         min_value=1, max_value=DAYS_MAX, help_text=f"How long it lasts: 1 to {DAYS_MAX} days."

@@ -18,11 +18,41 @@ from console.api import (
     ERRORS,
     JSONParser,
     ServiceRefusals,
+    answer,
     bad_filters,
+    sent,
 )
 from console.permissions import MANAGE_ALERTS, has_perms
 
 PAGE_SIZE_MAX = 200
+
+# The examples of /api/docs/.
+_GROUP = "d11ce0d954f15cfa9eacb6f8737d109af1493a5b4722088202262c5fd6bb43e2"
+_ALERT = {
+    "id": 8,
+    "event": "group.new",
+    "title": "New failure group in orders: InventoryUnavailable",
+    "text": "InventoryUnavailable: inventory service unavailable",
+    "link": f"/groups/{_GROUP}/",
+    "queue": "orders",
+    "details": {"fingerprint": _GROUP, "count": 1},
+    "repeats": 0,
+    "created_at": "2026-11-27T06:56:57.271783Z",
+}
+_SUBSCRIPTION = {
+    "event": "queue.disabled",
+    "console": True,
+    "email": True,
+    "queues": ["orders", "payments"],
+}
+_WEBHOOK = {
+    "name": "on-call",
+    "url": "https://chat.example.com/hooks/antidote",
+    "kinds": ["queue.disabled", "queue.inflow"],
+    "queues": ["orders"],
+    "secret_env": "ONCALL_WEBHOOK_SECRET",
+}
+_THRESHOLD = {"queue": "orders", "count": 100, "window_hours": 1}
 
 
 class _AlertSerializer(serializers.Serializer):
@@ -86,7 +116,18 @@ class AlertListApi(APIView):
     @extend_schema(
         operation_id="alerts_list",
         parameters=[InputSerializer],
-        responses={200: OutputSerializer, 400: BAD_FILTERS, **ERRORS},
+        responses={
+            200: answer(
+                OutputSerializer,
+                {
+                    "unread": 1,
+                    "count": 8,
+                    "results": [{**_ALERT, "read_at": None}],
+                },
+            ),
+            400: BAD_FILTERS,
+            **ERRORS,
+        },
     )
     def get(self, request):
         params = self.InputSerializer(data=request.query_params)
@@ -130,7 +171,8 @@ class AlertReadApi(_WritesApi):
     @extend_schema(
         operation_id="alerts_read",
         request=InputSerializer,
-        responses={200: OutputSerializer, 400: BAD_REQUEST, **ERRORS},
+        examples=[sent({"ids": [8, 9]}, "Some"), sent({}, "All")],
+        responses={200: answer(OutputSerializer, {"marked": 2}), 400: BAD_REQUEST, **ERRORS},
     )
     def post(self, request):
         params = self.InputSerializer(data=request.data)
@@ -176,7 +218,30 @@ class OutboxApi(APIView):
     @extend_schema(
         operation_id="alerts_outbox",
         parameters=[InputSerializer],
-        responses={200: OutputSerializer, 400: BAD_FILTERS, **ERRORS},
+        responses={
+            200: answer(
+                OutputSerializer,
+                {
+                    "counts": {"pending": 0, "sent": 41, "failed": 1},
+                    "count": 42,
+                    "results": [
+                        {
+                            "id": 42,
+                            "alert": _ALERT,
+                            "channel": "webhook",
+                            "address": "https://chat.example.com/hooks/antidote",
+                            "state": "failed",
+                            "attempts": 5,
+                            "due_at": None,
+                            "sent_at": None,
+                            "last_error": "HTTP 502 Bad Gateway",
+                        }
+                    ],
+                },
+            ),
+            400: BAD_FILTERS,
+            **ERRORS,
+        },
     )
     def get(self, request):
         params = self.InputSerializer(data=request.query_params)
@@ -242,7 +307,15 @@ class SubscriptionsApi(_WritesApi):
 
     @extend_schema(
         operation_id="alerts_subscriptions",
-        responses={200: _SubscriptionRowSerializer(many=True), **ERRORS},
+        description="The events the caller may hear of, and by which channels (the console's "
+        "bell, email), for which queues; `default` while a choice follows the role's default.",
+        responses={
+            200: answer(
+                _SubscriptionRowSerializer(many=True),
+                {**_SUBSCRIPTION, "label": "A queue was disabled", "default": False},
+            ),
+            **ERRORS,
+        },
     )
     def get(self, request):
         return Response(
@@ -251,8 +324,18 @@ class SubscriptionsApi(_WritesApi):
 
     @extend_schema(
         operation_id="alerts_subscriptions_set",
+        description="Change what the caller hears of: the events listed get these channels and "
+        "queues; the others keep what they were. Answers every event, as GET does.",
         request=_SubscriptionSerializer(many=True),
-        responses={200: _SubscriptionRowSerializer(many=True), 400: BAD_REQUEST, **ERRORS},
+        examples=[sent(_SUBSCRIPTION)],
+        responses={
+            200: answer(
+                _SubscriptionRowSerializer(many=True),
+                {**_SUBSCRIPTION, "label": "A queue was disabled", "default": False},
+            ),
+            400: BAD_REQUEST,
+            **ERRORS,
+        },
     )
     def put(self, request):
         rows = _SubscriptionSerializer(data=request.data, many=True)
@@ -316,15 +399,28 @@ class WebhookListApi(_WritesApi):
     permission_classes = [has_perms(MANAGE_ALERTS)]
 
     @extend_schema(
-        operation_id="alerts_webhooks", responses={200: _WebhookSerializer(many=True), **ERRORS}
+        operation_id="alerts_webhooks",
+        description="The webhooks (administrators): where each posts, which events and queues "
+        "it hears of, and the environment variable holding its signing secret.",
+        responses={
+            200: answer(_WebhookSerializer(many=True), {"id": 1, **_WEBHOOK, "active": True}),
+            **ERRORS,
+        },
     )
     def get(self, request):
         return Response(_WebhookSerializer([h for h, _ in selectors.webhooks()], many=True).data)
 
     @extend_schema(
         operation_id="alerts_webhooks_create",
+        description="Add a webhook (administrators): it receives every alert of its events and "
+        "queues as a JSON POST, signed with the secret in `secret_env` (X-Antidote-Signature).",
         request=_WebhookSerializer,
-        responses={201: _WebhookSerializer, 400: BAD_REQUEST, **ERRORS},
+        examples=[sent(_WEBHOOK)],
+        responses={
+            201: answer(_WebhookSerializer, {"id": 1, **_WEBHOOK, "active": True}),
+            400: BAD_REQUEST,
+            **ERRORS,
+        },
     )
     def post(self, request):
         given = _WebhookSerializer(data=request.data)
@@ -354,15 +450,21 @@ class ThresholdListApi(_WritesApi):
     permission_classes = [has_perms(MANAGE_ALERTS)]
 
     @extend_schema(
-        operation_id="alerts_thresholds", responses={200: _ThresholdSerializer(many=True), **ERRORS}
+        operation_id="alerts_thresholds",
+        description="The inflow thresholds (administrators): a queue that quarantines more than "
+        "`count` messages in `window_hours` raises queue.inflow.",
+        responses={200: answer(_ThresholdSerializer(many=True), _THRESHOLD), **ERRORS},
     )
     def get(self, request):
         return Response(_ThresholdSerializer(selectors.thresholds(), many=True).data)
 
     @extend_schema(
         operation_id="alerts_thresholds_set",
+        description="Set a queue's inflow threshold (administrators); it replaces the queue's "
+        "last one.",
         request=_ThresholdSerializer,
-        responses={200: _ThresholdSerializer, 400: BAD_REQUEST, **ERRORS},
+        examples=[sent(_THRESHOLD)],
+        responses={200: answer(_ThresholdSerializer, _THRESHOLD), 400: BAD_REQUEST, **ERRORS},
     )
     def put(self, request):
         given = _ThresholdSerializer(data=request.data)

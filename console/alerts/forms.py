@@ -8,6 +8,7 @@ from django.core.validators import URLValidator
 
 from console.alerts import events as E
 from console.alerts.models import Webhook
+from console.forms import LimitedForm
 from console.queues.models import Queue
 
 _ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,99}$")
@@ -25,7 +26,7 @@ def queue_names(text):
     return names
 
 
-class SubscriptionsForm(forms.Form):
+class SubscriptionsForm(LimitedForm):
     """One row of fields per event the user may hear of: console, email, and which queues."""
 
     def __init__(self, *args, rows, **kwargs):
@@ -78,7 +79,7 @@ class SubscriptionsForm(forms.Form):
         ]
 
 
-class WebhookForm(forms.Form):
+class WebhookForm(LimitedForm):
     name = forms.SlugField(max_length=100)
     url = forms.CharField(
         max_length=500,
@@ -120,7 +121,7 @@ class WebhookForm(forms.Form):
         return name
 
 
-class ThresholdForm(forms.Form):
+class ThresholdForm(LimitedForm):
     queue = forms.ModelChoiceField(queryset=Queue.objects.order_by("name"), to_field_name="name")
     count = forms.IntegerField(min_value=1, max_value=10**9, help_text="Messages quarantined…")
     window_hours = forms.IntegerField(

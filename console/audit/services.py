@@ -91,3 +91,12 @@ def audit_checkpoint():
         checkpoint = AuditCheckpoint.objects.create(seq=head.seq, hash=head.hash)
         checkpoint_file_write(seq=checkpoint.seq, hash=checkpoint.hash, at=checkpoint.at)
     return checkpoint
+
+
+def audit_checkpoint_take(*, actor, via):
+    """A checkpoint someone asked for (the audit page): the trail records who, and the checkpoint
+    then covers that very entry. Returns the checkpoint. One transaction: a file that cannot be
+    written undoes the record too, so the trail never claims a checkpoint that is not there."""
+    with transaction.atomic():
+        audit_record(actor=actor, action="audit.checkpoint_taken", details={"via": via})
+        return audit_checkpoint()

@@ -6,6 +6,7 @@ urlpatterns = [
     path("audit/", views.audit_list, name="audit-list"),
     path("audit/export.csv", views.audit_export, name="audit-export"),
     path("audit/verify", views.audit_verify_now, name="audit-verify"),
+    path("audit/checkpoint", views.audit_checkpoint_now, name="audit-checkpoint"),
 ]
 
 # Under /api/v1/ (console/urls.py).

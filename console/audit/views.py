@@ -4,7 +4,9 @@ someone else (comments, reasons, user names tried at login): it reaches the temp
 strings and is escaped there; nothing here marks anything safe."""
 
 import json
+from datetime import timedelta
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpResponseBadRequest, QueryDict
@@ -14,8 +16,10 @@ from django.views.decorators.http import require_GET, require_POST
 from console.audit import selectors
 from console.audit.exports import audit_csv_response
 from console.audit.forms import AuditFilterForm
+from console.audit.services import audit_checkpoint_take
 from console.audit.watch import audit_verify_watched
-from console.permissions import EXPORT_AUDIT, VIEW_AUDIT, perms_required
+from console.moments import span_text
+from console.permissions import CHECKPOINT_AUDIT, EXPORT_AUDIT, VIEW_AUDIT, perms_required
 from console.views import redirect_back
 
 PROBLEMS_SHOWN = 10
@@ -26,7 +30,12 @@ PROBLEMS_SHOWN = 10
 @perms_required(VIEW_AUDIT)
 def audit_list(request):
     form = AuditFilterForm(request.GET)
-    ctx = {"form": form, "page": None, "status": selectors.audit_chain_status()}
+    ctx = {
+        "form": form,
+        "page": None,
+        "status": selectors.audit_chain_status(),
+        "checkpoint_every": span_text(timedelta(seconds=settings.AUDIT_CHECKPOINT_SECONDS)),
+    }
     valid = form.is_valid()
     if valid:
         data = form.cleaned_data
@@ -66,6 +75,20 @@ def audit_verify_now(request):
         )
         for problem in result.problems[:PROBLEMS_SHOWN]:
             messages.error(request, problem)
+    return redirect_back(request, default="audit-list")
+
+
+@require_POST
+@login_required
+@perms_required(VIEW_AUDIT, CHECKPOINT_AUDIT)
+def audit_checkpoint_now(request):
+    """A checkpoint of the chain's head now, besides the scheduler's (console.audit.tasks)."""
+    checkpoint = audit_checkpoint_take(actor=request.user, via="page")
+    messages.success(
+        request,
+        f"Checkpoint #{checkpoint.seq} taken: the chain's head is on file, signed, outside "
+        "the database.",
+    )
     return redirect_back(request, default="audit-list")
 
 

@@ -2,12 +2,15 @@
 the screens' permissions. Reading changes nothing (R12); reading a body is audited."""
 
 import json
+from datetime import UTC, datetime
 
 from django import forms
 from django.core.exceptions import ValidationError
 from django.http import Http404
+from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
+    OpenApiExample,
     OpenApiParameter,
     OpenApiResponse,
     extend_schema,
@@ -15,10 +18,22 @@ from drf_spectacular.utils import (
     inline_serializer,
 )
 from rest_framework import exceptions, serializers
+from rest_framework.permissions import SAFE_METHODS
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from console.api import BAD_FILTERS, ERRORS, NOT_FOUND, bad_filters, path_key, path_parameter
+from console.api import (
+    BAD_FILTERS,
+    ERRORS,
+    NOT_FOUND,
+    Moved,
+    answer,
+    bad_filters,
+    moved_headers,
+    path_key,
+    path_parameter,
+    sent,
+)
 from console.browse import selectors
 from console.browse.body import raw_body_response
 from console.browse.exports import (
@@ -28,12 +43,16 @@ from console.browse.exports import (
     message_export_response,
 )
 from console.browse.forms import API_PAGE_SIZE_MAX, PAGE_SIZE, MessageFilterForm
+from console.browse.freshness import counts_staleness
 from console.browse.search import QUERY_MAX, search
 from console.browse.services import message_body_read
+from console.ingest.apis import MessagesIngestApi
+from console.ingest.demo import demo_progress
 from console.notes.models import GROUP, MESSAGE
 from console.notes.selectors import OWNER_HELP, investigations_attach, owner_filter_clean
 from console.permissions import (
     CHANGE_QUEUE,
+    INGEST_MESSAGES,
     VIEW_BODY,
     VIEW_GROUPS,
     VIEW_MESSAGES,
@@ -49,6 +68,45 @@ from workers.engine.states import FLOW_QUARANTINED, FLOWS
 
 # Ids are any printable text, "/" included; the routes take them whole ("<path:...>").
 MESSAGE_ID_TEXT = "The message's id: any printable text, '/' included (percent-encoded)."
+
+
+# The examples of /api/docs/.
+_FINGERPRINT = "0b5baa0aee0ee9f1f5bd28204fd36cf44fa68eaf8a8722923519a6e34fbbae50"
+_STACK = (
+    "Traceback (most recent call last):\n"
+    '  File "/srv/handlers/orders.py", line 81, in orders\n'
+    "    _require(order, ORDER_FIELDS)\n"
+    '  File "/srv/handlers/orders.py", line 72, in _require\n'
+    '    raise PermanentFailure(f"missing field: {name}")\n'
+    "workers.engine.handlers.PermanentFailure: missing field: order_id\n"
+)
+_GROUP = {
+    "fingerprint": _FINGERPRINT,
+    "queue": "orders",
+    "exception_type": "PermanentFailure",
+    "pattern": "permanent failure: missing field: order_id",
+    "ndlv": 12,
+    "wait": 0,
+    "count": 14,
+    "first_seen": "2026-11-27T06:55:44.944980Z",
+    "last_seen": "2026-11-27T07:41:02.101200Z",
+    "states": {"NDLV": 12, "DLVD": 2},
+    "owner": "operator",
+}
+_POLICY = {
+    "handler": "workers.demo.handlers.orders",
+    "max_failed_deliveries": 5,
+    "exception_destination": "quarantine",
+    "blocked_retry_timeout": 60,
+    "backoff_every": 1,
+    "backoff_delays": [60, 300, 900, 1800],
+    "periodic_interval": 900,
+    "on_permanent": "quarantine",
+    "poison_match": "id_or_body",
+    "disable_after": 0,
+    "retention_days": 30,
+    "handler_options": {},
+}
 
 
 # What a parameter's label does not say.
@@ -107,48 +165,77 @@ class _StateCounts(serializers.Field):
         return dict(value)
 
 
-class MessageIndexApi(APIView):
-    """The quarantine browser: the same filters as /messages/, by keyset. Pass `after` (or
-    `before`) from the previous answer for the next (or previous) page."""
+class _MessageEntrySerializer(serializers.Serializer):
+    id = serializers.CharField(source="message_id")
+    queue = serializers.CharField()
+    original_queue = serializers.CharField()
+    state = serializers.CharField()
+    delivery_count = serializers.IntegerField()
+    candidate = serializers.BooleanField()
+    next_attempt_at = serializers.DateTimeField(allow_null=True)
+    first_failure_at = serializers.DateTimeField(allow_null=True)
+    last_failure_at = serializers.DateTimeField(allow_null=True)
+    reason = serializers.CharField()
+    exception_type = serializers.CharField()
+    group = serializers.CharField(source="group_id")
+    sender = serializers.CharField()
+    conversation_id = serializers.CharField()
+    body_size = serializers.IntegerField()
+    content_type = serializers.CharField()
+    enqueued_at = serializers.DateTimeField()
+    updated_at = serializers.DateTimeField()
+    owner = _OwnerField(
+        source="*",
+        help_text="Who is investigating it (its own owner, else its failure group's), or "
+        "null; null too without the permission to read notes.",
+    )
 
-    permission_classes = [has_perms(VIEW_MESSAGES)]
+    class Meta:
+        ref_name = "MessageIndexEntry"
 
-    class OutputSerializer(serializers.Serializer):
-        id = serializers.CharField(source="message_id")
-        queue = serializers.CharField()
-        original_queue = serializers.CharField()
-        state = serializers.CharField()
-        delivery_count = serializers.IntegerField()
-        candidate = serializers.BooleanField()
-        next_attempt_at = serializers.DateTimeField(allow_null=True)
-        first_failure_at = serializers.DateTimeField(allow_null=True)
-        last_failure_at = serializers.DateTimeField(allow_null=True)
-        reason = serializers.CharField()
-        exception_type = serializers.CharField()
-        group = serializers.CharField(source="group_id")
-        sender = serializers.CharField()
-        conversation_id = serializers.CharField()
-        body_size = serializers.IntegerField()
-        content_type = serializers.CharField()
-        enqueued_at = serializers.DateTimeField()
-        updated_at = serializers.DateTimeField()
-        owner = _OwnerField(
-            source="*",
-            help_text="Who is investigating it (its own owner, else its failure group's), or "
-            "null; null too without the permission to read notes.",
-        )
 
-        class Meta:
-            ref_name = "MessageIndexEntry"
+_MESSAGE_LIST_EXAMPLE = OpenApiExample(
+    "A page",
+    value={
+        "results": [
+            {
+                "id": "demo-shipping-000014",
+                "queue": "shipping",
+                "original_queue": "shipping",
+                "state": "NDLV",
+                "delivery_count": 5,
+                "candidate": False,
+                "next_attempt_at": None,
+                "first_failure_at": "2026-11-27T06:55:45.002047Z",
+                "last_failure_at": "2026-11-27T07:40:45.002047Z",
+                "reason": "carrier API unavailable: BLUEJAY",
+                "exception_type": "CarrierApiUnavailable",
+                "group": "b0634495e1c976c92fe7bd9cfbd7ed1693b5e9831a6f6c4303c87066e8a4ba37",
+                "sender": "mobile-orders@shop.example",
+                "conversation_id": "conv-ORD-100025",
+                "body_size": 121,
+                "content_type": "application/json",
+                "enqueued_at": "2026-11-27T06:55:32.984224Z",
+                "updated_at": "2026-11-27T07:40:45.002047Z",
+                "owner": "operator",
+            }
+        ],
+        "next": "WyItbGFzdF9mYWlsdXJlIiwiMjAyNi0xMS0yN1QwNzo0MDo0NSJd:1xWqA8:nb9V7R7h",
+        "previous": None,
+        "sort": "-last_failure",
+        "count": {"value": 36, "more": False, "source": "index"},
+    },
+    response_only=True,
+)
 
-    @extend_schema(
-        operation_id="messages_index",
-        parameters=_form_parameters(MessageFilterForm(page_size_max=API_PAGE_SIZE_MAX)),
-        responses={
-            200: inline_serializer(
+_MESSAGE_LIST = {
+    "parameters": _form_parameters(MessageFilterForm(page_size_max=API_PAGE_SIZE_MAX)),
+    "responses": {
+        200: OpenApiResponse(
+            inline_serializer(
                 "MessageIndexPage",
                 {
-                    "results": OutputSerializer(many=True),
+                    "results": _MessageEntrySerializer(many=True),
                     "next": serializers.CharField(
                         allow_null=True, help_text="`after` for the next page."
                     ),
@@ -168,45 +255,90 @@ class MessageIndexApi(APIView):
                     ),
                 },
             ),
-            400: BAD_FILTERS,
-            **ERRORS,
-        },
+            description="A page of messages, and how many match.",
+            examples=[_MESSAGE_LIST_EXAMPLE],
+        ),
+        400: BAD_FILTERS,
+        **ERRORS,
+    },
+}
+_MESSAGE_LIST_TEXT = (
+    "The quarantine browser, for programs: the messages the console's filters match (the same "
+    "as the Messages screen's), a page at a time by keyset. Pass `next` (or `previous`) from "
+    "an answer as `after` (or `before`) for the next (or previous) page; `count` says how many "
+    "match. Needs the permission to see messages."
+)
+
+
+def _message_list(request):
+    """The answer of GET /api/v1/messages (and of its old path, /api/v1/index/messages)."""
+    form = MessageFilterForm(
+        request.query_params, page_size_max=API_PAGE_SIZE_MAX, user=request.user
+    )
+    if not form.is_valid():
+        return bad_filters(form.errors)
+    data = form.cleaned_data
+    filters = form.filters()
+    try:
+        page = selectors.message_page(
+            filters=filters,
+            sort=data["sort"],
+            after=data["after"],
+            before=data["before"],
+            size=data.get("page_size") or PAGE_SIZE,
+        )
+    except selectors.BadCursor as exc:
+        return bad_filters({"cursor": [str(exc)]})
+    count = selectors.message_match_count(filters=filters)
+    if request.user.has_perm(VIEW_NOTES):
+        investigations_attach(page.rows, kind=MESSAGE)
+    return Response(
+        {
+            "results": _MessageEntrySerializer(page.rows, many=True).data,
+            "next": page.next_cursor,
+            "previous": page.prev_cursor,
+            "sort": page.sort,
+            "count": {"value": count.count, "more": count.more, "source": count.source},
+        }
+    )
+
+
+class MessagesApi(MessagesIngestApi):
+    """/api/v1/messages, where a REST client looks for messages: GET lists them (the quarantine
+    browser), POST sends messages in (console.ingest.apis). Each method has its permission: a
+    producer's service account (the application role) sends and sees nothing."""
+
+    def get_permissions(self):
+        wanted = VIEW_MESSAGES if self.request.method in SAFE_METHODS else INGEST_MESSAGES
+        return [has_perms(wanted)()]
+
+    @extend_schema(operation_id="messages_list", description=_MESSAGE_LIST_TEXT, **_MESSAGE_LIST)
+    def get(self, request):
+        return _message_list(request)
+
+
+class MessageIndexApi(Moved, APIView):
+    """The message list's old path: it answers as before, and says where it moved."""
+
+    permission_classes = [has_perms(VIEW_MESSAGES)]
+    moved_to = "/api/v1/messages"
+    moved_on = datetime(2026, 11, 27, tzinfo=UTC)
+
+    @extend_schema(
+        operation_id="messages_index",
+        deprecated=True,
+        description="Deprecated: moved to `GET /api/v1/messages`, which answers the same (the "
+        "same filters, pages and permission). This path still answers, with a `Deprecation` "
+        'header (RFC 9745) and a `Link` to the new path (`rel="successor-version"`).',
+        **{**_MESSAGE_LIST, "parameters": [*_MESSAGE_LIST["parameters"], *moved_headers()]},
     )
     def get(self, request):
-        form = MessageFilterForm(
-            request.query_params, page_size_max=API_PAGE_SIZE_MAX, user=request.user
-        )
-        if not form.is_valid():
-            return bad_filters(form.errors)
-        data = form.cleaned_data
-        filters = form.filters()
-        try:
-            page = selectors.message_page(
-                filters=filters,
-                sort=data["sort"],
-                after=data["after"],
-                before=data["before"],
-                size=data.get("page_size") or PAGE_SIZE,
-            )
-        except selectors.BadCursor as exc:
-            return bad_filters({"cursor": [str(exc)]})
-        count = selectors.message_match_count(filters=filters)
-        if request.user.has_perm(VIEW_NOTES):
-            investigations_attach(page.rows, kind=MESSAGE)
-        return Response(
-            {
-                "results": self.OutputSerializer(page.rows, many=True).data,
-                "next": page.next_cursor,
-                "previous": page.prev_cursor,
-                "sort": page.sort,
-                "count": {"value": count.count, "more": count.more, "source": count.source},
-            }
-        )
+        return _message_list(request)
 
 
 class MessageExportApi(APIView):
     """Every message the quarantine browser's filters match, in its order (`sort`), as one
-    streamed file: CSV or JSON Lines, with the fields `index/messages` gives each message, and
+    streamed file: CSV or JSON Lines, with the fields `GET /api/v1/messages` gives each message, and
     with `bodies=1` its current body, base64. CSV cells that start with =, +, -, @, a tab or a
     carriage return are prefixed with a quote, which shows as text and runs nothing (take it off
     a body cell before decoding). The export is recorded in the audit trail before the file
@@ -223,11 +355,24 @@ class MessageExportApi(APIView):
         operation_id="messages_index_export",
         parameters=_form_parameters(MessageExportForm()),
         responses={
-            (200, "text/csv"): OpenApiResponse(
-                OpenApiTypes.STR, description="format=csv: a header row, then a message a row."
+            (200, "text/csv"): answer(
+                OpenApiTypes.STR,
+                "id,queue,original_queue,state,delivery_count,candidate,next_attempt_at,"
+                "first_failure_at,last_failure_at,reason,exception_type,group,sender,"
+                "conversation_id,body_size,content_type,enqueued_at,updated_at,owner\r\n"
+                "demo-orders-000008,orders,orders,NDLV,1,false,,2026-11-27T06:55:44.944980Z,"
+                "2026-11-27T06:55:44.944980Z,permanent failure: missing field: order_id,"
+                f"PermanentFailure,{_FINGERPRINT},pos-amsterdam-03@stores.shop.example,"
+                "conv-ORD-100007,302,application/json,2026-11-27T06:55:32.984224Z,"
+                "2026-11-27T06:55:44.944980Z,operator\r\n",
+                "format=csv: a header row, then a message a row.",
             ),
-            (200, "application/x-ndjson"): OpenApiResponse(
-                OpenApiTypes.STR, description="format=jsonl: a JSON object a line, a message each."
+            (200, "application/x-ndjson"): answer(
+                OpenApiTypes.STR,
+                '{"id": "demo-orders-000008", "queue": "orders", "state": "NDLV", '
+                '"delivery_count": 1, "reason": "permanent failure: missing field: order_id", '
+                '"body_size": 302, "...": "the other fields, as in GET /api/v1/messages"}\n',
+                "format=jsonl: a JSON object a line, a message each.",
             ),
             400: BAD_FILTERS,
             **ERRORS,
@@ -284,7 +429,10 @@ class GroupListApi(APIView):
         operation_id="groups_list",
         parameters=[FilterSerializer],
         responses={
-            200: inline_serializer("FailureGroupList", {"results": _GroupSerializer(many=True)}),
+            200: answer(
+                inline_serializer("FailureGroupList", {"results": _GroupSerializer(many=True)}),
+                {"results": [_GROUP]},
+            ),
             400: BAD_FILTERS,
             **ERRORS,
         },
@@ -335,18 +483,31 @@ class SearchApi(APIView):
         operation_id="search",
         parameters=[FilterSerializer],
         responses={
-            200: inline_serializer(
-                "SearchResult",
+            200: answer(
+                inline_serializer(
+                    "SearchResult",
+                    {
+                        "query": serializers.CharField(),
+                        "message_id": serializers.CharField(allow_null=True),
+                        "message_ids": serializers.ListField(child=serializers.CharField()),
+                        "more_message_ids": serializers.BooleanField(),
+                        "reasons": _Count,
+                        "senders": _Count,
+                        "conversations": _Count,
+                        "groups": _GroupSerializer(many=True),
+                        "queues": serializers.ListField(child=serializers.CharField()),
+                    },
+                ),
                 {
-                    "query": serializers.CharField(),
-                    "message_id": serializers.CharField(allow_null=True),
-                    "message_ids": serializers.ListField(child=serializers.CharField()),
-                    "more_message_ids": serializers.BooleanField(),
-                    "reasons": _Count,
-                    "senders": _Count,
-                    "conversations": _Count,
-                    "groups": _GroupSerializer(many=True),
-                    "queues": serializers.ListField(child=serializers.CharField()),
+                    "query": "missing field",
+                    "message_id": None,
+                    "message_ids": [],
+                    "more_message_ids": False,
+                    "reasons": {"count": 12, "more": False},
+                    "senders": {"count": 0, "more": False},
+                    "conversations": {"count": 0, "more": False},
+                    "groups": [_GROUP],
+                    "queues": [],
                 },
             ),
             400: BAD_FILTERS,
@@ -376,6 +537,9 @@ class SearchApi(APIView):
 
 
 class GroupDetailApi(APIView):
+    """One failure group, by its fingerprint: its members' counts by state, its pattern, and a
+    sample member with its reason and stack trace."""
+
     permission_classes = [has_perms(VIEW_GROUPS)]
 
     class OutputSerializer(_GroupSerializer):
@@ -390,7 +554,20 @@ class GroupDetailApi(APIView):
     @extend_schema(
         operation_id="groups_retrieve",
         parameters=[path_parameter("fingerprint", "The failure group's fingerprint.", "f" * 64)],
-        responses={200: OutputSerializer, 404: NOT_FOUND, **ERRORS},
+        responses={
+            200: answer(
+                OutputSerializer,
+                {
+                    **_GROUP,
+                    "frames": "handlers.py:orders; handlers.py:_require",
+                    "sample_message_id": "demo-orders-000008",
+                    "sample_reason": "permanent failure: missing field: order_id",
+                    "sample_stack": _STACK,
+                },
+            ),
+            404: NOT_FOUND,
+            **ERRORS,
+        },
     )
     def get(self, request, fingerprint):
         group = selectors.group_get(
@@ -404,6 +581,9 @@ class GroupDetailApi(APIView):
 
 
 class QueueListApi(APIView):
+    """Every queue, and every queue name the statistics still hold (`exists` false: it was
+    deleted): enabled or not (and why not), its delivery policy, and its messages by state."""
+
     permission_classes = [has_perms(VIEW_QUEUES, VIEW_STATS)]
 
     class OutputSerializer(serializers.Serializer):
@@ -443,7 +623,24 @@ class QueueListApi(APIView):
     @extend_schema(
         operation_id="queues_list",
         responses={
-            200: inline_serializer("QueueOverviewList", {"results": OutputSerializer(many=True)}),
+            200: answer(
+                inline_serializer("QueueOverviewList", {"results": OutputSerializer(many=True)}),
+                {
+                    "results": [
+                        {
+                            "name": "orders",
+                            "exists": True,
+                            "enabled": False,
+                            "disabled_at": "2026-11-27T07:03:40.957512Z",
+                            "disabled_reason": "5 failed attempts in a row",
+                            "policy": _POLICY,
+                            "counts": {"TBDL": 21, "WAIT": 1, "DLVD": 18, "NDLV": 1},
+                            "total": 41,
+                            "stats_at": "2026-11-27T06:56:57.296661Z",
+                        }
+                    ]
+                },
+            ),
             **ERRORS,
         },
     )
@@ -476,7 +673,10 @@ class QueueEnableApi(APIView):
         parameters=[path_parameter("name", "The queue's name.", "orders")],
         request=None,
         responses={
-            200: _queue_switched("QueueEnabled", "False if the queue was enabled already."),
+            200: answer(
+                _queue_switched("QueueEnabled", "False if the queue was enabled already."),
+                {"name": "orders", "enabled": True, "changed": True},
+            ),
             404: NOT_FOUND,
             **ERRORS,
         },
@@ -505,8 +705,12 @@ class QueuePauseApi(APIView):
         operation_id="queues_pause",
         parameters=[path_parameter("name", "The queue's name.", "orders")],
         request=InputSerializer,
+        examples=[sent({"reason": "the warehouse is moving its stock system tonight"})],
         responses={
-            200: _queue_switched("QueuePaused", "False if the queue was disabled already."),
+            200: answer(
+                _queue_switched("QueuePaused", "False if the queue was disabled already."),
+                {"name": "orders", "enabled": False, "changed": True},
+            ),
             400: BAD_FILTERS,
             404: NOT_FOUND,
             **ERRORS,
@@ -533,85 +737,185 @@ class StatsApi(APIView):
     @extend_schema(
         operation_id="stats_retrieve",
         responses={
-            200: inline_serializer(
-                "Stats",
+            200: answer(
+                inline_serializer(
+                    "Stats",
+                    {
+                        "totals": _StateCounts(help_text="Messages per state, all queues."),
+                        "queues": serializers.DictField(
+                            child=_StateCounts(), help_text="Messages per state, per queue."
+                        ),
+                        "quarantined": serializers.IntegerField(),
+                        "delivered_after_failure": inline_serializer(
+                            "DeliveredAfterFailure",
+                            {
+                                "count": serializers.IntegerField(),
+                                "more": serializers.BooleanField(),
+                            },
+                            help_text="Of the DLVD messages, those that failed at least once (the "
+                            "ones the message list holds); the count stops at 10,000 (`more`).",
+                        ),
+                        "updated_at": serializers.DateTimeField(allow_null=True),
+                        "disabled_queues": inline_serializer(
+                            "DisabledQueue",
+                            {
+                                "name": serializers.CharField(),
+                                "disabled_at": serializers.DateTimeField(allow_null=True),
+                                "reason": serializers.CharField(),
+                            },
+                            many=True,
+                        ),
+                        "top_groups": _GroupSerializer(many=True),
+                        "inflow": inline_serializer(
+                            "InflowHour",
+                            {
+                                "hour": serializers.DateTimeField(),
+                                "count": serializers.IntegerField(),
+                            },
+                            many=True,
+                        ),
+                        "flows": inline_serializer(
+                            "FlowHour",
+                            {
+                                "hour": serializers.DateTimeField(),
+                                **{flow: serializers.IntegerField() for flow in FLOWS},
+                            },
+                            many=True,
+                            help_text="Per hour, all queues together, over the inflow's hours: "
+                            "messages that entered quarantine, left it (a decision), were "
+                            "delivered, and failed attempts.",
+                        ),
+                        "sources": inline_serializer(
+                            "SourceStatus",
+                            {
+                                "name": serializers.CharField(),
+                                "kind": serializers.CharField(),
+                                "broker_queue": serializers.CharField(),
+                                "queue": serializers.CharField(),
+                                "redrive_queue": serializers.CharField(allow_null=True),
+                                "enabled": serializers.BooleanField(),
+                                "state": serializers.CharField(
+                                    help_text="starting, connecting, consuming, down, stopped, "
+                                    "disabled, or 'not running' (no heartbeat for a minute)"
+                                ),
+                                "state_since": serializers.DateTimeField(allow_null=True),
+                                "last_error": serializers.CharField(),
+                                "retry_at": serializers.DateTimeField(allow_null=True),
+                                "heartbeat_at": serializers.DateTimeField(allow_null=True),
+                                "drained": serializers.IntegerField(),
+                                "refused": serializers.IntegerField(),
+                                "last_drained_at": serializers.DateTimeField(allow_null=True),
+                            },
+                            many=True,
+                            help_text="The broker sources drained and what their consumers do.",
+                        ),
+                        "counts_check": inline_serializer(
+                            "CountsCheck",
+                            {
+                                "status": serializers.CharField(
+                                    help_text="running, clean, drift, repaired, busy or failed"
+                                ),
+                                "finished_at": serializers.DateTimeField(allow_null=True),
+                                "differences": serializers.IntegerField(),
+                            },
+                            allow_null=True,
+                            help_text="The newest check of these counts against a recount from "
+                            "the lake (manage.py counts_verify; daily): how many differed. Null "
+                            "before the first.",
+                        ),
+                        "stale": inline_serializer(
+                            "Staleness",
+                            {
+                                "reason": serializers.CharField(
+                                    help_text="not_run (no refresh ran since), running (one is "
+                                    "running, for long), held (another writer holds the read "
+                                    "models) or failed (the last refresh failed)"
+                                ),
+                                "waiting_since": serializers.DateTimeField(
+                                    help_text="When the oldest change the counts lack was made."
+                                ),
+                                "text": serializers.CharField(help_text="The same, in words."),
+                            },
+                            allow_null=True,
+                            help_text="Why the counts lag behind the lake, when a change has "
+                            "waited several refresh intervals for one; null while they are "
+                            "current (however old updated_at is: they change only with the "
+                            "messages).",
+                        ),
+                        "demo": inline_serializer(
+                            "DemoFill",
+                            {
+                                "total": serializers.IntegerField(),
+                                "sent": serializers.IntegerField(),
+                                "filling": serializers.BooleanField(),
+                                "waiting": serializers.BooleanField(
+                                    help_text="nothing sent for a while: the default worker is not "
+                                    "running"
+                                ),
+                                "filled_at": serializers.DateTimeField(allow_null=True),
+                            },
+                            allow_null=True,
+                            help_text="The demo's messages as `make run` sends them, a chunk every "
+                            "few seconds: how many of how many so far. Null when no demo fills "
+                            "(nor finished in the last minutes).",
+                        ),
+                    },
+                ),
                 {
-                    "totals": _StateCounts(help_text="Messages per state, all queues."),
-                    "queues": serializers.DictField(
-                        child=_StateCounts(), help_text="Messages per state, per queue."
-                    ),
-                    "quarantined": serializers.IntegerField(),
-                    "delivered_after_failure": inline_serializer(
-                        "DeliveredAfterFailure",
-                        {"count": serializers.IntegerField(), "more": serializers.BooleanField()},
-                        help_text="Of the DLVD messages, those that failed at least once (the "
-                        "ones the message list holds); the count stops at 10,000 (`more`).",
-                    ),
-                    "updated_at": serializers.DateTimeField(allow_null=True),
-                    "disabled_queues": inline_serializer(
-                        "DisabledQueue",
+                    "totals": {"TBDL": 26, "WAIT": 9, "DLVD": 52, "NDLV": 12},
+                    "queues": {
+                        "orders": {"TBDL": 21, "WAIT": 1, "DLVD": 18, "NDLV": 12},
+                        "shipping": {"WAIT": 8, "DLVD": 34, "TBDL": 5},
+                    },
+                    "quarantined": 12,
+                    "delivered_after_failure": {"count": 3, "more": False},
+                    "updated_at": "2026-11-27T06:56:57.296661Z",
+                    "disabled_queues": [
                         {
-                            "name": serializers.CharField(),
-                            "disabled_at": serializers.DateTimeField(allow_null=True),
-                            "reason": serializers.CharField(),
-                        },
-                        many=True,
-                    ),
-                    "top_groups": _GroupSerializer(many=True),
-                    "inflow": inline_serializer(
-                        "InflowHour",
-                        {"hour": serializers.DateTimeField(), "count": serializers.IntegerField()},
-                        many=True,
-                    ),
-                    "flows": inline_serializer(
-                        "FlowHour",
+                            "name": "orders",
+                            "disabled_at": "2026-11-27T07:03:40.957512Z",
+                            "reason": "5 failed attempts in a row",
+                        }
+                    ],
+                    "top_groups": [_GROUP],
+                    "inflow": [
+                        {"hour": "2026-11-27T05:00:00Z", "count": 0},
+                        {"hour": "2026-11-27T06:00:00Z", "count": 12},
+                    ],
+                    "flows": [
                         {
-                            "hour": serializers.DateTimeField(),
-                            **{flow: serializers.IntegerField() for flow in FLOWS},
-                        },
-                        many=True,
-                        help_text="Per hour, all queues together, over the inflow's hours: "
-                        "messages that entered quarantine, left it (a decision), were "
-                        "delivered, and failed attempts.",
-                    ),
-                    "sources": inline_serializer(
-                        "SourceStatus",
+                            "hour": "2026-11-27T06:00:00Z",
+                            "quarantined": 12,
+                            "released": 0,
+                            "delivered": 52,
+                            "failed": 31,
+                        }
+                    ],
+                    "sources": [
                         {
-                            "name": serializers.CharField(),
-                            "kind": serializers.CharField(),
-                            "broker_queue": serializers.CharField(),
-                            "queue": serializers.CharField(),
-                            "redrive_queue": serializers.CharField(allow_null=True),
-                            "enabled": serializers.BooleanField(),
-                            "state": serializers.CharField(
-                                help_text="starting, connecting, consuming, down, stopped, "
-                                "disabled, or 'not running' (no heartbeat for a minute)"
-                            ),
-                            "state_since": serializers.DateTimeField(allow_null=True),
-                            "last_error": serializers.CharField(),
-                            "retry_at": serializers.DateTimeField(allow_null=True),
-                            "heartbeat_at": serializers.DateTimeField(allow_null=True),
-                            "drained": serializers.IntegerField(),
-                            "refused": serializers.IntegerField(),
-                            "last_drained_at": serializers.DateTimeField(allow_null=True),
-                        },
-                        many=True,
-                        help_text="The broker sources drained and what their consumers do.",
-                    ),
-                    "counts_check": inline_serializer(
-                        "CountsCheck",
-                        {
-                            "status": serializers.CharField(
-                                help_text="running, clean, drift, repaired, busy or failed"
-                            ),
-                            "finished_at": serializers.DateTimeField(allow_null=True),
-                            "differences": serializers.IntegerField(),
-                        },
-                        allow_null=True,
-                        help_text="The newest check of these counts against a recount from "
-                        "the lake (manage.py counts_verify; daily): how many differed. Null "
-                        "before the first.",
-                    ),
+                            "name": "orders-dlq",
+                            "kind": "rabbitmq",
+                            "broker_queue": "orders.dlq",
+                            "queue": "orders-dead",
+                            "redrive_queue": "orders-redrive",
+                            "enabled": True,
+                            "state": "consuming",
+                            "state_since": "2026-11-27T06:50:00Z",
+                            "last_error": "",
+                            "retry_at": None,
+                            "heartbeat_at": "2026-11-27T07:00:00Z",
+                            "drained": 120,
+                            "refused": 0,
+                            "last_drained_at": "2026-11-27T06:59:58Z",
+                        }
+                    ],
+                    "counts_check": {
+                        "status": "clean",
+                        "finished_at": "2026-11-27T03:10:00Z",
+                        "differences": 0,
+                    },
+                    "demo": None,
+                    "stale": None,
                 },
             ),
             **ERRORS,
@@ -641,8 +945,16 @@ class StatsApi(APIView):
                 ],
                 "sources": [s.as_dict() for s in source_status_list()],
                 "counts_check": selectors.counts_check_latest(),
+                "demo": demo_progress(),
+                "stale": _staleness(counts_staleness(now=timezone.now())),
             }
         )
+
+
+def _staleness(stale):
+    if stale is None:
+        return None
+    return {"reason": stale.reason, "waiting_since": stale.waiting_since, "text": stale.text}
 
 
 class MessageBodyApi(APIView):
@@ -659,8 +971,11 @@ class MessageBodyApi(APIView):
         operation_id="messages_body",
         parameters=[path_parameter("message_id", MESSAGE_ID_TEXT, "order-1")],
         responses={
-            (200, "application/octet-stream"): OpenApiResponse(
-                OpenApiTypes.BINARY, description="The body, as an attachment."
+            (200, "application/octet-stream"): answer(
+                OpenApiTypes.BINARY,
+                '{"customer": {"id": "C-5934", "country": "DE"}, "items": [{"sku": "SKU-1002", '
+                '"qty": 2}], "currency": "EUR"}',
+                "The body, as an attachment.",
             ),
             404: NOT_FOUND,
             **ERRORS,
@@ -768,7 +1083,68 @@ class MessageDetailApi(APIView):
                 "order-1",
             )
         ],
-        responses={200: OutputSerializer, 404: NOT_FOUND, **ERRORS},
+        responses={
+            200: answer(
+                OutputSerializer,
+                {
+                    "id": "demo-orders-000008",
+                    "queue": "orders",
+                    "original_queue": "orders",
+                    "state": "NDLV",
+                    "in_flight": None,
+                    "delivery_count": 1,
+                    "blacklist_candidate": False,
+                    "batch_limit": None,
+                    "next_attempt_at": None,
+                    "reason": "permanent failure: missing field: order_id",
+                    "exception_type": "PermanentFailure",
+                    "on_poison_list": True,
+                    "body_sha256": "4aff43377204f61702960936de12770"
+                    "1a3b56a3235423a4ab282f994255276e0",
+                    "body_size": 302,
+                    "content_type": "application/json",
+                    "headers": {"schema": "order/v3", "trace_id": "7ca993ebae12d99a"},
+                    "dead_letter": None,
+                    "conversation_id": "conv-ORD-100007",
+                    "sender": "pos-amsterdam-03@stores.shop.example",
+                    "enqueued_at": "2026-11-27T06:55:32.984224Z",
+                    "history": [
+                        {
+                            "at": "2026-11-27T06:55:32.984224Z",
+                            "from_state": None,
+                            "to_state": "TBDL",
+                            "queue": "orders",
+                            "attempt": 0,
+                            "delivery_count": 0,
+                            "candidate": False,
+                            "next_attempt_at": None,
+                            "actor": "api:shop-producer",
+                            "run_id": None,
+                            "reason": "ingested",
+                            "exception_type": None,
+                            "stack": None,
+                        },
+                        {
+                            "at": "2026-11-27T06:55:44.944980Z",
+                            "from_state": "DLNG",
+                            "to_state": "NDLV",
+                            "queue": "orders",
+                            "attempt": 1,
+                            "delivery_count": 1,
+                            "candidate": False,
+                            "next_attempt_at": None,
+                            "actor": "spark-1/run 1",
+                            "run_id": "1",
+                            "reason": "permanent failure: missing field: order_id",
+                            "exception_type": "PermanentFailure",
+                            "stack": _STACK,
+                        },
+                    ],
+                },
+            ),
+            404: NOT_FOUND,
+            **ERRORS,
+        },
     )
     def get(self, request, message_id):
         detail = selectors.message_detail(

@@ -4,8 +4,9 @@ from datetime import UTC, datetime
 
 from django import forms
 
-from console.forms import NoAutocompleteForm
+from console.forms import LimitedForm, NoAutocompleteForm
 from console.notes.selectors import OWNER_HELP, owner_choices, owner_filter_clean
+from console.queues.services import PAUSE_REASON_MAX
 from workers.engine.states import STATES
 
 # Sort keys people choose; a leading "-" is descending. The default shows the newest failures.
@@ -19,6 +20,7 @@ DEFAULT_SORT = "-last_failure"
 PAGE_SIZE = 50
 PAGE_SIZES = (25, 50, 100, 200)  # what the message list's page offers
 API_PAGE_SIZE_MAX = 500
+SAVED_FILTER_NAME_MAX = 100  # console.browse.models.SavedFilter.name
 
 # The filter fields, in the order the selectors apply them; the rest of a query is paging.
 FILTER_FIELDS = (
@@ -100,6 +102,12 @@ class MessageFilterForm(NoAutocompleteForm):
         """page_size_max: the API's form, whose pages the caller sizes; without it, the page's
         form, with a choice of page sizes and the position of the page's first row. user: who
         asks, for the owner filter's "mine" (without one, "mine" is refused)."""
+        if page_size_max is None and data is not None and not data.get("size"):
+            # A bound select shows what the query says; without a size it showed its first
+            # option ("25 a page") over the 50 rows the default gives. The query's absent size
+            # is the default, so the picker says so.
+            data = data.copy()
+            data["size"] = str(PAGE_SIZE)
         super().__init__(data, **kwargs)
         self.user = user
         if page_size_max is not None:
@@ -176,3 +184,14 @@ class MessageFilterForm(NoAutocompleteForm):
 
 def _cut(text, size):
     return text if len(text) <= size else text[: size - 1] + "\u2026"
+
+
+class QueuePauseForm(LimitedForm):
+    """Why a queue is paused (the queues page): the alert and the audit trail say it."""
+
+    reason = forms.CharField(required=False, max_length=PAUSE_REASON_MAX, label="reason")
+
+
+class SavedFilterNameForm(LimitedForm):
+    # Not required here: the service says an empty name is refused, in its words.
+    name = forms.CharField(required=False, max_length=SAVED_FILTER_NAME_MAX, label="name")

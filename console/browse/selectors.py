@@ -17,6 +17,8 @@ from django.db.models.functions import TruncHour
 
 from console.audit.models import AuditEntry
 from console.browse.forms import DEFAULT_SORT, OPEN, PAGE_SIZE
+from console.browse.message_words import is_batch_mate_reason
+from console.browse.policy_words import policy_sentences, relapse, relapse_words
 from console.delivery.models import DeliveryRun, PoisonEntry
 from console.delivery.selectors import HISTORY_FIELDS, message_history
 from console.ingest.models import MessageKey
@@ -340,6 +342,13 @@ class MessageView:
         return bool(self._pick("candidate", "candidate", default=False))
 
     @property
+    def reason(self):
+        """Its latest failure's reason (the index's shortened copy when the history has none)."""
+        if self.failure.get("reason"):
+            return self.failure["reason"]
+        return self.indexed.reason if self.indexed is not None else ""
+
+    @property
     def header_map(self):
         try:
             headers = json.loads(self.stored.get("headers") or "{}")
@@ -513,6 +522,17 @@ def group_list(*, queue=None, resolved=False, owner=None, limit=GROUPS_SHOWN):
     return list(qs[:limit])
 
 
+def groups_apart(groups):
+    """(real failure groups, crash batch-mates' groups), each in the order given. A crash flags
+    every unfinished message of its batch "in flight when a worker crashed" (R7, R8): one such
+    group can hold hundreds of messages that did nothing wrong, waiting to be tried alone, and
+    would hide the failures that have a cause of their own."""
+    real, waiting = [], []
+    for group in groups:
+        (waiting if is_batch_mate_reason(group.pattern) else real).append(group)
+    return real, waiting
+
+
 def group_get(*, fingerprint):
     return FailureGroup.objects.filter(fingerprint=fingerprint).first()
 
@@ -538,6 +558,11 @@ class QueueOverview:
         if self.queue is None:
             return []
         return [(name, getattr(self.queue, name)) for name in POLICY_FIELDS]
+
+    @property
+    def policy_words(self):
+        """The policy as the queues page says it: [(topic, sentence)] (policy_words)."""
+        return [] if self.queue is None else policy_sentences(self.queue)
 
 
 def queue_overview():
@@ -573,6 +598,16 @@ def queue_history(*, names, per_queue=HISTORY_SHOWN):
         if len(shown) < per_queue:
             shown.append(entry)
     return history
+
+
+def queue_relapse(*, history, queue):
+    """R11: how `queue` (a Queue) disabled itself again right after someone enabled it, as a
+    sentence, from its audit entries (`history`, newest first, as queue_history gives them);
+    "" while it is enabled or was disabled otherwise."""
+    if queue is None or queue.enabled:
+        return ""
+    found = relapse(history)
+    return relapse_words(found) if found else ""
 
 
 def queues_disabled():

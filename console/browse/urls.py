@@ -27,6 +27,8 @@ urlpatterns = [
 
 # Under /api/v1/ (console/urls.py).
 api_urlpatterns = [
+    # GET lists, POST sends (console.ingest); the list's old path answers too, and says so.
+    path("messages", apis.MessagesApi.as_view(), name="api-messages"),
     path("index/messages", apis.MessageIndexApi.as_view(), name="api-index-messages"),
     path(
         "index/messages/export", apis.MessageExportApi.as_view(), name="api-index-messages-export"

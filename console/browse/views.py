@@ -13,13 +13,22 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpResponseBadRequest, QueryDict
 from django.shortcuts import get_object_or_404, redirect, render
 from django.urls import reverse
+from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from console.browse import charts, selectors
 from console.browse.body import body_render, raw_body_response
 from console.browse.exports import BODIES_REFUSED, MessageExportForm, message_export_response
-from console.browse.forms import FILTER_FIELDS, OPEN, MessageFilterForm
+from console.browse.forms import (
+    FILTER_FIELDS,
+    OPEN,
+    MessageFilterForm,
+    QueuePauseForm,
+    SavedFilterNameForm,
+)
+from console.browse.freshness import counts_staleness
 from console.browse.lineage import message_body_lineage
+from console.browse.message_words import is_batch_mate_reason
 from console.browse.search import MIN_TEXT
 from console.browse.search import search as search_for
 from console.browse.services import (
@@ -28,6 +37,8 @@ from console.browse.services import (
     saved_filter_delete,
     saved_filter_save,
 )
+from console.forms import too_long_text
+from console.ingest.demo import demo_progress
 from console.notes.models import GROUP, MESSAGE
 from console.notes.selectors import investigations_attach, owner_filter_clean
 from console.permissions import (
@@ -86,8 +97,9 @@ def dashboard(request):
             ]
         ),
         "poll_seconds": settings.DASHBOARD_POLL_SECONDS,
-        "stale_seconds": settings.STATS_STALE_SECONDS,
+        "stale": counts_staleness(now=timezone.now()),
         "refresh_seconds": settings.REFRESH_INTERVAL_SECONDS,
+        "refresh_on_commit": settings.REFRESH_ON_COMMIT,
         "disabled": disabled,
         "groups": _with_sparklines(selectors.group_list(limit=selectors.TOP_GROUPS)),
         "inflow": charts.hourly_bars(series),
@@ -110,12 +122,15 @@ def dashboard(request):
         "inflow_total": sum(n for _, n in series),
         "inflow_peak": max((n for _, n in series), default=0),
         "first_run": None if stats["updated_at"] else selectors.first_run(),
+        "demo": demo_progress(),
     }
     return render(request, "browse/dashboard.html", ctx)
 
 
 # What a link to the message list keeps, and what a saved filter is: the filters, sort and size.
 KEPT_PARAMS = (*FILTER_FIELDS, "sort", "size")
+# The failure groups' queue filter: as long as a queue's name may be.
+QUEUE_FILTER_MAX = Queue._meta.get_field("name").max_length
 
 
 @require_http_methods(["GET", "POST"])
@@ -202,10 +217,11 @@ def saved_filter_create(request):
         return redirect("message-list")
     posted = request.POST
     query = urlencode([(name, posted[name]) for name in KEPT_PARAMS if posted.get(name)])
+    named = SavedFilterNameForm(request.POST)
     try:
-        saved = saved_filter_save(
-            owner=request.user, name=request.POST.get("name", "")[:100], query=query
-        )
+        if not named.is_valid():
+            raise ValidationError(named.errors["name"])
+        saved = saved_filter_save(owner=request.user, name=named.cleaned_data["name"], query=query)
     except ValidationError as exc:
         messages.error(request, " ".join(exc.messages))
     else:
@@ -318,7 +334,11 @@ def message_raw(request, message_id):
 @login_required
 @perms_required(VIEW_GROUPS)
 def group_list(request):
-    queue = request.GET.get("queue", "")[:100]
+    queue, queue_error = request.GET.get("queue", ""), None
+    if len(queue) > QUEUE_FILTER_MAX:
+        # Refused in words, not cut: a cut name would filter by a queue nobody asked for.
+        queue_error = too_long_text("Queue", limit=QUEUE_FILTER_MAX, length=len(queue))
+        queue = ""
     resolved = request.GET.get("resolved") == "1"
     owner, owner_error = request.GET.get("owner", "")[:150], None
     try:
@@ -326,14 +346,21 @@ def group_list(request):
     except ValidationError as exc:
         chosen, owner_error = "", " ".join(exc.messages)
     groups = selectors.group_list(queue=queue or None, resolved=resolved, owner=chosen or None)
+    groups, waiting = selectors.groups_apart(
+        investigations_attach(_with_sparklines(groups), kind=GROUP)
+    )
     ctx = {
-        "groups": investigations_attach(_with_sparklines(groups), kind=GROUP),
+        "groups": groups,
+        "waiting": waiting,
         "queue": queue,
         "resolved": resolved,
         "owner": owner,
         "owner_error": owner_error,
+        "queue_error": queue_error,
+        "queue_max": QUEUE_FILTER_MAX,
     }
-    return render(request, "browse/group_list.html", ctx, status=400 if owner_error else 200)
+    bad = owner_error or queue_error
+    return render(request, "browse/group_list.html", ctx, status=400 if bad else 200)
 
 
 def _with_sparklines(groups):
@@ -357,6 +384,7 @@ def group_detail(request, fingerprint):
     filters = {"group": fingerprint} if everyone else {"group": fingerprint, "state": OPEN}
     ctx = {
         "group": group,
+        "batch_mates": is_batch_mate_reason(group.pattern),
         "states": selectors.state_counts(group.states),
         "page": selectors.message_page(filters=filters),
         "everyone": everyone,
@@ -371,13 +399,14 @@ def group_detail(request, fingerprint):
 def queue_list(request):
     queues = selectors.queue_overview()
     history = selectors.queue_history(names=[q.name for q in queues])
+    rows = []
+    for q in queues:
+        changes = history.get(q.name, [])
+        rows.append((q, changes, selectors.queue_relapse(history=changes, queue=q.queue)))
     return render(
         request,
         "browse/queue_list.html",
-        {
-            "rows": [(q, history.get(q.name, [])) for q in queues],
-            "sources": source_status_list(),
-        },
+        {"rows": rows, "sources": source_status_list()},
     )
 
 
@@ -389,8 +418,17 @@ def queue_enable(request, name):
     if queue.enabled:
         messages.info(request, f"Queue {queue.name} was already enabled.")
     else:
+        # Read before enabling: afterwards the newest entry is this enabling.
+        history = selectors.queue_history(names=[queue.name], per_queue=2)[queue.name]
+        relapsed = selectors.queue_relapse(history=history, queue=queue)
         queue_reenable(queue_ids=[queue.id], actor=request.user)
-        messages.success(request, f"Queue {queue.name} is enabled again.")
+        said = f"Queue {queue.name} is enabled again."
+        if relapsed:
+            # It stopped itself right after the last enabling: enabling alone may not be enough.
+            said += (
+                f" Last time it was {relapsed}; unless its handler was fixed, it may stop again."
+            )
+        messages.success(request, said)
     return redirect_back(request, default="dashboard")
 
 
@@ -399,7 +437,11 @@ def queue_enable(request, name):
 @perms_required(CHANGE_QUEUE)
 def queue_pause_view(request, name):
     queue = get_object_or_404(Queue, name=name)
-    if queue_pause(queue=queue, actor=request.user, reason=request.POST.get("reason", "")):
+    form = QueuePauseForm(request.POST)
+    if not form.is_valid():
+        # Refused whole, never cut: the reason is what the alert and the audit trail say.
+        messages.error(request, f"{' '.join(form.errors['reason'])} The queue is not paused.")
+    elif queue_pause(queue=queue, actor=request.user, reason=form.cleaned_data["reason"]):
         messages.success(request, f"Queue {queue.name} is paused: nothing is delivered to it.")
     else:
         messages.info(request, f"Queue {queue.name} was already disabled.")

@@ -18,6 +18,7 @@ from drf_spectacular.utils import (
     OpenApiResponse,
     extend_schema,
     extend_schema_field,
+    extend_schema_serializer,
     inline_serializer,
 )
 from rest_framework import serializers, status
@@ -32,7 +33,9 @@ from console.api import (
     BadRequestSerializer,
     JSONParser,
     ServiceRefusals,
+    answer,
 )
+from console.decisions import api_examples as examples
 from console.decisions import selectors, services
 from console.decisions.break_glass import break_glass_execute, break_glass_review
 from console.decisions.forms import (
@@ -73,6 +76,7 @@ REFUSED = OpenApiResponse(
     BadRequestSerializer,
     description="The request is not in a state that allows this (already decided, finished...), "
     "or the input is not valid.",
+    examples=[examples.REFUSED],
 )
 REQUEST_ID = OpenApiParameter(
     "request_id", OpenApiTypes.INT, OpenApiParameter.PATH, description="The request's number."
@@ -283,6 +287,7 @@ class _OverlapSerializer(serializers.Serializer):
         return reverse("api-request-detail", args=[o.request_id])
 
 
+@extend_schema_serializer(examples=[examples.REQUEST])
 class RequestSerializer(_RequestSerializer):
     """Everything the request page shows."""
 
@@ -456,6 +461,7 @@ class RequestListApi(_DecisionsApi):
         class Meta:
             ref_name = "ActionRequestFilters"
 
+    @extend_schema_serializer(examples=[examples.CREATE])
     class InputSerializer(serializers.Serializer):
         action = serializers.ChoiceField(choices=R.ACTIONS)
         scope = ScopeSerializer()
@@ -556,16 +562,21 @@ class RequestListApi(_DecisionsApi):
 
     @extend_schema(
         operation_id="requests_list",
+        description="The action requests, newest first, a page at a time (`before` from the "
+        "previous answer's `next_before`); `show=waiting` for those waiting for your approval.",
         parameters=[FilterSerializer],
         responses={
-            200: inline_serializer(
-                "ActionRequestPage",
-                {
-                    "results": _RequestSerializer(many=True),
-                    "next_before": serializers.IntegerField(
-                        allow_null=True, help_text="`before` for the next (older) page."
-                    ),
-                },
+            200: answer(
+                inline_serializer(
+                    "ActionRequestPage",
+                    {
+                        "results": _RequestSerializer(many=True),
+                        "next_before": serializers.IntegerField(
+                            allow_null=True, help_text="`before` for the next (older) page."
+                        ),
+                    },
+                ),
+                examples.PAGE,
             ),
             400: BAD_REQUEST,
             **ERRORS,
@@ -589,6 +600,11 @@ class RequestListApi(_DecisionsApi):
 
     @extend_schema(
         operation_id="requests_create",
+        description="Ask for an action (reprocess, fail, end with error) on a scope: one "
+        "message, a selection, a failure group, the browser's filters or a lake query's result. "
+        "The scope is frozen at once into the exact ids of the quarantined messages it matches. "
+        "`needs_approval` and `approval_reason` say whether a second person must approve it "
+        "(R17); otherwise it starts.",
         request=InputSerializer,
         responses={201: RequestSerializer, 400: BAD_REQUEST, **ERRORS},
     )
@@ -646,6 +662,7 @@ class RequestDetailApi(_DecisionsApi):
         return Response(_request_data(r, request, body=query["body"]))
 
 
+@extend_schema_serializer(examples=[examples.COMMENT])
 class _CommentSerializer(serializers.Serializer):
     comment = serializers.CharField(
         required=False, allow_blank=True, default="", max_length=COMMENT_MAX
@@ -725,6 +742,7 @@ class RequestBreakGlassApi(_DecisionsApi):
 
     permission_classes = [has_perms(VIEW_REQUESTS, APPROVE_REQUESTS)]
 
+    @extend_schema_serializer(examples=[examples.BREAK_GLASS])
     class InputSerializer(serializers.Serializer):
         # Blank is for the service to refuse, in its words.
         reason = serializers.CharField(
@@ -764,6 +782,7 @@ class RequestReviewApi(_DecisionsApi):
     # glass, not the requester).
     permission_classes = [has_perms(VIEW_REQUESTS)]
 
+    @extend_schema_serializer(examples=[examples.REVIEW])
     class InputSerializer(serializers.Serializer):
         agrees = serializers.BooleanField(help_text="true: you agree; false: you disagree.")
         comment = serializers.CharField(
@@ -807,7 +826,7 @@ class RequestIdsApi(_DecisionsApi):
         operation_id="requests_ids",
         parameters=[REQUEST_ID],
         responses={
-            (200, "text/plain"): OpenApiResponse(OpenApiTypes.STR, description="One id a line."),
+            (200, "text/plain"): answer(OpenApiTypes.STR, examples.IDS, "One id a line."),
             404: NOT_FOUND,
             **ERRORS,
         },
@@ -883,7 +902,7 @@ class RequestOutcomeApi(_OutcomeApi):
     @extend_schema(
         operation_id="requests_outcome",
         parameters=[REQUEST_ID],
-        responses={200: OutputSerializer, 404: NOT_FOUND, **ERRORS},
+        responses={200: answer(OutputSerializer, examples.OUTCOME), 404: NOT_FOUND, **ERRORS},
     )
     def get(self, request, request_id):
         r = request_or_404(request_id)
@@ -927,14 +946,17 @@ class RequestOutcomeMessagesApi(_OutcomeApi):
         operation_id="requests_outcome_messages",
         parameters=[REQUEST_ID, FilterSerializer],
         responses={
-            200: inline_serializer(
-                "ActionRequestOutcomePage",
-                {
-                    "results": RowSerializer(many=True),
-                    "next_after": serializers.IntegerField(
-                        allow_null=True, help_text="`after` for the next page."
-                    ),
-                },
+            200: answer(
+                inline_serializer(
+                    "ActionRequestOutcomePage",
+                    {
+                        "results": RowSerializer(many=True),
+                        "next_after": serializers.IntegerField(
+                            allow_null=True, help_text="`after` for the next page."
+                        ),
+                    },
+                ),
+                examples.OUTCOME_PAGE,
             ),
             400: BAD_REQUEST,
             404: NOT_FOUND,
@@ -1031,14 +1053,17 @@ class NotificationListApi(_DecisionsApi):
         operation_id="notifications_list",
         parameters=[FilterSerializer],
         responses={
-            200: inline_serializer(
-                "ErrorNotificationPage",
-                {
-                    "results": OutputSerializer(many=True),
-                    "next_before": serializers.CharField(
-                        allow_null=True, help_text="`before` for the next (older) page."
-                    ),
-                },
+            200: answer(
+                inline_serializer(
+                    "ErrorNotificationPage",
+                    {
+                        "results": OutputSerializer(many=True),
+                        "next_before": serializers.CharField(
+                            allow_null=True, help_text="`before` for the next (older) page."
+                        ),
+                    },
+                ),
+                examples.NOTIFICATIONS,
             ),
             400: BAD_REQUEST,
             **ERRORS,

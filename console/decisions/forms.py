@@ -11,7 +11,7 @@ from console.browse.forms import FILTER_FIELDS, MessageFilterForm
 from console.decisions.models import ActionRequest
 from console.decisions.scope import MAX_SELECTION, ScopeError
 from console.decisions.services import DEFAULT_REFAILURE_THRESHOLD, DEFAULT_STEPS, MAX_CANARY
-from console.forms import NoAutocompleteForm
+from console.forms import LimitedForm, NoAutocompleteForm
 from console.queues.models import Queue
 
 # The column types' limits: a bigger number is refused as input, never sent to the database.
@@ -233,7 +233,7 @@ class ActionRequestForm(NoAutocompleteForm):
             del self.fields["edited_body"]
 
 
-class RequestFilterForm(forms.Form):
+class RequestFilterForm(LimitedForm):
     WAITING, MINE = "waiting", "mine"
 
     status = forms.ChoiceField(required=False, choices=[("", "any"), *ActionRequest.STATUSES])

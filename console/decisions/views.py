@@ -66,6 +66,7 @@ from console.decisions.services import (
     action_request_reject,
     action_request_withdraw,
 )
+from console.forms import LimitedForm
 from console.lake.services import lake
 from console.permissions import (
     APPROVE_REQUESTS,
@@ -516,7 +517,7 @@ def request_ids(request, request_id):
 # --- Deciding -----------------------------------------------------------------------------------
 
 
-class _CommentForm(forms.Form):
+class _CommentForm(LimitedForm):
     comment = forms.CharField(required=False, max_length=COMMENT_MAX, strip=False)
 
 
@@ -574,7 +575,7 @@ def request_cancel(request, request_id):
     return _act(request, request_id, action_request_cancel, _cancelled)
 
 
-class _BreakGlassForm(forms.Form):
+class _BreakGlassForm(LimitedForm):
     # Not required here: the service says what is missing, in its words.
     reason = forms.CharField(required=False, max_length=COMMENT_MAX, strip=False)
     confirm = forms.BooleanField(required=False)
@@ -609,7 +610,7 @@ def request_break_glass(request, request_id):
     return redirect("request-detail", r.id)
 
 
-class _ReviewForm(forms.Form):
+class _ReviewForm(LimitedForm):
     verdict = forms.ChoiceField(
         choices=[("agree", "I agree"), ("disagree", "I disagree")],
         error_messages={"required": "choose whether you agree or disagree"},

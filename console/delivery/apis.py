@@ -31,9 +31,11 @@ from console.api import (
     ERRORS,
     NOT_FOUND,
     JSONParser,
+    answer,
     invalid_input,
     path_key,
     path_parameter,
+    sent,
 )
 from console.delivery import selectors
 from console.delivery.models import PoisonChange, PoisonEntry
@@ -144,6 +146,17 @@ def _described(doc):
     return " ".join(doc.split()) + KEEPING_A_COPY
 
 
+# The examples of /api/docs/.
+_BODY = "9f86d081884c7d659a2feaa0c55ad015a3bf4f1b2b0b822cd15d6c15b0f00a08"
+_REPORT = {
+    "message_id": "order-7",
+    "reason": "ValueError: unknown currency XBT",
+    "queue": "orders",
+    "body_sha256": _BODY,
+}
+_ENTRY = {**_REPORT, "source": "shop-consumer", "added_at": "2026-11-27T07:19:22.588668Z"}
+
+
 # --- Endpoints -----------------------------------------------------------------------------------
 
 
@@ -166,15 +179,19 @@ class PoisonListApi(_PoisonListApi):
         description=_described(__doc__),
         parameters=[FilterSerializer],
         responses={
-            200: inline_serializer(
-                "PoisonListPage",
-                {
-                    "results": _EntrySerializer(many=True),
-                    "next": serializers.CharField(
-                        allow_null=True, help_text="`after` for the next page; null on the last."
-                    ),
-                    "cursor": serializers.IntegerField(help_text=_CURSOR_HELP),
-                },
+            200: answer(
+                inline_serializer(
+                    "PoisonListPage",
+                    {
+                        "results": _EntrySerializer(many=True),
+                        "next": serializers.CharField(
+                            allow_null=True,
+                            help_text="`after` for the next page; null on the last.",
+                        ),
+                        "cursor": serializers.IntegerField(help_text=_CURSOR_HELP),
+                    },
+                ),
+                {"results": [_ENTRY], "next": "order-7", "cursor": 21},
             ),
             400: BAD_REQUEST,
             **ERRORS,
@@ -218,15 +235,43 @@ class PoisonChangesApi(_PoisonListApi):
         description=_described(__doc__),
         parameters=[FilterSerializer],
         responses={
-            200: inline_serializer(
-                "PoisonChangePage",
+            200: answer(
+                inline_serializer(
+                    "PoisonChangePage",
+                    {
+                        "results": _ChangeSerializer(many=True),
+                        "cursor": serializers.IntegerField(
+                            help_text="`since` for the next call: the last change's cursor, or "
+                            "`since` itself when there was none."
+                        ),
+                        "more": serializers.BooleanField(help_text="More changes are waiting."),
+                    },
+                ),
                 {
-                    "results": _ChangeSerializer(many=True),
-                    "cursor": serializers.IntegerField(
-                        help_text="`since` for the next call: the last change's cursor, or "
-                        "`since` itself when there was none."
-                    ),
-                    "more": serializers.BooleanField(help_text="More changes are waiting."),
+                    "results": [
+                        {
+                            "cursor": 21,
+                            "kind": "added",
+                            "message_id": "order-7",
+                            "body_sha256": _BODY,
+                            "queue": "orders",
+                            "reason": "ValueError: unknown currency XBT",
+                            "source": "shop-consumer",
+                            "at": "2026-11-27T07:19:22.588668Z",
+                        },
+                        {
+                            "cursor": 22,
+                            "kind": "removed",
+                            "message_id": "demo-orders-000008",
+                            "body_sha256": "",
+                            "queue": "orders",
+                            "reason": "removed by admin",
+                            "source": "admin",
+                            "at": "2026-11-27T07:20:56.231457Z",
+                        },
+                    ],
+                    "cursor": 22,
+                    "more": False,
                 },
             ),
             400: BAD_REQUEST,
@@ -269,26 +314,37 @@ class PoisonCheckApi(_PoisonListApi):
         # The docstring of the class being defined.
         description=_described(__doc__),
         request=InputSerializer,
+        examples=[sent({"ids": ["order-7", "order-8"], "body_sha256": [_BODY]})],
         responses={
-            200: inline_serializer(
-                "PoisonCheckResult",
+            200: answer(
+                inline_serializer(
+                    "PoisonCheckResult",
+                    {
+                        "ids": inline_serializer(
+                            "PoisonedId",
+                            {
+                                "message_id": serializers.CharField(),
+                                "reason": serializers.CharField(),
+                            },
+                            many=True,
+                        ),
+                        "body_sha256": inline_serializer(
+                            "PoisonedBody",
+                            {
+                                "body_sha256": serializers.CharField(),
+                                "reason": serializers.CharField(
+                                    help_text="The reason of the newest entry with that body."
+                                ),
+                            },
+                            many=True,
+                        ),
+                    },
+                ),
                 {
-                    "ids": inline_serializer(
-                        "PoisonedId",
-                        {"message_id": serializers.CharField(), "reason": serializers.CharField()},
-                        many=True,
-                    ),
-                    "body_sha256": inline_serializer(
-                        "PoisonedBody",
-                        {
-                            "body_sha256": serializers.CharField(),
-                            "reason": serializers.CharField(
-                                help_text="The reason of the newest entry with that body."
-                            ),
-                        },
-                        many=True,
-                    ),
+                    "ids": [{"message_id": "order-7", "reason": _REPORT["reason"]}],
+                    "body_sha256": [{"body_sha256": _BODY, "reason": _REPORT["reason"]}],
                 },
+                "Those that are on the list.",
             ),
             400: BAD_REQUEST,
             **ERRORS,
@@ -343,8 +399,9 @@ class PoisonReportApi(_PoisonListApi):
         # The docstring of the class being defined.
         description=_described(__doc__),
         request=InputSerializer,
+        examples=[sent(_REPORT)],
         responses={
-            201: OpenApiResponse(_EntrySerializer, description="The entry, as now listed."),
+            201: answer(_EntrySerializer, _ENTRY, "The entry, as now listed."),
             400: BAD_REQUEST,
             **ERRORS,
         },
@@ -369,10 +426,12 @@ class PoisonEntryApi(_PoisonListApi):
 
     @extend_schema(
         operation_id="poison_list_entry",
-        # The docstring of the class being defined.
-        description=_described(__doc__),
+        description=_described(
+            "One entry of the list, by its message id: its reason, body hash, queue, and who "
+            "put it there; 404 when the id is not on the list."
+        ),
         parameters=[path_parameter("message_id", "The message's id.", "order-1")],
-        responses={200: _EntrySerializer, 404: NOT_FOUND, **ERRORS},
+        responses={200: answer(_EntrySerializer, _ENTRY), 404: NOT_FOUND, **ERRORS},
     )
     def get(self, request, message_id):
         entry = selectors.poison_entry_get(message_id=self._message_id(message_id))
@@ -383,7 +442,7 @@ class PoisonEntryApi(_PoisonListApi):
     @extend_schema(
         operation_id="poison_list_remove",
         # The docstring of the class being defined.
-        description=_described(__doc__),
+        description=_described(__doc__.replace("read it, or (administrators) ", "")),
         parameters=[path_parameter("message_id", "The message's id.", "order-1")],
         responses={
             204: OpenApiResponse(description="Taken off the list."),

@@ -43,6 +43,17 @@ class _BadRequest(Exception):
         self.code = code
 
 
+_EXPECTED = 'send a message object, a list of them, or {"messages": [...]}'
+_JSON_EXAMPLE = "Expecting ',' delimiter: line 1 column 31 (char 30)"
+
+
+def _too_large(limit):
+    return (
+        f"the request is over {limit} bytes; send one message of up to MAX_BODY_BYTES per request, "
+        "or larger batches through the inbox folder"
+    )
+
+
 # For the schema only: console.ingest.services checks the messages (and says why it refuses one).
 class _MessageSerializer(serializers.Serializer):
     """A message to send in."""
@@ -84,24 +95,50 @@ class _RefusalSerializer(serializers.Serializer):
         ref_name = "IngestRefusal"
 
 
+class _ResultSerializer(serializers.Serializer):
+    accepted = serializers.IntegerField()
+    duplicates = serializers.IntegerField()
+    refused = serializers.IntegerField()
+    errors = serializers.SerializerMethodField()
+
+    class Meta:
+        ref_name = "IngestResult"
+
+    @extend_schema_field(_RefusalSerializer(many=True))
+    def get_errors(self, result):
+        return [e.as_dict() for e in result.errors]
+
+
+def _result(name, accepted, duplicates, errors):
+    return OpenApiExample(
+        name,
+        value={
+            "accepted": accepted,
+            "duplicates": duplicates,
+            "refused": len(errors),
+            "errors": [{"index": i, "id": id_, "error": text} for i, id_, text in errors],
+        },
+    )
+
+
+_TOO_LONG = (1, None, f"id is at most {ID_MAX_LENGTH} characters; this one has 10,000")
+
+
 class MessagesIngestApi(APIView):
+    """Sending messages in: POST of /api/v1/messages (console.browse.apis.MessagesApi, whose GET
+    lists them)."""
+
     permission_classes = [has_perms(INGEST_MESSAGES)]
-
-    class OutputSerializer(serializers.Serializer):
-        accepted = serializers.IntegerField()
-        duplicates = serializers.IntegerField()
-        refused = serializers.IntegerField()
-        errors = serializers.SerializerMethodField()
-
-        class Meta:
-            ref_name = "IngestResult"
-
-        @extend_schema_field(_RefusalSerializer(many=True))
-        def get_errors(self, result):
-            return [e.as_dict() for e in result.errors]
 
     @extend_schema(
         operation_id="messages_ingest",
+        description="Send messages in: one message object, a list of them, or "
+        '`{"messages": [...]}`. Each is checked, deduplicated (the same id and body again is '
+        "a duplicate, not an error: resending a batch is safe) and appended to its queue, "
+        "where the next delivery run picks it up. 201 when every message was accepted or a "
+        "duplicate; 200 when some were refused (`errors` names each by its index in the "
+        "batch: resend only those, fixed); 400 when nothing was accepted. Needs the permission "
+        "to send messages (the application, operator or approver role).",
         # JSON only: anything else is a 415.
         request={
             "application/json": PolymorphicProxySerializer(
@@ -146,22 +183,49 @@ class MessagesIngestApi(APIView):
         ],
         responses={
             201: OpenApiResponse(
-                OutputSerializer, description="Every message accepted, or a duplicate."
+                _ResultSerializer,
+                description="Every message accepted, or a duplicate.",
+                examples=[_result("Accepted", 1, 0, [])],
             ),
             200: OpenApiResponse(
-                OutputSerializer, description="Some accepted, some refused (see errors)."
+                _ResultSerializer,
+                description="Some accepted, some refused (see errors).",
+                examples=[_result("Some refused", 1, 0, [_TOO_LONG])],
             ),
             400: OpenApiResponse(
                 PolymorphicProxySerializer(
                     component_name="IngestRefused",
-                    serializers=[OutputSerializer, ErrorSerializer],
+                    serializers=[_ResultSerializer, ErrorSerializer],
                     resource_type_field_name=None,
                 ),
                 description="Nothing accepted: every message refused (a result), or the request "
                 "was not a batch of messages (a detail).",
+                examples=[
+                    _result(
+                        "All refused",
+                        0,
+                        0,
+                        [(0, "order-2", "unknown queue 'ordres': no queue of that name exists")],
+                    ),
+                    OpenApiExample(
+                        "Not a batch", value={"detail": f"malformed JSON: {_JSON_EXAMPLE}"}
+                    ),
+                ],
             ),
-            413: OpenApiResponse(ErrorSerializer, description="The request is too large."),
-            415: OpenApiResponse(ErrorSerializer, description="The request is not JSON."),
+            413: OpenApiResponse(
+                ErrorSerializer,
+                description="The request is too large.",
+                examples=[OpenApiExample("Too large", value={"detail": _too_large(11534336)})],
+            ),
+            415: OpenApiResponse(
+                ErrorSerializer,
+                description="The request is not JSON.",
+                examples=[
+                    OpenApiExample(
+                        "Not JSON", value={"detail": "send Content-Type: application/json"}
+                    )
+                ],
+            ),
             **ERRORS,
         },
     )
@@ -181,7 +245,7 @@ class MessagesIngestApi(APIView):
             code = status.HTTP_200_OK
         else:
             code = status.HTTP_400_BAD_REQUEST
-        return Response(self.OutputSerializer(result).data, status=code)
+        return Response(_ResultSerializer(result).data, status=code)
 
 
 def _payload(request):
@@ -216,9 +280,6 @@ def _payload(request):
         raise _BadRequest("malformed JSON: nested too deeply") from None
 
 
-_EXPECTED = 'send a message object, a list of them, or {"messages": [...]}'
-
-
 def _records(payload):
     if isinstance(payload, dict) and "messages" in payload:
         if len(payload) != 1 or not isinstance(payload["messages"], list):
@@ -231,10 +292,3 @@ def _records(payload):
     if not payload:
         raise _BadRequest(f"the request holds no message: {_EXPECTED}")
     return payload
-
-
-def _too_large(limit):
-    return (
-        f"the request is over {limit} bytes; send one message of up to MAX_BODY_BYTES per request, "
-        "or larger batches through the inbox folder"
-    )

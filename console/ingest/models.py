@@ -30,3 +30,27 @@ class InboxFile(models.Model):
 
     def __str__(self):
         return self.name
+
+
+class Demo(models.Model):
+    """What `manage.py seed_demo` did in this database: one row, made by its first run.
+
+    The demo's messages are ingested at once, or sent by the default worker a chunk at a time
+    (`seed_demo --background`, as `make run` does) while the dashboard says how far it is:
+    `total` messages, `sent` so far (accepted, or already there), `fill_started_at` set for such
+    a fill only, `filled_at` once it is over. `rabbitmq_fed_at`: when this database's demo fed
+    the RabbitMQ demo queues. The broker remembers it too, but a new database (var/ deleted to
+    start over) must feed them again, or its RabbitMQ-fed queue stays empty."""
+
+    ONE = 1  # the primary key of the one row
+
+    orders = models.PositiveIntegerField(default=0)
+    total = models.PositiveIntegerField(default=0)
+    sent = models.PositiveIntegerField(default=0)
+    fill_started_at = models.DateTimeField(null=True, blank=True)
+    sent_at = models.DateTimeField(null=True, blank=True)
+    filled_at = models.DateTimeField(null=True, blank=True)
+    rabbitmq_fed_at = models.DateTimeField(null=True, blank=True)
+
+    def __str__(self):
+        return f"demo: {self.sent} of {self.total} sent"

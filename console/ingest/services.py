@@ -141,17 +141,40 @@ def _optional_text(record, name, message_id):
     return value
 
 
+def _id_check(message_id):
+    """The record's id, or _Refused saying what is wrong with it (not only that it is wrong)."""
+    expected = f"a string of 1 to {ID_MAX_LENGTH} printable characters"
+    if message_id is None:
+        raise _Refused(f"id is required: {expected}")
+    if type(message_id) is not str:
+        raise _Refused(f"id must be {expected}, not a JSON {_json_type(message_id)}")
+    if not message_id:
+        raise _Refused(f"id is empty: it must be {expected}")
+    if len(message_id) > ID_MAX_LENGTH:
+        raise _Refused(
+            f"id is at most {ID_MAX_LENGTH:,} characters; this one has {len(message_id):,}"
+        )
+    if not message_id.isprintable():
+        at, char = next((i, c) for i, c in enumerate(message_id) if not c.isprintable())
+        raise _Refused(
+            f"id must be printable text; character {at + 1} is U+{ord(char):04X}, which is not"
+        )
+    return message_id
+
+
+def _json_type(value):
+    if type(value) is bool:
+        return "boolean"
+    if type(value) in (int, float):
+        return "number"
+    return {dict: "object", list: "array", bytes: "binary value"}.get(type(value), "value")
+
+
 def _record_check(record, queues, limit):
     """The row to write for one record, or _Refused saying why not."""
     if type(record) is not dict:
         raise _Refused("a message must be a JSON object")
-    message_id = record.get("id")
-    if (
-        type(message_id) is not str
-        or not 0 < len(message_id) <= ID_MAX_LENGTH
-        or not message_id.isprintable()
-    ):
-        raise _Refused(f"id is required: a string of 1 to {ID_MAX_LENGTH} printable characters")
+    message_id = _id_check(record.get("id"))
     if not FIELDS.issuperset(record):
         extra = record.keys() - FIELDS
         raise _Refused(

@@ -1,10 +1,12 @@
-"""The inbox's Celery task, on the default worker.
+"""Ingest's Celery tasks, on the default worker: the inbox's scan and the demo's fill.
 
-Its name is kept from when every task lived in workers.tasks: beat's schedule (workers.celery)
-and tasks already waiting in a broker name it so."""
+Their names read "workers.tasks.<name>", as every task's does: the inbox task's is kept from when
+every task lived there (beat's schedule in workers.celery, and tasks already waiting in a broker,
+name it so)."""
 
 from celery import shared_task
 
+from console.ingest.demo import demo_fill_step
 from console.ingest.services import inbox_scan
 
 
@@ -14,3 +16,21 @@ from console.ingest.services import inbox_scan
 def inbox_scan_task():
     """Take the inbox folder's files in. Returns how many files were processed."""
     return len(inbox_scan())
+
+
+@shared_task(
+    name="workers.tasks.demo_fill_task", soft_time_limit=60, time_limit=90, ignore_result=True
+)
+def demo_fill_task():
+    """Send the demo's next chunk, then ask for the one after it a few seconds later. Not
+    retried: a lost task leaves the fill where it was, and the next `seed_demo` (`make run`)
+    takes it up again. Returns how many seconds until the next chunk, or None when done."""
+    wait = demo_fill_step()
+    if wait is not None:
+        demo_fill_task.apply_async(countdown=wait)
+    return wait
+
+
+def demo_fill_enqueue():
+    """Hand the demo's fill to the default worker."""
+    demo_fill_task.delay()

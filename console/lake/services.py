@@ -112,6 +112,17 @@ def _rewrite_under_way():
     return LakeRewrite.objects.filter(until__gt=timezone.now()).exists()
 
 
+def _compaction_under_way(kind):
+    """A compaction of this kind folds now, its heartbeat alive. Delivery runs that end together
+    each find one due: a second would fold the same commits, hold a spark worker's thread and
+    CPU as long, and be skipped at its commit (LAKE_CHANGED). The next run's check comes back
+    for what is left."""
+    alive = timezone.now() - timedelta(seconds=settings.LEASE_SECONDS)
+    return CompactionRun.objects.filter(
+        kind=kind, status=CompactionRun.RUNNING, heartbeat_at__gte=alive
+    ).exists()
+
+
 # --- Compaction records ---------------------------------------------------------------------------
 
 # Why a compaction that folded was not committed.
@@ -238,6 +249,8 @@ def lake_state_compact_if_due(*, force=False, spark=None):
         return None
     if not force and len(inputs.event_paths) < settings.COMPACT_AFTER_COMMITS:
         return None
+    if not force and _compaction_under_way(CompactionRun.STATE):
+        return None
     run_id = _compaction_start(
         kind=CompactionRun.STATE,
         covers_upto=inputs.last_event_commit,
@@ -358,6 +371,8 @@ def lake_history_fold(*, force=False, spark=None):
     if not inputs.events:
         return None
     if not force and len(inputs.events) < settings.HISTORY_COMPACT_AFTER_COMMITS:
+        return None
+    if not force and _compaction_under_way(CompactionRun.HISTORY):
         return None
     run_id = _compaction_start(
         kind=CompactionRun.HISTORY, covers_upto=inputs.events[-1][0], commits=len(inputs.events)

@@ -5,6 +5,7 @@ read bodies."""
 from django.core.exceptions import ValidationError
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
+    OpenApiExample,
     OpenApiParameter,
     OpenApiResponse,
     extend_schema,
@@ -14,7 +15,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from console.api import ERRORS, NOT_FOUND, ErrorSerializer, JSONParser
+from console.api import ERRORS, NOT_FOUND, JSONParser, answer, refused, sent
 from console.lakequery import selectors, services
 from console.lakequery.models import LakeQuery
 from console.lakequery.views import query_or_404
@@ -34,11 +35,61 @@ class BadInputSerializer(serializers.Serializer):
     )
 
 
-BAD_INPUT = OpenApiResponse(BadInputSerializer, description="The input is not valid.")
-NOT_DONE = OpenApiResponse(
-    ErrorSerializer, description="The query is not done: it has no result yet."
+BAD_INPUT = OpenApiResponse(
+    BadInputSerializer,
+    description="The input is not valid.",
+    examples=[
+        OpenApiExample(
+            "No criterion",
+            value={
+                "detail": "give at least one criterion: a lake query never lists everything",
+                "errors": {
+                    "criteria": ["give at least one criterion: a lake query never lists everything"]
+                },
+            },
+        )
+    ],
 )
-FINISHED = OpenApiResponse(ErrorSerializer, description="The query has finished already.")
+NOT_DONE = refused(
+    "The query is not done: it has no result yet.", "lake query 12 is running: it has no result yet"
+)
+FINISHED = refused(
+    "The query has finished already.", "lake query 11 has finished already (cancelled)"
+)
+
+# The examples of /api/docs/.
+_CRITERIA = {
+    "queues": ["orders"],
+    "states": ["NDLV", "DLVD"],
+    "json_path": "$.customer.country",
+    "json_equals": "FR",
+}
+_QUERY = {
+    "id": 12,
+    "status": "done",
+    "criteria": {**_CRITERIA, "states": ["DLVD", "NDLV"]},
+    "requester": "operator",
+    "created_at": "2026-11-27T07:18:42.353371Z",
+    "started_at": "2026-11-27T07:18:43.010000Z",
+    "heartbeat_at": "2026-11-27T07:19:20.400000Z",
+    "finished_at": "2026-11-27T07:19:21.170000Z",
+    "progress": 100,
+    "scanned": 88,
+    "matched": 3,
+    "upto": 12,
+    "error": "",
+}
+_QUEUED = {
+    **_QUERY,
+    "status": "queued",
+    "started_at": None,
+    "heartbeat_at": None,
+    "finished_at": None,
+    "progress": 0,
+    "scanned": 0,
+    "matched": 0,
+    "upto": None,
+}
 
 
 @extend_schema_serializer(component_name="LakeQuery")
@@ -137,8 +188,10 @@ class LakeQueryListApi(APIView):
     @extend_schema(
         operation_id="lake_queries_list",
         summary="The newest lake queries you may see",
+        description="The newest lake queries you may see, newest first, with their status and "
+        "progress (those that searched bodies only if you may read bodies).",
         tags=TAGS,
-        responses={200: OutputSerializer, **ERRORS},
+        responses={200: answer(OutputSerializer, {"results": [_QUERY]}), **ERRORS},
     )
     def get(self, request):
         queries = selectors.lake_query_list(user=request.user)
@@ -151,13 +204,14 @@ class LakeQueryListApi(APIView):
         "/api/v1/lake-queries/{id}. Body criteria need the permission to read bodies.",
         tags=TAGS,
         request=InputSerializer,
+        examples=[sent(_CRITERIA, "French customers' orders")],
         responses={
-            202: LakeQuerySerializer,
+            202: answer(LakeQuerySerializer, _QUEUED, "Queued."),
             400: BAD_INPUT,
             **ERRORS,
-            403: OpenApiResponse(
-                ErrorSerializer,
-                description="You may not run queries, or search bodies without reading them.",
+            403: refused(
+                "You may not run queries, or search bodies without reading them.",
+                "searching bodies reveals what they hold: it needs the permission to read bodies",
             ),
         },
     )
@@ -184,7 +238,7 @@ class LakeQueryDetailApi(APIView):
         summary="A lake query's status and progress",
         tags=TAGS,
         parameters=[QUERY_ID],
-        responses={200: LakeQuerySerializer, **ERRORS, 404: NOT_FOUND},
+        responses={200: answer(LakeQuerySerializer, _QUERY), **ERRORS, 404: NOT_FOUND},
     )
     def get(self, request, query_id):
         return Response(LakeQuerySerializer(query_or_404(request.user, query_id)).data)
@@ -228,8 +282,26 @@ class LakeQueryResultsApi(APIView):
             ),
         ],
         responses={
-            200: OpenApiResponse(
-                response=OutputSerializer, description="a page of the result, by message id"
+            200: answer(
+                OutputSerializer,
+                {
+                    "results": [
+                        {
+                            "message_id": "demo-orders-000008",
+                            "queue": "orders",
+                            "state": "NDLV",
+                            "delivery_count": 1,
+                            "sender": "web-shop@shop.example",
+                            "conversation_id": "conv-ORD-100016",
+                            "enqueued_at": "2026-11-27T06:55:32.984224Z",
+                            "body_size": 143,
+                            "reason": "permanent failure: missing field: order_id",
+                            "updated": "2026-11-27T06:55:45.002047Z",
+                        }
+                    ],
+                    "next": "demo-orders-000008",
+                },
+                "a page of the result, by message id",
             ),
             400: BAD_INPUT,
             **ERRORS,
@@ -266,7 +338,15 @@ class LakeQueryCancelApi(APIView):
         tags=TAGS,
         parameters=[QUERY_ID],
         request=None,
-        responses={200: LakeQuerySerializer, **ERRORS, 404: NOT_FOUND, 409: FINISHED},
+        responses={
+            200: answer(
+                LakeQuerySerializer,
+                {**_QUEUED, "status": "cancelled", "finished_at": "2026-11-27T07:18:46.366560Z"},
+            ),
+            **ERRORS,
+            404: NOT_FOUND,
+            409: FINISHED,
+        },
     )
     def post(self, request, query_id):
         query = query_or_404(request.user, query_id)

@@ -17,12 +17,14 @@ from console.api import (
     NOT_FOUND,
     JSONParser,
     ServiceRefusals,
+    answer,
     path_key,
     path_parameter,
+    sent,
 )
 from console.notes import selectors, services
 from console.notes.models import GROUP, MESSAGE, NOTE_MAX, TICKET_URL_MAX
-from console.permissions import INVESTIGATE, VIEW_NOTES, WRITE_NOTES, has_perms
+from console.permissions import INVESTIGATE, VIEW_NOTES, WRITE_NOTES, has_perms, needs_text
 
 TAGS = ["notes and investigations"]
 # The path's word for each kind.
@@ -39,6 +41,28 @@ TARGET = path_parameter(
     "group's fingerprint.",
     "order-1",
 )
+
+
+# The examples of /api/docs/.
+_NOTE = {
+    "id": 1,
+    "author": "operator",
+    "text": "order_id went missing after the 2.3 release of the shop",
+    "created_at": "2026-11-27T07:19:00.681885Z",
+}
+_TICKET = "https://tickets.example.com/SHOP-231"
+_TAKEN = {
+    "kind": "messages",
+    "target_id": "demo-orders-000008",
+    "investigation": {
+        "owner": "operator",
+        "since": "2026-11-27T07:19:00.757285Z",
+        "ticket_url": _TICKET,
+    },
+    "owner": "operator",
+    "via_group": False,
+}
+_NOBODY = {**_TAKEN, "investigation": None, "owner": None}
 
 
 def _target(kind, target_id):
@@ -126,10 +150,15 @@ class NoteListApi(ServiceRefusals, APIView):
 
     @extend_schema(
         operation_id="notes_list",
+        description="The notes on a message or a failure group, newest first. Notes are a "
+        "record: none is edited or deleted.",
         tags=TAGS,
         parameters=[KIND, TARGET],
         responses={
-            200: inline_serializer("NoteList", {"results": NoteSerializer(many=True)}),
+            200: answer(
+                inline_serializer("NoteList", {"results": NoteSerializer(many=True)}),
+                {"results": [_NOTE]},
+            ),
             404: NOT_FOUND,
             **ERRORS,
         },
@@ -141,14 +170,22 @@ class NoteListApi(ServiceRefusals, APIView):
 
     @extend_schema(
         operation_id="notes_create",
+        description="Add a note to a message or a failure group (the permission to write "
+        "notes: operators and approvers). It is in the audit trail.",
         tags=TAGS,
         parameters=[KIND, TARGET],
         request=InputSerializer,
-        responses={201: NoteSerializer, 400: BAD_REQUEST, 404: NOT_FOUND, **ERRORS},
+        examples=[sent({"text": _NOTE["text"]})],
+        responses={
+            201: answer(NoteSerializer, _NOTE),
+            400: BAD_REQUEST,
+            404: NOT_FOUND,
+            **ERRORS,
+        },
     )
     def post(self, request, kind, target_id):
         if not request.user.has_perm(WRITE_NOTES):
-            self.permission_denied(request, message=f"this needs the permission {WRITE_NOTES}")
+            self.permission_denied(request, message=needs_text([WRITE_NOTES]))
         kind, target_id = _target(kind, target_id)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
@@ -167,7 +204,11 @@ class InvestigationApi(APIView):
         operation_id="investigations_retrieve",
         tags=TAGS,
         parameters=[KIND, TARGET],
-        responses={200: InvestigationStateSerializer, 404: NOT_FOUND, **ERRORS},
+        responses={
+            200: answer(InvestigationStateSerializer, _TAKEN),
+            404: NOT_FOUND,
+            **ERRORS,
+        },
     )
     def get(self, request, kind, target_id):
         word = kind
@@ -208,12 +249,13 @@ def _ticket_field(help_text):
     )
 
 
-_CHANGE_RESPONSES = {
-    200: InvestigationStateSerializer,
-    400: BAD_REQUEST,
-    404: NOT_FOUND,
-    **ERRORS,
-}
+def _changed(example):
+    return {
+        200: answer(InvestigationStateSerializer, example, "Who is investigating it now."),
+        400: BAD_REQUEST,
+        404: NOT_FOUND,
+        **ERRORS,
+    }
 
 
 class InvestigationTakeApi(_InvestigationChangeApi):
@@ -227,9 +269,12 @@ class InvestigationTakeApi(_InvestigationChangeApi):
         operation_id="investigations_take",
         tags=TAGS,
         summary="Start investigating it: it must be nobody's yet (one owner at a time).",
+        description="Start investigating a message or a failure group, with a ticket link if "
+        "you like: it must be nobody's yet (one owner at a time; 400 otherwise).",
         parameters=[KIND, TARGET],
         request=InputSerializer,
-        responses=_CHANGE_RESPONSES,
+        examples=[sent({"ticket_url": _TICKET})],
+        responses=_changed(_TAKEN),
     )
     def post(self, request, kind, target_id):
         return super().post(request, kind, target_id)
@@ -254,9 +299,18 @@ class InvestigationHandOverApi(_InvestigationChangeApi):
         tags=TAGS,
         summary="Give the investigation to someone else: its owner may, and an approver may "
         "for anyone's (403 otherwise).",
+        description="Give the investigation to someone who may investigate: its owner may, and "
+        "an approver may for anyone's (403 otherwise).",
         parameters=[KIND, TARGET],
         request=InputSerializer,
-        responses=_CHANGE_RESPONSES,
+        examples=[sent({"to": "approver"})],
+        responses=_changed(
+            {
+                **_TAKEN,
+                "investigation": {**_TAKEN["investigation"], "owner": "approver"},
+                "owner": "approver",
+            }
+        ),
     )
     def post(self, request, kind, target_id):
         return super().post(request, kind, target_id)
@@ -270,9 +324,11 @@ class InvestigationReleaseApi(_InvestigationChangeApi):
         operation_id="investigations_release",
         tags=TAGS,
         summary="Stop investigating it: its owner may, and an approver may for anyone's.",
+        description="Stop investigating a message or a failure group: it is nobody's again. "
+        "Its owner may, and an approver may for anyone's (403 otherwise).",
         parameters=[KIND, TARGET],
         request=None,
-        responses=_CHANGE_RESPONSES,
+        responses=_changed(_NOBODY),
     )
     def post(self, request, kind, target_id):
         return super().post(request, kind, target_id)
@@ -293,9 +349,20 @@ class InvestigationTicketApi(_InvestigationChangeApi):
         tags=TAGS,
         summary="Set, change or clear the investigation's ticket link: its owner may, and an "
         "approver may for anyone's.",
+        description="Set, change or clear (an empty ticket_url) the investigation's ticket "
+        "link: its owner may, and an approver may for anyone's (403 otherwise).",
         parameters=[KIND, TARGET],
         request=InputSerializer,
-        responses=_CHANGE_RESPONSES,
+        examples=[sent({"ticket_url": "https://tickets.example.com/SHOP-232"})],
+        responses=_changed(
+            {
+                **_TAKEN,
+                "investigation": {
+                    **_TAKEN["investigation"],
+                    "ticket_url": "https://tickets.example.com/SHOP-232",
+                },
+            }
+        ),
     )
     def post(self, request, kind, target_id):
         return super().post(request, kind, target_id)

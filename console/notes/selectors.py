@@ -99,7 +99,7 @@ def owner_filter_clean(value, *, user):
     if not value:
         return ""
     if user is not None and not user.has_perm(VIEW_NOTES):
-        raise ValidationError(f"filtering by owner needs the permission {VIEW_NOTES}")
+        raise ValidationError("filtering by owner needs permission for reading notes")
     if value == MINE:
         if user is None:
             raise ValidationError(f"'{MINE}' needs to know who asks: give a username")

@@ -22,7 +22,7 @@ from console.notes.models import (
     Investigation,
     Note,
 )
-from console.permissions import INVESTIGATE, REASSIGN_INVESTIGATIONS, WRITE_NOTES
+from console.permissions import INVESTIGATE, REASSIGN_INVESTIGATIONS, WRITE_NOTES, needs_text
 from console.readmodels.models import FailureGroup, MessageIndex
 
 _KIND_NAMES = dict(KINDS)
@@ -31,7 +31,7 @@ _ticket_url_valid = URLValidator(schemes=["http", "https"])
 
 def _require(actor, *perms):
     if not actor.has_perms(perms):
-        raise PermissionDenied(f"this needs the permission(s) {', '.join(perms)}")
+        raise PermissionDenied(needs_text(perms, user=actor))
 
 
 def target_exists(*, kind, target_id):

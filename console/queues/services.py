@@ -237,6 +237,8 @@ def queue_pause(*, queue, actor, reason=""):
     system in maintenance): disabled as R11 disables it, until someone re-enables it. Its
     messages wait, due, and nothing of theirs changes. False if it was already disabled."""
     said = f"paused by {actor.get_username()}"
+    # The page's form and the API's serializer refuse a longer reason, naming the limit; this cut
+    # only keeps another caller's from reaching the alert and the audit trail whole.
     reason = " ".join((reason or "").split())[:PAUSE_REASON_MAX]
     with transaction.atomic():
         paused = Queue.objects.filter(id=queue.id, enabled=True).update(

@@ -182,6 +182,9 @@ def read_models_refresh(*, full=False, spark=None):
 
     if not full and not _has_new_commits():
         return None
+    # The session before the lock and the plan: a refresh that waited for a starting JVM (the
+    # first after a start) takes in the commits made meanwhile, not only those it was asked for.
+    spark = spark or spark_from_settings()
     run = _run_start()
     if run is None:
         log.info("a refresh is already in progress; this one is skipped")
@@ -215,7 +218,7 @@ def read_models_refresh(*, full=False, spark=None):
     try:
         started = time.perf_counter()
         try:
-            result = run_refresh(spark or spark_from_settings(), params)
+            result = run_refresh(spark, params)
         finally:
             heartbeat.stop()
         folded = time.perf_counter()

@@ -7,7 +7,6 @@ from django.http import Http404, StreamingHttpResponse
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import (
     OpenApiParameter,
-    OpenApiResponse,
     extend_schema,
     extend_schema_serializer,
 )
@@ -15,7 +14,7 @@ from rest_framework import serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from console.api import ERRORS, NOT_FOUND, ErrorSerializer
+from console.api import ERRORS, NOT_FOUND, answer, refused, sent
 from console.permissions import RUN_PURGES, VIEW_PURGES, has_perms
 from console.retention import selectors
 from console.retention.models import PurgeRun
@@ -65,6 +64,50 @@ class PurgeSerializer(serializers.Serializer):
     error = serializers.CharField()
 
 
+# The examples of /api/docs/.
+_PURGE = {
+    "id": 8,
+    "status": "done",
+    "dry_run": False,
+    "queue": "",
+    "requested_by": "admin",
+    "created_at": "2026-11-27T03:00:00.000000Z",
+    "started_at": "2026-11-27T03:00:01.120000Z",
+    "heartbeat_at": "2026-11-27T03:00:41.500000Z",
+    "finished_at": "2026-11-27T03:00:42.010000Z",
+    "now": "2026-11-27T03:00:01.120000Z",
+    "total": 1204,
+    "ids_sha256": "5f2b6e1f0c8a5b8cd0e9a3b0f3a4b1e2c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4",
+    "counts": {
+        "orders": {
+            "count": 1204,
+            "sha256": "5f2b6e1f0c8a5b8cd0e9a3b0f3a4b1e2c9d8e7f6a5b4c3d2e1f0a9b8c7d6e5f4",
+        }
+    },
+    "events_upto": 412,
+    "messages_upto": 97,
+    "lake_changes": {"messages": {"rewritten": 3, "retired": 3}},
+    "dirs_deleted_at": None,
+    "error": "",
+}
+_QUEUED = {
+    **_PURGE,
+    "status": "queued",
+    "dry_run": True,
+    "queue": "orders",
+    "started_at": None,
+    "heartbeat_at": None,
+    "finished_at": None,
+    "now": None,
+    "total": 0,
+    "ids_sha256": "",
+    "counts": {},
+    "events_upto": None,
+    "messages_upto": None,
+    "lake_changes": {},
+}
+
+
 def purge_or_404(purge_id):
     """The purge, or 404 for an id that is unknown, not a number, or too big for one."""
     try:
@@ -101,8 +144,10 @@ class PurgeListApi(APIView):
     @extend_schema(
         operation_id="purges_list",
         summary="The newest purges and previews",
+        description="The newest purges and previews, newest first, each with its status and, "
+        "once done, what it purged (counts and hashes by queue). Administrators and auditors.",
         tags=TAGS,
-        responses={200: OutputSerializer, **ERRORS},
+        responses={200: answer(OutputSerializer, {"results": [_PURGE]}), **ERRORS},
     )
     def get(self, request):
         return Response(self.OutputSerializer({"results": selectors.purge_list()}).data)
@@ -115,10 +160,14 @@ class PurgeListApi(APIView):
         "preview that only counts and hashes them. Follow it at /api/v1/purges/{id}.",
         tags=TAGS,
         request=InputSerializer,
+        examples=[sent({"dry_run": True, "queue": "orders"}, "A preview of one queue")],
         responses={
-            202: PurgeSerializer,
-            400: OpenApiResponse(ErrorSerializer, description="The input is not valid."),
-            409: OpenApiResponse(ErrorSerializer, description="A purge is queued or running."),
+            202: answer(PurgeSerializer, _QUEUED, "Queued."),
+            400: refused("The input is not valid.", "there is no queue 'ordres'"),
+            409: refused(
+                "A purge is queued or running.",
+                "a purge is queued or running; try again when it has ended",
+            ),
             **ERRORS,
         },
     )
@@ -153,7 +202,7 @@ class PurgeDetailApi(APIView):
         summary="A purge's status and what it purged",
         tags=TAGS,
         parameters=[PURGE_ID],
-        responses={200: PurgeSerializer, **ERRORS, 404: NOT_FOUND},
+        responses={200: answer(PurgeSerializer, _PURGE), **ERRORS, 404: NOT_FOUND},
     )
     def get(self, request, purge_id):
         return Response(PurgeSerializer(purge_or_404(purge_id)).data)
@@ -175,11 +224,13 @@ class PurgeIdsApi(APIView):
         tags=TAGS,
         parameters=[PURGE_ID],
         responses={
-            (200, "text/plain"): OpenApiResponse(
-                OpenApiTypes.STR, description="The ids, sorted, one a line."
+            (200, "text/plain"): answer(
+                OpenApiTypes.STR,
+                "demo-orders-000001\ndemo-orders-000002\ndemo-orders-000005\n",
+                "The ids, sorted, one a line.",
             ),
             404: NOT_FOUND,
-            409: OpenApiResponse(ErrorSerializer, description="The purge has not finished."),
+            409: refused("The purge has not finished.", "purge 8 is running: it has no id list"),
             **ERRORS,
         },
     )

@@ -3,8 +3,8 @@ state, heartbeat, position and timings, for administrators: the runs in progress
 marked stuck (its heartbeat is older than LEASE_SECONDS) or slow (it has run longer than that and
 still beats), then the finished ones, newest first, a page at a time.
 
-Refusals are {"detail": "<one readable sentence>"}, or {"errors": {parameter: [message]}} for
-filters that are not valid (400); 401 without credentials, 403 without the permission."""
+Refusals are {"detail": "<one readable sentence>"}, with {"errors": {parameter: [message]}}
+too for filters that are not valid (400); 401 without credentials, 403 without the permission."""
 
 from django.conf import settings
 from drf_spectacular.utils import extend_schema, extend_schema_serializer, inline_serializer
@@ -12,7 +12,7 @@ from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from console.api import BAD_FILTERS, ERRORS, bad_filters
+from console.api import BAD_FILTERS, ERRORS, answer, bad_filters
 from console.permissions import VIEW_RUNS, has_perms
 from console.runs import selectors
 from console.runs.forms import CURSOR_MAX, KIND_CHOICES, STATE_CHOICES
@@ -125,16 +125,51 @@ class RunListApi(APIView):
         tags=["runs"],
         parameters=[FilterSerializer],
         responses={
-            200: inline_serializer(
-                "RunPage",
+            200: answer(
+                inline_serializer(
+                    "RunPage",
+                    {
+                        "results": RunSerializer(many=True),
+                        "next_before": serializers.CharField(
+                            allow_null=True, help_text="`before` for the next (older) page."
+                        ),
+                        "lease_seconds": serializers.IntegerField(
+                            help_text="A running run whose heartbeat is older is stuck."
+                        ),
+                    },
+                ),
                 {
-                    "results": RunSerializer(many=True),
-                    "next_before": serializers.CharField(
-                        allow_null=True, help_text="`before` for the next (older) page."
-                    ),
-                    "lease_seconds": serializers.IntegerField(
-                        help_text="A running run whose heartbeat is older is stuck."
-                    ),
+                    "results": [
+                        {
+                            "kind": "delivery",
+                            "id": 41,
+                            "state": "running",
+                            "variant": "",
+                            "active": True,
+                            "stuck": False,
+                            "slow": True,
+                            "worker": "spark@web-1:4242",
+                            "started_at": "2026-11-27T06:55:44.610000Z",
+                            "heartbeat_at": "2026-11-27T07:01:14.610000Z",
+                            "heartbeat_age_seconds": 2.5,
+                            "finished_at": None,
+                            "duration_seconds": 332.5,
+                            "position": "delivering: 6 of 12 partitions",
+                            "from_commit": None,
+                            "upto_commit": None,
+                            "queues": ["orders"],
+                            "claimed": 5000,
+                            "did": "",
+                            "outcomes": {},
+                            "changed": None,
+                            "purged": None,
+                            "rows": None,
+                            "note": "",
+                            "error": "",
+                        }
+                    ],
+                    "next_before": "delivery:40,refresh:12,compaction:3,purge:2",
+                    "lease_seconds": 300,
                 },
             ),
             400: BAD_FILTERS,

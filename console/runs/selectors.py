@@ -22,6 +22,7 @@ from django.utils import timezone
 
 from console.delivery.models import DeliveryRun
 from console.lake.models import CompactionRun
+from console.moments import span_text
 from console.readmodels.models import RefreshRun
 from console.retention.models import PurgeRun
 
@@ -132,21 +133,6 @@ class Run:
         if self.note:
             parts.append(self.note)
         return "; ".join(parts)
-
-
-def span_text(delta):
-    """A length of time as people read it: "45 s", "3 min 20 s", "2 h 5 min", "3 d 4 h"; "" for
-    none."""
-    if delta is None:
-        return ""
-    seconds = int(delta.total_seconds())
-    if seconds < 60:
-        return f"{seconds} s"
-    if seconds < 3600:
-        return f"{seconds // 60} min {seconds % 60} s"
-    if seconds < 86400:
-        return f"{seconds // 3600} h {seconds % 3600 // 60} min"
-    return f"{seconds // 86400} d {seconds % 86400 // 3600} h"
 
 
 def _n(commit):

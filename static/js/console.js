@@ -51,6 +51,15 @@ document.addEventListener("submit", function (event) {
   }
 
   var help = document.getElementById("shortcuts");  // closed by its own form (method=dialog)
+  var helpButton = document.getElementById("help-button");
+  if (help && helpButton) {
+    // The same dialog as "?", for those who do not know the key yet.
+    helpButton.addEventListener("click", function () {
+      if (!help.open) {
+        help.showModal();
+      }
+    });
+  }
 
   document.addEventListener("keydown", function (event) {
     if (event.ctrlKey || event.metaKey || event.altKey || typing(event.target)) {
@@ -96,8 +105,10 @@ document.addEventListener("submit", function (event) {
   });
 }());
 
-// Moments (<time data-when>, written by the server in UTC): "4 min ago" up to a week away, else
-// the date in the browser's own zone, named; on hover, the full time in that zone and in UTC.
+// Moments (<time data-when>, written by the server in UTC; console/browse/templatetags/when.py
+// says which is which). In prose: "4 min ago" up to a week away, else the date in the browser's
+// own zone, named; on hover, the full time in that zone and in UTC. In a column headed UTC
+// (data-when="utc"): the UTC time stays as written; on hover, how long ago, and the browser's zone.
 (function () {
   var local = new Intl.DateTimeFormat("sv-SE", {
     year: "numeric", month: "2-digit", day: "2-digit", hour: "2-digit", minute: "2-digit",
@@ -123,11 +134,17 @@ document.addEventListener("submit", function (event) {
     if (!at || isNaN(at.getTime())) {
       return;
     }
+    var there = local.format(at);
+    var seconds = (at.getTime() - Date.now()) / 1000;
+    if (element.getAttribute("data-when") === "utc") {
+      var days = relative.format(Math.round(seconds / 86400), "day");
+      element.title = (ago(seconds) || days) + " (" + there + ")";
+      return;
+    }
     var utc = element.getAttribute("data-utc") || element.textContent;
     element.setAttribute("data-utc", utc);
-    var there = local.format(at);
     element.title = there + " (" + utc + ")";
-    element.textContent = ago((at.getTime() - Date.now()) / 1000) || there;
+    element.textContent = ago(seconds) || there;
   }
 
   function renderAll() {

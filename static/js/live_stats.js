@@ -1,7 +1,7 @@
 // Antidote console: the dashboard's counts, asked for again every few seconds from /api/v1/stats
-// (the page's own numbers, no reload), with when they were refreshed and a warning when that is
-// long ago or the console cannot be reached. A new state, queue or disabled queue needs rows the
-// page does not have: then the page reloads. Loaded as a file (the CSP forbids inline script);
+// (the page's own numbers, no reload), with when they last changed and a warning, in the
+// server's words, when they lag behind the lake or the console cannot be reached. A new state,
+// queue or disabled queue needs rows the page does not have: then the page reloads. Loaded as a file (the CSP forbids inline script);
 // values are set as text, never as HTML.
 "use strict";
 (function () {
@@ -11,9 +11,11 @@
   }
   var url = box.getAttribute("data-url");
   var every = (Number(box.getAttribute("data-poll-seconds")) || 10) * 1000;
-  var staleAfter = (Number(box.getAttribute("data-stale-seconds")) || 300) * 1000;
   var warning = document.getElementById("stats-stale");
   var asOf = document.getElementById("stats-as-of");
+  // While the demo fills (make run), the counts are asked for every few seconds.
+  var demo = document.getElementById("demo-progress");
+  var demoEvery = Math.min(every, 3000);
 
   function sorted(list) {
     return list.slice().sort();
@@ -81,12 +83,38 @@
         window.Antidote.when(moment);
       }
     }
-    var age = data.updated_at ? Date.now() - Date.parse(data.updated_at) : 0;
-    warn(age > staleAfter
-      ? "These counts may be stale: the last refresh was " + Math.round(age / 60000) +
-        " minutes ago. Refreshes run every few seconds while the workers are up."
-      : "");
+    showDemo(data.demo, data.quarantined);
+    // The server says whether the counts lag behind the lake and why (console.browse.freshness):
+    // their age alone does not tell, they change only when the messages do.
+    warn(data.stale ? data.stale.text : "");
+    if (warning) {
+      warning.setAttribute("data-reason", data.stale ? data.stale.reason : "");
+    }
     return true;
+  }
+
+  function showDemo(fill, quarantined) {
+    if (!demo) {
+      return;
+    }
+    if (!fill) {
+      demo.hidden = true;
+      demo.setAttribute("data-filling", "false");
+      return;
+    }
+    var numbers = { sent: fill.sent, total: fill.total, quarantined: quarantined };
+    demo.querySelectorAll("[data-demo]").forEach(function (element) {
+      element.textContent = Number(numbers[element.getAttribute("data-demo")] || 0)
+        .toLocaleString("en");
+    });
+    document.getElementById("demo-filling").hidden = !fill.filling;
+    document.getElementById("demo-waiting").hidden = !fill.waiting;
+    document.getElementById("demo-filled").hidden = fill.filling;
+    demo.setAttribute("data-filling", fill.filling ? "true" : "false");
+  }
+
+  function next() {
+    return demo && demo.getAttribute("data-filling") === "true" ? demoEvery : every;
   }
 
   function poll() {
@@ -96,7 +124,7 @@
       })
       .then(function (data) {
         if (show(data)) {
-          window.setTimeout(poll, every);
+          window.setTimeout(poll, next());
         }
       })
       .catch(function (error) {
@@ -108,5 +136,5 @@
       });
   }
 
-  window.setTimeout(poll, every);
+  window.setTimeout(poll, next());
 }());

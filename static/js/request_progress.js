@@ -24,8 +24,9 @@
     }
   }
 
+  // The API's moments are in UTC ("…Z"): said as the page's own are, with their zone named.
   function when(value) {
-    return value ? value.replace("T", " ").slice(0, 19) : "";
+    return value ? value.replace("T", " ").slice(0, 19) + " UTC" : "";
   }
 
   function cell(row, name, value) {

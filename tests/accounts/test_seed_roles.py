@@ -80,12 +80,16 @@ def test_each_role_gets_exactly_its_permissions():
     assert _permissions("auditor") == {
         "audit.view_auditentry",
         "audit.export_auditentry",
+        # A checkpoint of the chain now, from the audit page.
+        "audit.add_auditcheckpoint",
         "decisions.view_actionrequest",
         "retention.view_purgerun",
         "notes.view_note",
     }
-    # An outside application reads the poison list and reports to it; nothing else.
+    # An outside application sends messages in, reads the poison list and reports to it;
+    # nothing else.
     assert _permissions("application") == {
+        "ingest.add_messagekey",
         "delivery.view_poisonentry",
         "delivery.add_poisonentry",
     }
@@ -137,5 +141,5 @@ def test_the_command_reports_each_role():
     call_command("seed_roles", stdout=out)
 
     assert "viewer    created    11 permission(s)" in out.getvalue()
-    assert "auditor   created    5 permission(s)" in out.getvalue()
-    assert "application created    2 permission(s)" in out.getvalue()
+    assert "auditor   created    6 permission(s)" in out.getvalue()
+    assert "application created    3 permission(s)" in out.getvalue()

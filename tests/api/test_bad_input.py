@@ -69,7 +69,10 @@ def test_an_endpoint_that_names_no_parser_answers_json_nested_too_deeply_with_a_
     response = _Echo.as_view()(request)
 
     assert response.status_code == 400
-    assert response.data == {"detail": "JSON parse error - nested too deeply"}
+    assert response.data == {
+        "detail": "JSON parse error - nested too deeply",
+        "errors": {"non_field_errors": ["JSON parse error - nested too deeply"]},
+    }
     # Forms still parse as DRF's defaults do.
     form = APIRequestFactory().post("/", {"a": "1"})
     force_authenticate(form, user=everyone)

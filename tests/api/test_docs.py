@@ -128,3 +128,23 @@ def test_swagger_ui_runs_in_a_browser_under_the_policy_and_tries_a_write(tab, pe
     assert tab.page.locator(".opblock").count() > 5
     assert tab.csp_violations == []
     assert tab.errors == []
+
+
+def test_every_page_of_the_console_links_the_api_docs(personas):
+    client = Client()
+    client.force_login(personas["application"])
+
+    page = client.get("/account/tokens/").content.decode()
+
+    assert 'id="nav-api-docs" href="/api/docs/"' in page
+
+
+def test_the_docs_open_with_how_to_get_a_token_and_send_a_first_message():
+    from tests.api.conftest import openapi_document
+
+    intro = openapi_document()["info"]["description"]
+
+    assert "## Getting started" in intro
+    assert "Service tokens" in intro and "manage.py token_create" in intro
+    assert 'curl -X POST "$ANTIDOTE/api/v1/messages"' in intro
+    assert "Authorization: Token $TOKEN" in intro

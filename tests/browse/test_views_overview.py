@@ -107,7 +107,8 @@ def test_the_queue_list_shows_policy_status_and_counts(seeded, personas):
 
     table = html[html.index('id="queue-table"') :]
     assert "orders" in table and "disabled" in table and "R11" in table
-    assert "<dt>max_failed_deliveries</dt><dd>5</dd>" in table
+    assert "<dt>failed attempts</dt><dd>after 5 failed attempts, quarantine</dd>" in table
+    assert "max_failed_deliveries" not in table
     assert "NDLV 1" in table
     assert reverse("queue-enable", args=["orders"]) not in table  # a viewer may not
 

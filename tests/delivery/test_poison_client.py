@@ -91,7 +91,7 @@ def test_a_refusal_raises_with_the_consoles_reason(listed, live_server, personas
     with pytest.raises(client.PoisonListError, match="403") as refused:
         viewer.report("ext-1", "crashed")
     assert refused.value.status == 403
-    assert "delivery.add_poisonentry" in refused.value.detail
+    assert "this needs permission for reporting to the poison list" in refused.value.detail
 
     application = poison_list(live_server, personas["application"])
     with pytest.raises(client.PoisonListError, match="400") as bad:

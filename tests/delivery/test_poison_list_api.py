@@ -282,6 +282,7 @@ def test_the_application_role_sees_nothing_but_the_poison_list(listed, personas)
     client = api(personas["application"])
 
     for url in [
+        "/api/v1/messages",
         "/api/v1/index/messages",
         "/api/v1/messages/m0",
         "/api/v1/messages/m0/body",
@@ -291,9 +292,9 @@ def test_the_application_role_sees_nothing_but_the_poison_list(listed, personas)
         "/api/v1/audit",
     ]:
         assert client.get(url).status_code == 403, url
-    assert (
-        client.post(
-            "/api/v1/messages", {"id": "n", "queue": "orders", "body": "x"}, format="json"
-        ).status_code
-        == 403
+    # It sends messages in, though (a producer's service account): refused for what it sent
+    # (a queue that may not exist here), not for who it is.
+    sent = client.post(
+        "/api/v1/messages", {"id": "n", "queue": "orders", "body": "x"}, format="json"
     )
+    assert sent.status_code != 403, sent.content

@@ -94,3 +94,42 @@ def test_without_rabbitmq_the_demo_says_how_to_get_the_rabbitmq_queue(monkeypatc
     assert "secret" not in output
     assert "Demo ready." in output
     assert not BrokerSource.objects.exists()
+
+
+def _drain(url):
+    """Take every dead letter, as the rabbitmq process of an earlier `make run` did."""
+    connection = pika.BlockingConnection(pika.URLParameters(url))
+    channel = connection.channel()
+    taken = 0
+    while channel.basic_get(demo.DEAD_LETTER_QUEUE, auto_ack=True)[0] is not None:
+        taken += 1
+    connection.close()
+    return taken
+
+
+def _start_over():
+    """var/ deleted: a new, empty database. The broker remembers feeding the demo."""
+    call_command("flush", interactive=False, verbosity=0)
+
+
+def test_a_new_database_feeds_the_demo_queue_again_once_it_was_drained(vhost):
+    _seed()
+    assert _drain(vhost) == demo.REFUNDS
+    _start_over()
+
+    output = _seed()
+
+    assert f"{demo.REFUNDS} refunds dead-lettered to {demo.DEAD_LETTER_QUEUE}" in output
+    assert len(_dead_letters(vhost)) == demo.REFUNDS
+    assert "RabbitMQ demo: already fed" in _seed()  # this database has it now
+
+
+def test_a_new_database_leaves_dead_letters_not_drained_yet_to_be_drained_into_it(vhost):
+    _seed()
+    _start_over()
+
+    output = _seed()
+
+    assert f"{demo.REFUNDS} dead letters already waiting in {demo.DEAD_LETTER_QUEUE}" in output
+    assert len(_dead_letters(vhost)) == demo.REFUNDS  # not doubled
+    assert BrokerSource.objects.filter(name="refunds-dlq").exists()

@@ -196,9 +196,10 @@ def test_it_refuses_a_queue_that_does_not_exist(orders):
     ("record", "expected"),
     [
         ({"queue": "orders", "body": "x"}, "id is required"),
-        ({"id": "", "queue": "orders", "body": "x"}, "id is required"),
-        ({"id": "x" * 201, "queue": "orders", "body": "x"}, "id is required"),
-        ({"id": 7, "queue": "orders", "body": "x"}, "id is required"),
+        ({"id": "", "queue": "orders", "body": "x"}, "id is empty"),
+        ({"id": "x" * 201, "queue": "orders", "body": "x"}, "id is at most 200 characters"),
+        ({"id": 7, "queue": "orders", "body": "x"}, "id must be a string"),
+        ({"id": "a\tb", "queue": "orders", "body": "x"}, "character 2 is U+0009"),
         ({"id": "m", "body": "x"}, "queue is required"),
         ({"id": "m", "queue": "orders"}, "body is required"),
         ({"id": "m", "queue": "orders", "body": 5}, "body must be a string"),

@@ -52,7 +52,9 @@ def test_the_page_refuses_a_note_too_long_and_says_why(quiet, personas):
     )
 
     assert response.status_code == 200
-    assert f"at most {NOTE_MAX} characters (it has {NOTE_MAX + 1})" in response.content.decode()
+    assert f"at most {NOTE_MAX:,} characters; this one has {NOTE_MAX + 1:,}" in (
+        response.content.decode()
+    )
     _unchanged(quiet)
 
 

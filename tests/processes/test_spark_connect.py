@@ -41,9 +41,10 @@ BULK = 10_001
 
 
 def connect_server(processes, tmp_path):
-    """A Spark Connect server on a free port of the loopback, started as the README says:
-    the project on the Python workers' path, this interpreter as their Python. Progress is
-    reported every 100 ms (2 s by default) so that a short query shows some."""
+    """A Spark Connect server on a free port of the loopback, started as the Spark Connect guide
+    (docs/guides/spark-connect.md) says: the project on the Python workers' path, this interpreter
+    as their Python. Progress is reported every 100 ms (2 s by default) so that a short query
+    shows some."""
     port = free_port()
     spark_submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
     processes.start_command(

@@ -26,7 +26,7 @@ def test_an_administrator_pauses_a_queue_with_a_reason_and_resumes_it(db, person
     assert not queue.enabled
     assert queue.disabled_reason == "paused by admin: ledger in maintenance"
     page = client.get(reverse("queue-list")).content.decode()
-    assert "queue.paused</strong> by admin: ledger in maintenance" in page
+    assert "paused</strong> by admin: ledger in maintenance" in page
     assert 'class="queue-enable-form"' in page  # paused: the way back is offered
 
     queue_reenable(queue_ids=[queue.id], actor=personas["admin"])

@@ -207,7 +207,7 @@ def test_it_is_in_the_openapi_document():
 
     assert operation["operationId"] == "runs_list"
     assert {p["name"] for p in operation["parameters"]} == {"kind", "state", "before", "page_size"}
-    assert set(operation["responses"]) == {"200", "400", "401", "403"}
+    assert set(operation["responses"]) == {"200", "400", "401", "403", "429"}
 
 
 def test_the_refresh_lock_held_by_a_purge_shows_as_that_and_not_as_a_refresh(db, personas):

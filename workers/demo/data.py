@@ -24,6 +24,16 @@ ID_PREFIX = "demo-"
 DEFAULT_SEED = 20260101
 DEFAULT_ORDERS = 1600
 QUEUES = ("orders", "shipping", "invoices", "payments")
+# `seed_demo --background` (make run) sends the set a chunk at a time, as a shop would over a
+# minute or so: the dashboard shows the demo filling. The first chunk is small orders only,
+# among them some the handler refuses for good (R6), so that the first quarantined messages come
+# at once; the pause after it leaves the spark worker to its first refresh (the JVM starting,
+# then the first counts the dashboard shows), before the other chunks' delivery runs and the
+# compactions their commits bring (demo_fill_records).
+FILL_FIRST = 100
+FILL_FIRST_PAUSE_SECONDS = 20
+FILL_CHUNK = 300
+FILL_EVERY_SECONDS = 4
 
 # Fixed so that bodies do not change from one run to the next (dedup is by id and body).
 _BUSINESS_DAY = datetime(2026, 3, 2, 8, 0, tzinfo=UTC)
@@ -265,15 +275,36 @@ def demo_messages(*, seed=DEFAULT_SEED, orders=DEFAULT_ORDERS):
         yield emit("orders", body, "application/json", conversation, source, "order/v3")
 
 
-def _line(message):
-    line = {"id": message["message_id"]}
-    line.update((k, v) for k, v in message.items() if k not in ("message_id", "body"))
+def _record(message):
+    record = {"id": message["message_id"]}
+    record.update((k, v) for k, v in message.items() if k not in ("message_id", "body"))
     try:
-        line["body"] = message["body"].decode("utf-8")
+        record["body"] = message["body"].decode("utf-8")
     except UnicodeDecodeError:
-        line["body"] = base64.b64encode(message["body"]).decode("ascii")
-        line["body_encoding"] = "base64"
-    return json.dumps(line, ensure_ascii=False, separators=(",", ":"))
+        record["body"] = base64.b64encode(message["body"]).decode("ascii")
+        record["body_encoding"] = "base64"
+    return record
+
+
+def _line(message):
+    return json.dumps(_record(message), ensure_ascii=False, separators=(",", ":"))
+
+
+def demo_records(*, seed=DEFAULT_SEED, orders=DEFAULT_ORDERS):
+    """The demo set as ingest records (the lines of `demo_file_write`, read), in order."""
+    for message in demo_messages(seed=seed, orders=orders):
+        yield _record(message)
+
+
+def demo_fill_records(*, seed=DEFAULT_SEED, orders=DEFAULT_ORDERS):
+    """The demo set in the order `seed_demo --background` sends it: its first FILL_FIRST orders,
+    then the rest as `demo_records` has them. One queue first is one delivery run and a few lake
+    commits, too few for a compaction to come and share the spark worker with the first refresh.
+    Every order still comes before its payment, shipment and invoice."""
+    records = list(demo_records(seed=seed, orders=orders))
+    first = [r for r in records if r["queue"] == "orders"][:FILL_FIRST]
+    taken = {r["id"] for r in first}
+    return first + [r for r in records if r["id"] not in taken]
 
 
 def demo_file_write(path, *, seed=DEFAULT_SEED, orders=DEFAULT_ORDERS):

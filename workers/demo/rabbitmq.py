@@ -3,13 +3,17 @@ whose dead letters Antidote drains (workers/demo/rabbitmq.yaml).
 
 `demo_dead_letters` declares the topology, publishes a fixed set of refund requests and plays the
 refunds service once: it rejects the malformed ones (RabbitMQ dead-letters them with reason
-"rejected") and leaves the stale ones to expire (reason "expired"). It runs only when the DLQ has
-not been fed before, so `make run` twice does not double the demo.
+"rejected") and leaves the stale ones to expire (reason "expired"). Whether to do so is the
+caller's database's say (`fed_here`): `make run` twice does not double the demo, and a new
+database (var/ deleted to start over) gets its refunds again, although the broker remembers
+feeding an older one (a message in the marker queue). Only dead letters still waiting in the DLQ,
+not drained yet, are left to the new database instead.
 """
 
 import json
 import os
 import time
+from dataclasses import dataclass
 from urllib.parse import urlparse
 
 import pika
@@ -42,8 +46,18 @@ def _refund(n):
     )
 
 
-def demo_dead_letters(url, *, timeout=5.0):
-    """Feed the demo DLQ once; returns how many refunds were dead-lettered (0: already done)."""
+@dataclass(frozen=True)
+class Feed:
+    """What `demo_dead_letters` did: refunds dead-lettered now, and dead letters that were
+    already waiting in the DLQ (fed before, not drained yet)."""
+
+    fed: int
+    waiting: int
+
+
+def demo_dead_letters(url, *, fed_here, timeout=5.0):
+    """Feed the demo DLQ, unless `fed_here` (the caller's database says it was fed for it) or
+    dead letters are still waiting there. Returns a Feed."""
     params = pika.URLParameters(url)
     params.socket_timeout = timeout
     params.blocked_connection_timeout = timeout
@@ -51,7 +65,7 @@ def demo_dead_letters(url, *, timeout=5.0):
     try:
         channel = connection.channel()
         channel.exchange_declare(EXCHANGE, "direct", durable=True)
-        channel.queue_declare(DEAD_LETTER_QUEUE, durable=True)
+        waiting = channel.queue_declare(DEAD_LETTER_QUEUE, durable=True).method.message_count
         channel.queue_declare(
             WORK_QUEUE,
             durable=True,
@@ -61,10 +75,10 @@ def demo_dead_letters(url, *, timeout=5.0):
             },
         )
         channel.queue_bind(WORK_QUEUE, EXCHANGE, ROUTING_KEY)
-        # A message in a marker queue says the demo was fed: its dead letters may have been
-        # drained since, and the DLQ be empty.
-        if channel.queue_declare(MARKER_QUEUE, durable=True).method.message_count:
-            return 0
+        # A message in the marker queue says that the broker fed some database's demo once.
+        marked = channel.queue_declare(MARKER_QUEUE, durable=True).method.message_count
+        if fed_here or waiting:
+            return Feed(fed=0, waiting=waiting)
         channel.confirm_delivery()
         for n in range(REFUNDS):
             body, content_type = _refund(n)
@@ -87,19 +101,34 @@ def demo_dead_letters(url, *, timeout=5.0):
                 ),
             )
         _refunds_service_rejects(channel)
-        channel.basic_publish("", MARKER_QUEUE, b"seeded", pika.BasicProperties(delivery_mode=2))
-        return REFUNDS
+        _dead_lettered_wait(channel, REFUNDS, timeout=timeout)
+        if not marked:
+            channel.basic_publish(
+                "", MARKER_QUEUE, b"seeded", pika.BasicProperties(delivery_mode=2)
+            )
+        return Feed(fed=REFUNDS, waiting=0)
     finally:
         connection.close()
 
 
 def _refunds_service_rejects(channel):
-    """The refunds service, in the middle of a bad deploy: it rejects every refund it takes."""
+    """The refunds service, in the middle of a bad deploy: it rejects every refund it takes.
+    Taken one by one until the queue is empty: every refund was published (and confirmed)
+    before, and a stale one reaching the head of the queue expires there instead."""
     taken = 0
-    for method, _, _ in channel.consume(WORK_QUEUE, inactivity_timeout=1.0):
+    while True:
+        method, _, _ = channel.basic_get(WORK_QUEUE, auto_ack=False)
         if method is None:
-            break
+            return taken
         taken += 1
         channel.basic_reject(method.delivery_tag, requeue=False)
-    channel.cancel()
-    return taken
+
+
+def _dead_lettered_wait(channel, count, *, timeout):
+    """Until `count` dead letters are in the DLQ (RabbitMQ moves them there on its own time),
+    at most `timeout` seconds."""
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if channel.queue_declare(DEAD_LETTER_QUEUE, passive=True).method.message_count >= count:
+            return
+        time.sleep(0.05)

@@ -1,26 +1,55 @@
-"""`{{ value|when }}`: a moment, the same way on every screen.
+"""Moments, the same way on every screen, by one rule:
 
-The server writes it in UTC, named (`2026-03-01 12:00:05 UTC`), inside a <time> element that
-carries the exact instant; console.js then shows it as people read time ("4 min ago", or the
-date in the browser's own zone for older ones) with the full time and zone on hover. Without
-script the UTC text stays, which is still one format with its zone said. Empty for no value, so
-`|default:"—"` works after it. A built-in of the templates (settings.TEMPLATES), no {% load %}."""
+- `{{ value|utc }}` in a column headed "(UTC)": the absolute time, `2026-11-27 09:12:03`, so that
+  a table reads and sorts by eye and matches the audit export and the logs; how long ago it was
+  on hover (title), written by the server and kept current by console.js.
+- `{{ value|when }}` in prose ("Checkpoint #4 of 3 min ago"): the server writes the UTC time,
+  named (`2026-03-01 12:00:05 UTC`); console.js shows it as people read time ("4 min ago", or the
+  date in the browser's own zone for older ones) with the full time and zone on hover. Without
+  script the UTC text stays, which is still one format with its zone said.
+
+Both write a <time> element that carries the exact instant, and are empty for no value, so
+`|default:"—"` works after them. Built-ins of the templates (settings.TEMPLATES), no {% load %}."""
 
 from datetime import UTC, datetime
 
 from django import template
+from django.utils import timezone
 from django.utils.html import format_html
 
+from console.moments import relative
+
 register = template.Library()
+
+
+def _in_utc(value):
+    return value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+
+
+def _iso(moment):
+    return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
 @register.filter
 def when(value):
     if not isinstance(value, datetime):
         return ""
-    moment = value.astimezone(UTC) if value.tzinfo else value.replace(tzinfo=UTC)
+    moment = _in_utc(value)
     return format_html(
         '<time datetime="{}" data-when>{} UTC</time>',
-        moment.isoformat(timespec="seconds").replace("+00:00", "Z"),
+        _iso(moment),
+        moment.strftime("%Y-%m-%d %H:%M:%S"),
+    )
+
+
+@register.filter
+def utc(value):
+    if not isinstance(value, datetime):
+        return ""
+    moment = _in_utc(value)
+    return format_html(
+        '<time datetime="{}" data-when="utc" title="{}">{}</time>',
+        _iso(moment),
+        relative(moment, now=timezone.now()),
         moment.strftime("%Y-%m-%d %H:%M:%S"),
     )

@@ -3,21 +3,48 @@
 Idempotent: roles and queues are brought up to date, users get fresh passwords (printed), and the
 messages are generated and ingested only when the demo set is not already there. Even then, ingest
 deduplicates by id and body, so a second ingest of the same file accepts nothing.
+
+With --background (`make run`), the messages are not ingested here: the default worker sends them
+a chunk at a time (console.ingest.demo) while the dashboard shows the demo filling, so that the
+web starts at once and the first quarantined messages come within seconds of the workers'.
 """
 
+import logging
 import os
+from contextlib import contextmanager
 from pathlib import Path
 
 import pika.exceptions
 from django.conf import settings
 from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
 
+from console.ingest.demo import (
+    INGEST_SOURCE,
+    demo_fill_start,
+    demo_filled_mark,
+    demo_get,
+    demo_record,
+)
 from console.ingest.models import MessageKey
+from console.ingest.tasks import demo_fill_enqueue
+from console.queues.models import BrokerSource
 from workers.demo import rabbitmq as demo_rabbitmq
 from workers.demo.data import DEFAULT_ORDERS, QUEUES_FILE, demo_file_write, demo_message_ids
 
-INGEST_SOURCE = "seed_demo"
+
+@contextmanager
+def _pika_quiet():
+    """pika logs a refused connection at ERROR with its traceback, before raising it: a
+    newcomer without RabbitMQ would see one at every `make run`. The line below says it."""
+    logger = logging.getLogger("pika")
+    level = logger.level
+    logger.setLevel(logging.CRITICAL)
+    try:
+        yield
+    finally:
+        logger.setLevel(level)
 
 
 def _already_ingested(ids):
@@ -42,8 +69,14 @@ class Command(BaseCommand):
             help=f"orders to generate (default {DEFAULT_ORDERS}; each brings about one more "
             "message in the other queues)",
         )
+        parser.add_argument(
+            "--background",
+            action="store_true",
+            help="let the default worker send the messages, a chunk every few seconds, while "
+            "the dashboard shows the demo filling (make run), instead of ingesting them here",
+        )
 
-    def handle(self, *args, orders, **options):
+    def handle(self, *args, orders, background, **options):
         if orders < 1:
             raise CommandError("--orders must be at least 1")
         call_command("seed_roles", stdout=self.stdout, stderr=self.stderr)
@@ -54,7 +87,17 @@ class Command(BaseCommand):
         ids = demo_message_ids(orders=orders)
         present = _already_ingested(ids)
         if present == len(ids):
+            demo_filled_mark()
             self.stdout.write(f"Demo messages: all {len(ids)} already ingested; nothing to do.")
+            return
+        if background:
+            demo = demo_fill_start(orders=orders, total=len(ids), enqueue=demo_fill_enqueue)
+            left = f"{len(ids) - demo.sent} of {len(ids)} left" if demo.sent else f"{len(ids)}"
+            self.stdout.write(
+                f"Demo messages: {left} to send; the default worker sends them a few hundred at "
+                "a time, and the dashboard shows how far it is."
+            )
+            self.stdout.write(self.style.SUCCESS("Demo ready."))
             return
 
         try:
@@ -87,8 +130,15 @@ class Command(BaseCommand):
             )
             return
         where = demo_rabbitmq.broker_where(url)
+        demo = demo_get()
+        # Whether this database's demo was fed: a new one (var/ deleted) is fed again. A source
+        # draining the demo's DLQ answers for a database seeded before the record was kept.
+        fed_here = (demo is not None and demo.rabbitmq_fed_at is not None) or (
+            BrokerSource.objects.filter(broker_queue=demo_rabbitmq.DEAD_LETTER_QUEUE).exists()
+        )
         try:
-            fed = demo_rabbitmq.demo_dead_letters(url)
+            with _pika_quiet():
+                feed = demo_rabbitmq.demo_dead_letters(url, fed_here=fed_here)
         except (OSError, pika.exceptions.AMQPError) as exc:
             self.stdout.write(
                 f"RabbitMQ demo: off (RabbitMQ does not answer at {where}: "
@@ -99,10 +149,19 @@ class Command(BaseCommand):
         call_command(
             "load_queues", demo_rabbitmq.QUEUES_FILE, stdout=self.stdout, stderr=self.stderr
         )
-        if fed:
+        if not fed_here:
+            demo_record(rabbitmq_fed_at=timezone.now())
+        if feed.fed:
             self.stdout.write(
-                f"RabbitMQ demo: {fed} refunds dead-lettered to {demo_rabbitmq.DEAD_LETTER_QUEUE} "
-                f"at {where}; the rabbitmq process drains them into queue refunds-dead."
+                f"RabbitMQ demo: {feed.fed} refunds dead-lettered to "
+                f"{demo_rabbitmq.DEAD_LETTER_QUEUE} at {where}; the rabbitmq process drains them "
+                "into queue refunds-dead."
             )
-        else:
+        elif fed_here:
             self.stdout.write(f"RabbitMQ demo: already fed at {where}.")
+        else:
+            self.stdout.write(
+                f"RabbitMQ demo: {feed.waiting} dead letters already waiting in "
+                f"{demo_rabbitmq.DEAD_LETTER_QUEUE} at {where}; the rabbitmq process drains "
+                "them into queue refunds-dead."
+            )

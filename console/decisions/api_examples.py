@@ -1,0 +1,188 @@
+"""The examples /api/docs/ shows for /api/v1/requests and /api/v1/notifications
+(console.decisions.apis): what to send, and what comes back, for a reprocess of one message."""
+
+from drf_spectacular.utils import OpenApiExample
+
+_IDS_SHA256 = "b6ea7519a1eb8b837875f920c738b146501f27b747f4fbf23097d70989cb4012"
+_GROUP = "0b5baa0aee0ee9f1f5bd28204fd36cf44fa68eaf8a8722923519a6e34fbbae50"
+
+CREATE = OpenApiExample(
+    "Reprocess a failure group",
+    value={
+        "action": "reprocess",
+        "scope": {"kind": "group", "group": _GROUP},
+        "comment": "order_id is back in the shop's schema (SHOP-231)",
+    },
+    request_only=True,
+)
+COMMENT = OpenApiExample(
+    "With a comment",
+    value={"comment": "checked the sample: all 12 lack order_id"},
+    request_only=True,
+)
+BREAK_GLASS = OpenApiExample(
+    "Break the glass",
+    value={
+        "reason": "orders are piling up and the second approver is unreachable",
+        "confirm": True,
+    },
+    request_only=True,
+)
+REVIEW = OpenApiExample(
+    "Disagree",
+    value={"agrees": False, "comment": "this could have waited an hour"},
+    request_only=True,
+)
+REFUSED = OpenApiExample(
+    "Decided already", value={"detail": "request 7 is no longer waiting for approval"}
+)
+
+PROGRESS = {
+    "percent": 0,
+    "done": 0,
+    "skipped": 0,
+    "failed": 0,
+    "chunks_done": 0,
+    "chunks_total": 0,
+    "siblings_ended": 0,
+    "notifications": 0,
+}
+SUMMARY = {
+    "id": 7,
+    "action": "reprocess",
+    "status": "pending",
+    "count": 12,
+    "ids_sha256": _IDS_SHA256,
+    "requester": "operator",
+    "created_at": "2026-11-27T07:16:36.993273Z",
+    "comment": "order_id is back in the shop's schema (SHOP-231)",
+    "needs_approval": True,
+    "approval_reason": "It covers 12 messages, more than 1 (APPROVAL_OVER): a second person "
+    "must approve it.",
+    "decided_by": None,
+    "decided_at": None,
+    "expires_at": None,
+    "progress": PROGRESS,
+    "url": "/api/v1/requests/7",
+}
+REQUEST = OpenApiExample(
+    "A pending request",
+    value={
+        **SUMMARY,
+        "scope": {"kind": "group", "group": _GROUP},
+        "target_queue": "",
+        "error_code": "",
+        "error_description": "",
+        "rate_limit": None,
+        "canary": 0,
+        "steps": [],
+        "refailure_threshold": 0.0,
+        "step_now": None,
+        "progression": [],
+        "edited_body_size": None,
+        "edited_body_sha256": None,
+        "edited_body_base64": None,
+        "breakdown": {"queues": {"orders": 12}, "groups": {_GROUP: 12}},
+        "sample": [
+            {
+                "message_id": "demo-orders-000008",
+                "queue": "orders",
+                "reason": "permanent failure: missing field: order_id",
+                "last_failure_at": "2026-11-27T06:55:44.944980Z",
+            }
+        ],
+        "ids": "/api/v1/requests/7/ids",
+        "outcome": None,
+        "decision_comment": "",
+        "break_glass_by": None,
+        "break_glass_at": None,
+        "break_glass_reason": "",
+        "review_due_at": None,
+        "review_overdue": False,
+        "reviewed_by": None,
+        "reviewed_at": None,
+        "review_agrees": None,
+        "review_comment": "",
+        "started_at": None,
+        "finished_at": None,
+        "cancel_requested": False,
+        "cancelled_by": None,
+        "canary_result": "",
+        "error": "",
+        "audit": [
+            {
+                "seq": 396,
+                "at": "2026-11-27T07:16:36.994204Z",
+                "actor": "operator",
+                "action": "request.created",
+                "details": {"action": "reprocess", "count": 12, "ids_sha256": _IDS_SHA256},
+            }
+        ],
+        "overlaps": [
+            {"request": 5, "status": "approved", "shared": 2, "url": "/api/v1/requests/5"}
+        ],
+        "overlaps_total": 2,
+        "overlaps_not_compared": 0,
+        "overlaps_unknown": [],
+    },
+    response_only=True,
+)
+PAGE = {"results": [SUMMARY], "next_before": 6}
+IDS = "demo-orders-000008\ndemo-orders-000011\ndemo-orders-000019\n"
+OUTCOME = {
+    "request": 7,
+    "total": 12,
+    "counts": {
+        "delivered": 9,
+        "failed_again": 2,
+        "pending": 1,
+        "final": 0,
+        "gone": 0,
+        "skipped": 0,
+        "not_reached": 0,
+    },
+    "states": {"DLVD": 9, "NDLV": 2, "TBDL": 1},
+    "reasons": [
+        {
+            "exception_type": "PermanentFailure",
+            "group_id": _GROUP,
+            "pattern": "permanent failure: missing field: order_id",
+            "waiting": 0,
+            "quarantined": 2,
+        }
+    ],
+    "more_reasons": 0,
+    "retryable": 2,
+    "refreshed": {"id": 31, "finished_at": "2026-11-27T08:01:00Z", "upto_commit": 57},
+    "unfolded_commits": 0,
+    "unreadable_chunks": [],
+}
+OUTCOME_PAGE = {
+    "results": [
+        {
+            "message_id": "demo-orders-000011",
+            "indexed": True,
+            "queue": "orders",
+            "state": "NDLV",
+            "delivery_count": 2,
+            "last_failure_at": "2026-11-27T08:00:12Z",
+            "exception_type": "PermanentFailure",
+            "reason": "permanent failure: missing field: order_id",
+        }
+    ],
+    "next_after": None,
+}
+NOTIFICATIONS = {
+    "results": [
+        {
+            "message_id": "demo-payments-000003",
+            "conversation_id": "conv-ORD-100003",
+            "sender": "web-shop@shop.example",
+            "code": "PAYMENT_REFUSED",
+            "description": "the card issuer refused the payment; ask the customer for another card",
+            "at": "2026-11-27T08:10:00Z",
+            "run_id": "42",
+        }
+    ],
+    "next_before": None,
+}
