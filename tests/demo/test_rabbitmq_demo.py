@@ -97,7 +97,7 @@ def test_without_rabbitmq_the_demo_says_how_to_get_the_rabbitmq_queue(monkeypatc
 
 
 def _drain(url):
-    """Take every dead letter, as the rabbitmq process of an earlier `make run` did."""
+    """Take every dead letter, as the sources process of an earlier `make run` did."""
     connection = pika.BlockingConnection(pika.URLParameters(url))
     channel = connection.channel()
     taken = 0
@@ -108,10 +108,13 @@ def _drain(url):
 
 
 def _start_over():
-    """var/ deleted: a new, empty database. The broker remembers feeding the demo."""
+    """var/ deleted: a new, empty database. The broker remembers feeding the demo. (The tests
+    that call it run outside a transaction: PostgreSQL truncates no table with constraint checks
+    still pending in the test's own transaction.)"""
     call_command("flush", interactive=False, verbosity=0)
 
 
+@pytest.mark.django_db(transaction=True)
 def test_a_new_database_feeds_the_demo_queue_again_once_it_was_drained(vhost):
     _seed()
     assert _drain(vhost) == demo.REFUNDS
@@ -124,6 +127,7 @@ def test_a_new_database_feeds_the_demo_queue_again_once_it_was_drained(vhost):
     assert "RabbitMQ demo: already fed" in _seed()  # this database has it now
 
 
+@pytest.mark.django_db(transaction=True)
 def test_a_new_database_leaves_dead_letters_not_drained_yet_to_be_drained_into_it(vhost):
     _seed()
     _start_over()
