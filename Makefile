@@ -25,7 +25,7 @@ $(STAMP): requirements.txt requirements-dev.txt | $(PY)
 	$(PY) -m pip install --disable-pip-version-check -q -r requirements-dev.txt
 	@touch $(STAMP)
 
-# Web, spark worker, default worker, beat and the RabbitMQ consumer under one supervisor (Procfile):
+# Web, spark worker, default worker, beat and the broker sources' consumer under one supervisor (Procfile):
 # Ctrl-C stops them all. The demo's RabbitMQ-fed queue uses a local RabbitMQ when one answers.
 # The demo's messages are sent by the default worker once it is up (seed_demo --background), a
 # chunk every few seconds, and the dashboard shows how far it is: the web does not wait for them.

@@ -1,7 +1,7 @@
 """Broker benchmarks (issue 13), on the real RabbitMQ, side by side with its own shovel.
 
 1. Drain: N dead letters (default 100k, 200-byte bodies, each with its `x-death` record) from a
-   RabbitMQ dead-letter queue into the lake, by the consumer the `rabbitmq` process runs
+   RabbitMQ dead-letter queue into the lake, by the consumer the `sources` process runs
    (`source_consume`), from its start until every message is stored and acknowledged (the DLQ is
    empty).
 2. Redrive: the same N, quarantined by the intake handler (not timed), sent back by an approved
@@ -66,8 +66,8 @@ def _depth(channel, queue):
 
 
 def _drain(channel, dlq, n):
+    from console.ingest.consumers import source_consume
     from console.ingest.models import MessageKey
-    from console.ingest.rabbitmq import source_consume
     from console.queues.models import BrokerSource
 
     source = BrokerSource.objects.get(name="bench-dlq")

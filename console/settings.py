@@ -195,7 +195,8 @@ def _process_name(argv):
     program = path.parent.name if path.name == "__main__.py" else path.stem
     args = argv[1:]
     if program == "manage" and args:
-        return {"runserver": "web", "consume_rabbitmq": "consumer"}.get(args[0], args[0])
+        consumers = {"consume_sources": "consumer", "consume_rabbitmq": "consumer"}
+        return {"runserver": "web", **consumers}.get(args[0], args[0])
     if program == "gunicorn":
         return "web"
     if program == "celery" and "beat" in args:

@@ -64,6 +64,7 @@ from console.permissions import (
 from console.queues.models import Queue
 from console.queues.selectors import source_status_list
 from console.queues.services import PAUSE_REASON_MAX, queue_pause, queue_reenable
+from workers.brokers.dead_letters import KIND_NAMES as DEAD_LETTER_KINDS
 from workers.engine.states import FLOW_QUARANTINED, FLOWS
 
 # Ids are any printable text, "/" included; the routes take them whole ("<path:...>").
@@ -789,8 +790,15 @@ class StatsApi(APIView):
                             "SourceStatus",
                             {
                                 "name": serializers.CharField(),
-                                "kind": serializers.CharField(),
-                                "broker_queue": serializers.CharField(),
+                                "kind": serializers.CharField(help_text="rabbitmq, nats or redis"),
+                                "kind_title": serializers.CharField(
+                                    help_text="The kind for people: RabbitMQ, NATS JetStream, "
+                                    "Redis Streams"
+                                ),
+                                "broker_queue": serializers.CharField(
+                                    help_text="What is drained: the RabbitMQ queue, the "
+                                    "JetStream stream, the Redis stream key"
+                                ),
                                 "queue": serializers.CharField(),
                                 "redrive_queue": serializers.CharField(allow_null=True),
                                 "enabled": serializers.BooleanField(),
@@ -800,11 +808,27 @@ class StatsApi(APIView):
                                 ),
                                 "state_since": serializers.DateTimeField(allow_null=True),
                                 "last_error": serializers.CharField(),
-                                "retry_at": serializers.DateTimeField(allow_null=True),
+                                "retry_at": serializers.DateTimeField(
+                                    allow_null=True,
+                                    help_text="While down: when it connects again (the backoff "
+                                    "doubles from 1 s to a minute)",
+                                ),
                                 "heartbeat_at": serializers.DateTimeField(allow_null=True),
                                 "drained": serializers.IntegerField(),
                                 "refused": serializers.IntegerField(),
                                 "last_drained_at": serializers.DateTimeField(allow_null=True),
+                                "lag": serializers.IntegerField(
+                                    allow_null=True,
+                                    help_text="Dead letters waiting on the broker when it last "
+                                    "said; null before it has",
+                                ),
+                                "lag_at": serializers.DateTimeField(allow_null=True),
+                                "connected_to": serializers.CharField(
+                                    help_text="Where the consumer last connected (no secret)"
+                                ),
+                                "parking": serializers.CharField(
+                                    help_text="Where refused messages are set aside on the broker"
+                                ),
                             },
                             many=True,
                             help_text="The broker sources drained and what their consumers do.",
@@ -895,6 +919,7 @@ class StatsApi(APIView):
                         {
                             "name": "orders-dlq",
                             "kind": "rabbitmq",
+                            "kind_title": "RabbitMQ",
                             "broker_queue": "orders.dlq",
                             "queue": "orders-dead",
                             "redrive_queue": "orders-redrive",
@@ -907,6 +932,10 @@ class StatsApi(APIView):
                             "drained": 120,
                             "refused": 0,
                             "last_drained_at": "2026-11-27T06:59:58Z",
+                            "lag": 0,
+                            "lag_at": "2026-11-27T07:00:00Z",
+                            "connected_to": "RabbitMQ at 127.0.0.1:5672, vhost '/'",
+                            "parking": "orders.dlq.antidote-refused",
                         }
                     ],
                     "counts_check": {
@@ -1046,7 +1075,7 @@ class MessageDetailApi(APIView):
         dead_letter = inline_serializer(
             "DeadLetter",
             {
-                "kind": serializers.CharField(help_text="rabbitmq, kafka-connect or spring-kafka"),
+                "kind": serializers.CharField(help_text=", ".join(DEAD_LETTER_KINDS)),
                 "origin": serializers.CharField(help_text="Where it died, in one line."),
                 "exception_type": serializers.CharField(),
                 "reason": serializers.CharField(),
@@ -1059,7 +1088,8 @@ class MessageDetailApi(APIView):
             },
             allow_null=True,
             help_text="Why the message died before it reached Antidote, from its dead-letter "
-            "headers (RabbitMQ's x-death, Kafka Connect's or Spring Kafka's); null if none.",
+            "headers (RabbitMQ's x-death, Kafka Connect's, Kafka Streams' or Spring Kafka's) or "
+            "the origin a NATS or Redis Streams source recorded; null if none.",
         )
         conversation_id = serializers.CharField(allow_null=True)
         sender = serializers.CharField(allow_null=True)

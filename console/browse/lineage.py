@@ -5,7 +5,8 @@ request and when, and how it differs from the original.
 Read from the lake, not from the decisions app (which this one does not import): the message's
 history says when its body version changed and by which run ("request:<id>") and actor; the
 version as received is in its ingest commit, and each edit in the messages commit its request
-recorded ("decision:<id>:edit", console.decisions.execution)."""
+recorded ("decision:<id>:edit", console.decisions.execution). A version that only carries a
+request's redrive target in its headers is no edit, and not shown."""
 
 import logging
 import re
@@ -58,6 +59,17 @@ def _versions_from_history(history, enqueued_at):
     return versions
 
 
+def _edited(version):
+    """Is this version an edit? A reprocess with a redrive target of its own writes a version
+    too, with the same body and the target in its headers (its commit is
+    "decision:<id>:<chunk>:target"): not an edit of the body."""
+    if version.version == 1 or version.request_id is None:
+        return True
+    return LakeCommit.objects.filter(
+        dataset="messages", idempotency_key=f"decision:{version.request_id}:edit"
+    ).exists()
+
+
 def _directory(message_id, version):
     """The lake directory that holds a version of the message, or None if unknown."""
     if version.version == 1:
@@ -101,7 +113,7 @@ def message_body_lineage(*, message_id, history, enqueued_at, with_bodies):
     """The versions of a message's body, oldest first, or [] when it was never edited. With
     `with_bodies` (the reader may read bodies; the caller records the read), each edit carries
     its diff against the original."""
-    versions = _versions_from_history(history, enqueued_at)
+    versions = [v for v in _versions_from_history(history, enqueued_at) if _edited(v)]
     if len(versions) == 1:
         return []
     original = None

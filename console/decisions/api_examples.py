@@ -15,6 +15,20 @@ CREATE = OpenApiExample(
     },
     request_only=True,
 )
+CREATE_ELSEWHERE = OpenApiExample(
+    "Reprocess to another RabbitMQ exchange and routing key",
+    description="A redrive target of the request's own, instead of each message's origin (the "
+    'default); a second person always approves it. Other brokers: {"subject": ...} (NATS), '
+    '{"stream": ...} (Redis), {"url": "https://..."} (HTTP).',
+    value={
+        "action": "reprocess",
+        "scope": {"kind": "group", "group": _GROUP},
+        "target_queue": "orders.redrive",
+        "redrive_target": {"exchange": "orders", "routing_key": "orders.retry"},
+        "comment": "the new order service listens on orders.retry (SHOP-240)",
+    },
+    request_only=True,
+)
 COMMENT = OpenApiExample(
     "With a comment",
     value={"comment": "checked the sample: all 12 lack order_id"},
@@ -71,6 +85,7 @@ REQUEST = OpenApiExample(
         **SUMMARY,
         "scope": {"kind": "group", "group": _GROUP},
         "target_queue": "",
+        "redrive_target": None,
         "error_code": "",
         "error_description": "",
         "rate_limit": None,

@@ -10,6 +10,7 @@ import base64
 import binascii
 import hashlib
 
+from django.core.exceptions import ValidationError as DjangoValidationError
 from django.urls import reverse
 from django.utils import timezone
 from drf_spectacular.types import OpenApiTypes
@@ -62,6 +63,7 @@ from console.decisions.outcome import (
 )
 from console.decisions.overlaps import COMPARED_MAX, request_overlaps
 from console.decisions.scope import MAX_SELECTION, ScopeError
+from console.decisions.targets import REDRIVE_TARGET_KEYS, redrive_target_clean
 from console.decisions.views import frozen_ids_response, request_or_404, why
 from console.permissions import (
     APPROVE_REQUESTS,
@@ -287,12 +289,66 @@ class _OverlapSerializer(serializers.Serializer):
         return reverse("api-request-detail", args=[o.request_id])
 
 
+class RedriveTargetSerializer(serializers.Serializer):
+    """A reprocess's own redrive target: where each broker's sink sends the messages instead of
+    their origin. Give the keys of the brokers concerned; the others' sinks keep the origin."""
+
+    exchange = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        trim_whitespace=False,
+        max_length=REDRIVE_TARGET_KEYS["exchange"],
+        help_text='RabbitMQ: publish to this exchange ("" for the default exchange), with '
+        "routing_key.",
+    )
+    routing_key = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=REDRIVE_TARGET_KEYS["routing_key"],
+        help_text="RabbitMQ: with this routing key.",
+    )
+    subject = serializers.CharField(
+        required=False,
+        max_length=REDRIVE_TARGET_KEYS["subject"],
+        help_text="NATS JetStream: publish on this subject.",
+    )
+    stream = serializers.CharField(
+        required=False,
+        max_length=REDRIVE_TARGET_KEYS["stream"],
+        help_text="Redis Streams: XADD to this stream.",
+    )
+    url = serializers.CharField(
+        required=False,
+        max_length=REDRIVE_TARGET_KEYS["url"],
+        help_text="HTTP delivery: POST to this http:// or https:// URL.",
+    )
+
+    class Meta:
+        ref_name = "RedriveTarget"
+
+    def to_internal_value(self, data):
+        if isinstance(data, dict):
+            unknown = sorted(str(key) for key in data if key not in REDRIVE_TARGET_KEYS)
+            if unknown:
+                raise serializers.ValidationError(
+                    f"unknown key(s) {', '.join(unknown)}; use {', '.join(REDRIVE_TARGET_KEYS)}"
+                )
+        value = super().to_internal_value(data)
+        try:
+            return redrive_target_clean(dict(value))
+        except DjangoValidationError as exc:
+            raise serializers.ValidationError(exc.messages) from None
+
+
 @extend_schema_serializer(examples=[examples.REQUEST])
 class RequestSerializer(_RequestSerializer):
     """Everything the request page shows."""
 
     scope = ScopeSerializer(help_text="The scope as asked.")
     target_queue = serializers.CharField(help_text="Reprocess in this queue; empty: its own.")
+    redrive_target = RedriveTargetSerializer(
+        allow_null=True, help_text="Reprocess only: where the sinks send it; null: its origin."
+    )
     error_code = serializers.CharField()
     error_description = serializers.CharField()
     rate_limit = serializers.IntegerField(allow_null=True, help_text="Messages a second.")
@@ -461,7 +517,7 @@ class RequestListApi(_DecisionsApi):
         class Meta:
             ref_name = "ActionRequestFilters"
 
-    @extend_schema_serializer(examples=[examples.CREATE])
+    @extend_schema_serializer(examples=[examples.CREATE, examples.CREATE_ELSEWHERE])
     class InputSerializer(serializers.Serializer):
         action = serializers.ChoiceField(choices=R.ACTIONS)
         scope = ScopeSerializer()
@@ -471,6 +527,13 @@ class RequestListApi(_DecisionsApi):
             allow_blank=True,
             max_length=100,
             help_text="Reprocess only: in this queue instead of its own.",
+        )
+        redrive_target = RedriveTargetSerializer(
+            required=False,
+            allow_null=True,
+            help_text="Reprocess to a broker only: send the messages here rather than to their "
+            "origin (the default): an exchange and routing key (RabbitMQ), a subject (NATS), a "
+            "stream (Redis) or a URL (HTTP). A second person always approves it (R17).",
         )
         edited_body = serializers.CharField(
             required=False,
@@ -616,6 +679,7 @@ class RequestListApi(_DecisionsApi):
             action=services.Action(
                 kind=data["action"],
                 target_queue=data.get("target_queue", ""),
+                redrive_target=data.get("redrive_target"),
                 edited_body=data.get("edited_body"),
                 error_code=data.get("error_code", ""),
                 error_description=data.get("error_description", ""),

@@ -2,7 +2,8 @@
 (screens, API, one click, selections, quick actions, retries of what failed again).
 
 A second person approves a decision over APPROVAL_OVER messages, and, whatever its count, one
-that edits a body, moves messages to another queue or ends conversations: those change what a
+that edits a body, moves messages to another queue, sends them elsewhere than their origin (a
+redrive target of its own) or ends conversations: those change what a
 sender or another application sees, and one person alone could otherwise do them message by
 message. Plain reprocess or fail of a few messages needs no one else, but each person has a
 budget: past APPROVAL_BUDGET unapproved messages in a rolling hour, their requests wait too."""
@@ -16,6 +17,7 @@ from django.db.models import Sum
 from django.utils import timezone
 
 from console.decisions.models import ActionRequest as R
+from console.decisions.targets import redrive_target_said
 
 BUDGET_WINDOW = timedelta(hours=1)
 
@@ -41,6 +43,12 @@ def _what_it_does(action, count, queues):
     if moved:
         return (
             f"it moves messages to another queue, {action.target_queue} (out of {', '.join(moved)})"
+        )
+    if action.redrive_target:
+        # Like another queue: the messages reach a consumer other than the one they came from.
+        return (
+            "it sends messages elsewhere than their origin, to "
+            f"{redrive_target_said(action.redrive_target)}"
         )
     return ""
 

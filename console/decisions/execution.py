@@ -23,6 +23,7 @@ outcome of a step it committed but did not hand over to the sweeper.
 
 import dataclasses
 import hashlib
+import json
 import logging
 import os
 import socket
@@ -56,8 +57,11 @@ from console.readmodels.deltas import (
     index_placement,
     read_models_apply,
 )
+from console.readmodels.models import MessageIndex
 from console.readmodels.selectors import read_models_folded_upto
 from workers.jobs import decisions as D
+from workers.lake.schema import MESSAGE_SCHEMA
+from workers.lake.store import conform, messages_rows_in
 
 log = logging.getLogger(__name__)
 
@@ -333,6 +337,7 @@ class _Prepared:
     notifications_dir: str | None
     seen_upto: int  # the newest lake commit when the chunk re-read what changed since the plan
     placement: object  # where its decided messages count in the index (index_placement)
+    retarget: "_Retarget | None" = None  # new versions that carry (or drop) a redrive target
 
 
 def _chunk_prepare_in_thread(request, index, decision):
@@ -370,6 +375,11 @@ def _chunk_prepare(request, index, decision):
         decision = dataclasses.replace(decision, body_version=current + 1)
     outcome = D.decide_chunk(members, siblings, decision, chunk=index, at=datetime.now(UTC))
     label = f"request{request.id}-chunk{index}"
+    retarget = None
+    if request.action == R.REPROCESS and decision.body_version is None and outcome.done:
+        retarget = _retarget_prepare(request, outcome.events, label)
+        if retarget is not None:
+            outcome.events = D.with_body_versions(outcome.events, retarget.versions)
     events_dir = notifications_dir = None
     if outcome.events.num_rows:
         events_dir = store.write_arrow(outcome.events, store.new_dir("events", label))
@@ -382,8 +392,62 @@ def _chunk_prepare(request, index, decision):
     if placement is None:
         placement = index_placement(outcome.decided.column("message_id").to_pylist())
     return _Prepared(
-        index, decision, members, outcome, events_dir, notifications_dir, seen_upto, placement
+        index,
+        decision,
+        members,
+        outcome,
+        events_dir,
+        notifications_dir,
+        seen_upto,
+        placement,
+        retarget,
     )
+
+
+@dataclasses.dataclass
+class _Retarget:
+    """The new versions of a reprocessed chunk's messages whose headers change: the request's
+    redrive target added, or an earlier request's taken away."""
+
+    directory: str
+    versions: pa.Table  # message_id, version, body_size: of the new versions written
+
+
+def _target_json(request):
+    return json.dumps(request.redrive_target, sort_keys=True) if request.redrive_target else None
+
+
+def _retarget_prepare(request, events, label):
+    """Each reprocessed message must reach its sink with this request's redrive target in
+    REDRIVE_TARGET_HEADER, or with none: a sink reads it from the headers of the version it
+    delivers (headers are in the messages dataset, per version). So a chunk writes a new
+    version of each message whose headers must change (body and all else kept), and its events
+    point at it. Without a target only messages past their first version can carry an earlier
+    request's target: a plain reprocess of messages as received reads nothing."""
+    target = _target_json(request)
+    current = events.select(["message_id", "body_version"])
+    if target is None:
+        versions = pc.fill_null(current.column("body_version"), 1)
+        current = current.filter(pc.greater(versions, 1))
+    if not current.num_rows:
+        return None
+    current = current.set_column(
+        1, "version", pc.fill_null(current.column("body_version"), 1).cast(pa.int32())
+    )
+    ids = sorted(current.column("message_id").to_pylist())
+    store = lake()
+    found = [
+        conform(rows, MESSAGE_SCHEMA)
+        for _, rows in messages_rows_in(store.paths(lake_paths(dataset="messages")), ids)
+    ]
+    if not found:
+        return None
+    rows = pa.concat_tables(found).join(current, keys=["message_id", "version"], join_type="inner")
+    rows = D.retargeted_messages(rows.select(MESSAGE_SCHEMA.names), target)
+    if not rows.num_rows:
+        return None
+    directory = store.write_arrow(rows, store.new_dir("messages", f"{label}-target"))
+    return _Retarget(directory, rows.select(["message_id", "version", "body_size"]))
 
 
 def _changed_meanwhile(request, seen_upto):
@@ -426,6 +490,13 @@ def _chunk_commit(request, worker, prepared):
                 epoch=request.epoch,
                 views_applied=True,
             ).id
+        if prepared.retarget is not None and outcome.done:
+            lake_commit_record(
+                dataset="messages",
+                path=prepared.retarget.directory,
+                row_count=prepared.retarget.versions.num_rows,
+                idempotency_key=f"decision:{request.id}:{index}:target",
+            )
         if prepared.notifications_dir:
             lake_commit_record(
                 dataset="notifications",
@@ -475,7 +546,26 @@ def _chunk_commit(request, worker, prepared):
                 target_queue=request.target_queue,
                 body=body,
             )
+        if prepared.retarget is not None:
+            _retarget_index(prepared.retarget)
     return chunk
+
+
+def _retarget_index(retarget):
+    """The index follows the messages to their new versions (the browser reads the body there).
+    A chunk's messages mostly share one version number: one UPDATE per number."""
+    by_version = {}
+    for message_id, version in zip(
+        retarget.versions.column("message_id").to_pylist(),
+        retarget.versions.column("version").to_pylist(),
+        strict=True,
+    ):
+        by_version.setdefault(version, []).append(message_id)
+    for version, ids in sorted(by_version.items()):
+        for start in range(0, len(ids), 5000):
+            MessageIndex.objects.filter(message_id__in=ids[start : start + 5000]).update(
+                body_version=version, body_path=retarget.directory
+            )
 
 
 def _newer_events(request, members, siblings):
@@ -518,7 +608,17 @@ def _edited_body_commit(request, members, decision, index):
         raise ValueError(f"message {message_id!r} has no stored body to edit")
     body = bytes(request.edited_body)
     directory = store.new_dir("messages", f"request{request.id}-chunk{index}-edit")
-    store.write_arrow(D.edited_message(original, body, version=decision.body_version), directory)
+    edited = D.edited_message(original, body, version=decision.body_version)
+    target = _target_json(request)
+    if target is not None:
+        # The edited version carries the request's redrive target too (it is made from the
+        # original, which carries none).
+        headers = D.headers_with_target(edited.column("headers")[0].as_py(), target)
+        if headers is not None:
+            edited = edited.set_column(
+                edited.schema.get_field_index("headers"), "headers", pa.array([headers])
+            )
+    store.write_arrow(edited, directory)
     lake_commit_record(
         dataset="messages",
         path=directory,

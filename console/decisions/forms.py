@@ -11,6 +11,7 @@ from console.browse.forms import FILTER_FIELDS, MessageFilterForm
 from console.decisions.models import ActionRequest
 from console.decisions.scope import MAX_SELECTION, ScopeError
 from console.decisions.services import DEFAULT_REFAILURE_THRESHOLD, DEFAULT_STEPS, MAX_CANARY
+from console.decisions.targets import REDRIVE_TARGET_KEYS, redrive_target_clean
 from console.forms import LimitedForm, NoAutocompleteForm
 from console.queues.models import Queue
 
@@ -127,6 +128,44 @@ class ActionRequestForm(NoAutocompleteForm):
         help_text="Reprocess only. Another queue than the messages' own always needs a second "
         "person's approval.",
     )
+    send_to = forms.ChoiceField(
+        required=False,
+        initial="origin",
+        widget=forms.RadioSelect,
+        choices=[
+            ("origin", "its origin (default)"),
+            ("exchange", "this exchange and routing key (RabbitMQ)"),
+            ("subject", "this subject (NATS)"),
+            ("stream", "this stream (Redis)"),
+            ("url", "this URL (HTTP)"),
+        ],
+        label="send to",
+        help_text="Reprocess to a broker only: each message goes back to where it came from, "
+        "unless you name another place here. Another place always needs a second person's "
+        "approval.",
+    )
+    target_exchange = forms.CharField(
+        required=False,
+        strip=False,
+        max_length=REDRIVE_TARGET_KEYS["exchange"],
+        label="exchange",
+        help_text="Empty: RabbitMQ's default exchange.",
+    )
+    target_routing_key = forms.CharField(
+        required=False, max_length=REDRIVE_TARGET_KEYS["routing_key"], label="routing key"
+    )
+    target_subject = forms.CharField(
+        required=False, max_length=REDRIVE_TARGET_KEYS["subject"], label="subject"
+    )
+    target_stream = forms.CharField(
+        required=False, max_length=REDRIVE_TARGET_KEYS["stream"], label="stream"
+    )
+    target_url = forms.CharField(
+        required=False,
+        max_length=REDRIVE_TARGET_KEYS["url"],
+        label="URL",
+        help_text="http:// or https://",
+    )
     edited_body = forms.CharField(
         required=False,
         strip=False,
@@ -205,7 +244,38 @@ class ActionRequestForm(NoAutocompleteForm):
         data = super().clean()
         if data.get("progressive") and not data.get("steps"):
             self.add_error("steps", "A progressive redrive needs its steps.")
+        self._clean_redrive_target(data)
         return data
+
+    # What each "send to" choice takes from the form, and the field that shows its errors.
+    _SEND_TO = {
+        "exchange": (("exchange", "target_exchange"), ("routing_key", "target_routing_key")),
+        "subject": (("subject", "target_subject"),),
+        "stream": (("stream", "target_stream"),),
+        "url": (("url", "target_url"),),
+    }
+
+    def _clean_redrive_target(self, data):
+        data["redrive_target"] = None
+        chosen = self._SEND_TO.get(data.get("send_to") or "origin")
+        if chosen is None:
+            return
+        if any(field in self.errors for _, field in chosen):
+            return
+        target = {key: data.get(field) or "" for key, field in chosen}
+        try:
+            data["redrive_target"] = redrive_target_clean(target)
+        except forms.ValidationError as exc:
+            said = " ".join(exc.messages)
+            field = next((f for key, f in chosen if f"redrive_target.{key} " in said), None)
+            self.add_error(field or chosen[-1][1], said)
+            return
+        if data["redrive_target"] is None:
+            self.add_error(chosen[-1][1], "Name where to send the messages, or choose its origin.")
+
+    def redrive_target(self):
+        """The request's own redrive target, None for the origin."""
+        return self.cleaned_data.get("redrive_target")
 
     def execution_options(self):
         """The steps and threshold for the service: only when the redrive is progressive (the
@@ -220,7 +290,7 @@ class ActionRequestForm(NoAutocompleteForm):
         queues = Queue.objects.order_by("name").values_list("name", flat=True)
         # A broker source's redrive queue sends its messages back where they died: say so.
         back = {
-            s.redrive_queue.name: f"{s.redrive_queue.name}: back to its original RabbitMQ queue "
+            s.redrive_queue.name: f"{s.redrive_queue.name}: back to {s.origin_words} "
             f"(source {s.name})"
             for s in redrive_sources
         }

@@ -46,6 +46,10 @@ class ActionRequest(models.Model):
 
     action = models.CharField(max_length=20, choices=ACTIONS)
     target_queue = models.CharField(max_length=100, blank=True, default="")  # reprocess elsewhere
+    # Reprocess only: where a broker sink sends each message for this request rather than its
+    # origin ({"exchange", "routing_key"}, {"subject"}, {"stream"} or {"url"}; services
+    # REDRIVE_TARGET_KEYS); null: to its origin, or where the redrive queue's options say.
+    redrive_target = models.JSONField(null=True, blank=True)
     edited_body = models.BinaryField(null=True, blank=True)  # reprocess one message, edited
     error_code = models.CharField(max_length=100, blank=True, default="")  # end with error
     error_description = models.TextField(blank=True, default="")

@@ -142,9 +142,9 @@ def group_patterns(*, fingerprints):
 
 def scope_redrive_sources(*, scope, limit=20):
     """The broker sources whose messages a scope holds and that can send them back where they
-    came from (a redrive queue is set): what "reprocess to its original RabbitMQ queue" offers.
-    Read from the queues the scope's quarantined messages are in; none for a lake query or an
-    earlier request's outcome."""
+    came from (a redrive queue is set): what "reprocess to its original RabbitMQ queue" (or NATS
+    subject, or Redis stream) offers. Read from the queues the scope's quarantined messages are
+    in; none for a lake query or an earlier request's outcome."""
     if scope.get("kind") in STREAMED_SCOPES:
         return []
     queues = scope_queryset(scope).values("queue").distinct()[:limit]

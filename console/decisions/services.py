@@ -4,6 +4,7 @@ Every step is claimed with a conditional update, so two people acting at once ca
 and every step is in the audit trail. Execution (chunks on Spark) starts only from APPROVED,
 before the approval expires."""
 
+import dataclasses
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -18,6 +19,7 @@ from console.browse.services import message_body_read_record
 from console.decisions.approval import approval_policy_locked
 from console.decisions.models import ActionRequest as R
 from console.decisions.scope import scope_freeze
+from console.decisions.targets import redrive_target_clean
 from console.decisions.tasks import execute_enqueue
 from console.permissions import APPROVE_REQUESTS, MAKE_REQUESTS
 from console.queues.models import Queue
@@ -38,6 +40,9 @@ class Action:
     edited_body: bytes | None = None
     error_code: str = ""
     error_description: str = ""
+    # Where the broker sinks send the messages instead of their origin: {key: text} of
+    # REDRIVE_TARGET_KEYS; None for the origin.
+    redrive_target: dict | None = None
 
 
 def _check_action(action, count):
@@ -45,6 +50,8 @@ def _check_action(action, count):
         raise ValidationError(f"action must be one of {', '.join(dict(R.ACTIONS))}")
     if action.kind != R.REPROCESS and (action.target_queue or action.edited_body is not None):
         raise ValidationError("only reprocess takes a target queue or an edited body")
+    if action.kind != R.REPROCESS and action.redrive_target:
+        raise ValidationError("only reprocess takes a redrive target")
     if action.target_queue and not Queue.objects.filter(name=action.target_queue).exists():
         raise ValidationError(f"there is no queue {action.target_queue!r} to reprocess to")
     if action.edited_body is not None and count != 1:
@@ -123,6 +130,7 @@ def action_request_create(
     steps, refailure_threshold = _check_options(
         action, rate_limit, canary, steps, refailure_threshold
     )
+    action = dataclasses.replace(action, redrive_target=redrive_target_clean(action.redrive_target))
     frozen = scope_freeze(scope, actor=actor)
     _check_action(action, frozen.count)
     with transaction.atomic():
@@ -136,6 +144,7 @@ def action_request_create(
         request = R.objects.create(
             action=action.kind,
             target_queue=action.target_queue,
+            redrive_target=action.redrive_target,
             edited_body=action.edited_body,
             error_code=action.error_code,
             error_description=action.error_description,
@@ -187,10 +196,11 @@ def _summary(request):
 
 
 def _execution_options(request):
-    """What the approver approves besides the set: the pace and the steps."""
+    """What the approver approves besides the set: where it goes, the pace and the steps."""
     if request.action != R.REPROCESS:
         return {}
     return {
+        "redrive_target": request.redrive_target,
         "rate_limit": request.rate_limit,
         "steps": request.steps,
         "refailure_threshold": request.refailure_threshold if request.steps else None,

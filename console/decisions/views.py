@@ -66,6 +66,7 @@ from console.decisions.services import (
     action_request_reject,
     action_request_withdraw,
 )
+from console.decisions.targets import redrive_target_said
 from console.forms import LimitedForm
 from console.lake.services import lake
 from console.permissions import (
@@ -244,6 +245,7 @@ def request_new(request):
         action = Action(
             kind=data["action"],
             target_queue=data["target_queue"],
+            redrive_target=form.redrive_target(),
             edited_body=normalize_edited_body(data.get("edited_body", ""), original),
             error_code=data["error_code"],
             error_description=data["error_description"],
@@ -401,6 +403,8 @@ def request_detail(request, request_id):
         "more_selected": max(0, len(ids) - SELECTION_SHOWN),
         "edited": edited,
         "edited_size": len(r.edited_body) if r.edited_body is not None else None,
+        # Inert text (autoescaped): the target is what the requester typed.
+        "redrive_target_said": redrive_target_said(r.redrive_target),
         "is_requester": is_requester,
         "pending": r.status == R.PENDING,
         "may_decide": may_approve and not cooling and not is_requester and r.status == R.PENDING,

@@ -1,6 +1,7 @@
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from workers.brokers.connector import CONNECTOR_MODULES, KIND_TITLES
 from workers.engine import policy as P
 from workers.engine.handlers import HandlerImportError, handler_build, load_handler
 
@@ -155,22 +156,33 @@ class Queue(models.Model):
         )
 
 
-SOURCE_KINDS = ("rabbitmq",)
+SOURCE_KINDS = tuple(CONNECTOR_MODULES)
 CONSUMER_STATES = ("starting", "connecting", "consuming", "down", "stopped")
 
 
+# What "back to its origin" is, for each kind of source.
+ORIGIN_WORDS = {
+    "rabbitmq": "its original RabbitMQ queue",
+    "nats": "its original NATS subject",
+    "redis": "its original Redis stream",
+}
+
+
 class BrokerSource(models.Model):
-    """A broker queue that Antidote drains (section 1 of the sources): a RabbitMQ dead-letter
-    queue whose messages land in an Antidote queue. Configured as code with the queues; the
-    broker's URL is never stored, only the name of the environment variable that holds it.
-    The consumer process writes the state fields."""
+    """Where a broker keeps dead letters that Antidote drains into one of its queues: a
+    RabbitMQ dead-letter queue, a NATS JetStream stream, a Redis stream. Configured as code with
+    the queues; the broker's URL is never stored, only the name of the environment variable
+    that holds it. The consumer process writes the state fields."""
 
     name = models.CharField(max_length=100, unique=True, validators=[_validate_queue_name])
-    kind = models.CharField(max_length=20, choices=[(k, k) for k in SOURCE_KINDS])
+    kind = models.CharField(max_length=20, choices=[(k, KIND_TITLES[k]) for k in SOURCE_KINDS])
     url_env = models.CharField(
         max_length=100, help_text="Environment variable holding the broker's URL."
     )
-    broker_queue = models.CharField(max_length=255, help_text="The broker queue drained.")
+    broker_queue = models.CharField(
+        max_length=255,
+        help_text="What is drained: a RabbitMQ queue, a JetStream stream, a Redis stream key.",
+    )
     queue = models.ForeignKey(
         Queue,
         on_delete=models.PROTECT,
@@ -189,6 +201,11 @@ class BrokerSource(models.Model):
     batch_size = models.PositiveIntegerField(default=1000)
     batch_seconds = models.FloatField(default=1.0)
     enabled = models.BooleanField(default=True)
+    options = models.JSONField(
+        default=dict,
+        blank=True,
+        help_text="The kind's own settings (never a secret: those are in the environment).",
+    )
 
     state = models.CharField(max_length=20, default="stopped")
     state_since = models.DateTimeField(null=True, blank=True)
@@ -198,6 +215,11 @@ class BrokerSource(models.Model):
     drained = models.BigIntegerField(default=0)
     refused = models.BigIntegerField(default=0)
     last_drained_at = models.DateTimeField(null=True, blank=True)
+    # Dead letters waiting on the broker, when it says, and when it last said.
+    lag = models.BigIntegerField(null=True, blank=True)
+    lag_at = models.DateTimeField(null=True, blank=True)
+    # Where the consumer last connected ("RabbitMQ at host:5672, vhost '/'"): no secret.
+    connected_to = models.CharField(max_length=255, blank=True, default="")
 
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
@@ -207,3 +229,9 @@ class BrokerSource(models.Model):
 
     def __str__(self):
         return self.name
+
+    @property
+    def origin_words(self):
+        """Where a redrive through this source's redrive queue sends a message, for people:
+        "its original RabbitMQ queue"."""
+        return ORIGIN_WORDS.get(self.kind, f"where it came from ({self.get_kind_display()})")

@@ -4,13 +4,16 @@ A queue file may list `sources:` next to its `queues:`:
 
     sources:
       - name: orders-dlq
-        kind: rabbitmq
+        kind: rabbitmq               # rabbitmq, nats or redis (workers.brokers.connector)
         url_env: ANTIDOTE_AMQP_URL   # the environment variable that holds amqp://user:pass@host
-        broker_queue: orders.dlq     # the RabbitMQ queue drained
+        broker_queue: orders.dlq     # what is drained: the RabbitMQ queue, the JetStream
+                                     # stream, the Redis stream key
         queue: orders-dead           # the Antidote queue its messages land in
         redrive_queue: orders-redrive  # optional: where "reprocess to its original queue" goes
+        options: {}                  # the kind's own settings, checked by its connector
 
-The URL itself is never stored, in the database or the trail: only its variable's name.
+The URL itself is never stored, in the database or the trail: only its variable's name. Nor
+does any secret go in `options`: a connector that needs one reads it from the environment.
 """
 
 import re
@@ -24,6 +27,7 @@ from django.utils import timezone
 from console.audit.services import audit_record
 from console.queues.models import SOURCE_KINDS, BrokerSource, Queue
 from console.queues.signals import source_state_changed
+from workers.brokers.connector import SourceDown, connector_loaded
 from workers.engine import policy as P
 
 REDRIVE_HANDLER = "workers.brokers.redrive.publisher"
@@ -41,6 +45,7 @@ SOURCE_FIELDS = {
     "batch_size",
     "batch_seconds",
     "enabled",
+    "options",
 }
 LIMITS = {"prefetch": (1, 65535), "batch_size": (1, 50_000)}
 # A consumer that has not written its heartbeat for this long is shown as not running.
@@ -59,6 +64,7 @@ class SourceSpec:
     batch_size: int
     batch_seconds: float
     enabled: bool
+    options: dict
 
     def values(self, queues):
         return {
@@ -71,6 +77,7 @@ class SourceSpec:
             "batch_size": self.batch_size,
             "batch_seconds": self.batch_seconds,
             "enabled": self.enabled,
+            "options": self.options,
         }
 
 
@@ -118,6 +125,12 @@ def _spec(entry, label, errors):
     enabled = entry.get("enabled", True)
     if not isinstance(enabled, bool):
         errors.append(f"{label}: enabled must be true or false")
+    options = entry.get("options") or {}
+    if not isinstance(options, dict):
+        errors.append(f"{label}: options must be a mapping of the {kind} source's settings")
+        options = {}
+    elif kind in SOURCE_KINDS:
+        errors += [f"{label}: {e}" for e in options_errors(kind, options)]
     return SourceSpec(
         name=name,
         kind=kind,
@@ -129,7 +142,26 @@ def _spec(entry, label, errors):
         batch_size=_int_in(entry, "batch_size", 1000, label, errors),
         batch_seconds=float(batch_seconds) if isinstance(batch_seconds, int | float) else 1.0,
         enabled=enabled,
+        options=options,
     )
+
+
+def options_errors(kind, options):
+    """What is wrong with a source's options, in sentences, as its kind's connector says; a
+    connector that cannot be loaded (its module or client missing) is itself the error."""
+    try:
+        found = connector_loaded(kind)
+    except SourceDown as exc:
+        return [str(exc)]
+    return list(found.options_errors(options))
+
+
+def _redrive_handler(kind):
+    """The redrive handler a source of `kind` sends messages back with (its connector's sink)."""
+    try:
+        return getattr(connector_loaded(kind), "sink", None)
+    except SourceDown:
+        return None  # said by options_errors
 
 
 def sources_validate(entries, *, handlers_in_file):
@@ -162,15 +194,16 @@ def sources_validate(entries, *, handlers_in_file):
             errors.append(f"{label}: queue {spec.queue!r} does not exist and is not in this file")
         if isinstance(spec.redrive_queue, str):
             handler = handlers.get(spec.redrive_queue)
+            sink = _redrive_handler(spec.kind) if spec.kind in SOURCE_KINDS else None
             if handler is None:
                 errors.append(
                     f"{label}: redrive_queue {spec.redrive_queue!r} does not exist and is not "
                     "in this file"
                 )
-            elif handler != REDRIVE_HANDLER:
+            elif sink is not None and handler != sink:
                 errors.append(
                     f"{label}: redrive_queue {spec.redrive_queue!r} must have the handler "
-                    f"{REDRIVE_HANDLER}, not {handler}"
+                    f"{sink}, not {handler}"
                 )
             if spec.redrive_queue == spec.queue:
                 errors.append(f"{label}: redrive_queue must not be the queue it lands in")
@@ -216,14 +249,17 @@ def sources_save(specs, *, actor):
 # --- The consumer's state ------------------------------------------------------------------------
 
 
-def source_state_set(*, name, state, error="", retry_at=None):
-    """Record what a source's consumer is doing (a state change stamps `state_since`)."""
+def source_state_set(*, name, state, error="", retry_at=None, where=None):
+    """Record what a source's consumer is doing (a state change stamps `state_since`), and,
+    with `where`, where it is connected (no secret)."""
     now = timezone.now()
     with transaction.atomic():
         source = BrokerSource.objects.select_for_update().filter(name=name).first()
         if source is None:
             return
         fields = {"heartbeat_at": now, "last_error": error[:2000], "retry_at": retry_at}
+        if where is not None:
+            fields["connected_to"] = where[:255]
         changed = source.state != state
         if changed:
             fields.update(state=state, state_since=now)
@@ -232,15 +268,24 @@ def source_state_set(*, name, state, error="", retry_at=None):
             source_state_changed.send(sender=BrokerSource, name=name, state=state, error=error)
 
 
-def source_heartbeat(*, name):
-    BrokerSource.objects.filter(name=name).update(heartbeat_at=timezone.now())
+def _lag_fields(lag, now):
+    # None is "the broker did not say": the last number it gave stays, with its time.
+    return {} if lag is None else {"lag": lag, "lag_at": now}
 
 
-def source_drained(*, name, accepted, refused, error=None):
+def source_heartbeat(*, name, lag=None):
+    """The consumer is alive; with `lag`, how many dead letters wait on the broker."""
+    now = timezone.now()
+    BrokerSource.objects.filter(name=name).update(heartbeat_at=now, **_lag_fields(lag, now))
+
+
+def source_drained(*, name, accepted, refused, error=None, lag=None):
     """Count what a batch did: `accepted` stored (or already there), `refused` set aside, and,
-    with `error`, say why in the same write (whoever reads the counts reads the reason too)."""
+    with `error`, say why in the same write (whoever reads the counts reads the reason too);
+    with `lag`, how many dead letters still wait on the broker."""
     now = timezone.now()
     fields = {} if error is None else {"last_error": error[:2000]}
+    fields.update(_lag_fields(lag, now))
     BrokerSource.objects.filter(name=name).update(
         drained=F("drained") + accepted,
         refused=F("refused") + refused,

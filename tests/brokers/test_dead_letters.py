@@ -1,6 +1,9 @@
-"""Dead-letter headers from RabbitMQ, Kafka Connect and Spring Kafka, read into one shape."""
+"""Dead-letter headers from RabbitMQ, Kafka Connect, Kafka Streams, Spring Kafka and the NATS and
+Redis Streams drains, read into one shape."""
 
 import json
+
+import pytest
 
 from workers.brokers.dead_letters import (
     REASON_LIMIT,
@@ -9,6 +12,8 @@ from workers.brokers.dead_letters import (
     dead_letter_details,
     dead_letter_of,
 )
+from workers.brokers.intake import DeadLettered, dead_letter
+from workers.engine.handlers import Message
 
 
 def _death(
@@ -501,3 +506,237 @@ def test_the_dead_letter_section_starts_with_kind_origin_exception_and_reason():
         ("Reason", "Converting byte[] to Kafka Connect data failed"),
     )
     assert details[4:] == dead_letter_of(CONNECT).details
+
+
+# Kafka Streams (KIP-1034) --------------------------------------------------------------------
+
+STREAMS_STACK = (
+    "org.apache.kafka.common.errors.SerializationException: Unknown magic byte!\n"
+    "\tat io.confluent.kafka.serializers.AbstractKafkaSchemaSerDe.getByteBuffer"
+)
+STREAMS = {
+    "__streams.errors.exception": (
+        "org.apache.kafka.common.errors.SerializationException: Unknown magic byte!"
+    ),
+    "__streams.errors.message": "Unknown magic byte!",
+    "__streams.errors.stacktrace": STREAMS_STACK,
+    "__streams.errors.topic": "orders",
+    "__streams.errors.partition": "3",
+    "__streams.errors.offset": "1234",
+}
+
+
+def test_a_kafka_streams_dead_letter_names_its_topic_partition_offset_and_exception():
+    dl = dead_letter_of(STREAMS)
+
+    assert dl == DeadLetter(
+        kind="kafka-streams",
+        origin="Kafka topic 'orders' partition 3 offset 1234",
+        exception_type="org.apache.kafka.common.errors.SerializationException",
+        reason="Unknown magic byte!",
+        stack=STREAMS_STACK,
+        details=(
+            ("Topic", "orders"),
+            ("Partition", "3"),
+            ("Offset", "1234"),
+            ("Exception", STREAMS["__streams.errors.exception"]),
+        ),
+    )
+
+
+def test_a_kafka_streams_exception_without_a_message_is_said_so():
+    # Java writes a null message as an empty header value; toString() is then the class alone.
+    dl = dead_letter_of(
+        {
+            "__streams.errors.exception": "java.lang.NullPointerException",
+            "__streams.errors.message": "",
+            "__streams.errors.topic": "orders",
+        }
+    )
+
+    assert dl.exception_type == "java.lang.NullPointerException"
+    assert dl.reason == "Kafka Streams dead-lettered the record, with no exception message"
+    assert dl.origin == "Kafka topic 'orders'"
+
+
+def test_a_kafka_streams_exception_that_is_not_a_class_name_is_not_taken_for_one():
+    dl = dead_letter_of({"__streams.errors.exception": "<b>boom</b>: no class here"})
+
+    assert dl.exception_type == "kafka-streams.error"
+    assert dl.reason == "<b>boom</b>: no class here"
+    assert dl.origin == "Kafka (topic unknown)"
+
+
+def test_a_kafka_streams_record_is_recognised_in_any_case_and_shown_as_kafka_streams():
+    details = dead_letter_details({name.upper(): value for name, value in STREAMS.items()})
+
+    assert details[:2] == (
+        ("Kind", "Kafka Streams"),
+        ("Origin", "Kafka topic 'orders' partition 3 offset 1234"),
+    )
+
+
+# NATS JetStream ------------------------------------------------------------------------------
+
+NATS_MAX_DELIVER = {
+    "nats-subject": "orders.created",
+    "nats-stream": "ORDERS",
+    "nats-sequence": "42",
+    "nats-stored-at": "2026-11-27T10:00:00Z",
+    "nats-consumer": "billing",
+    "nats-deliveries": "5",
+    "nats-advisory": "max_deliver",
+    "nats-reason": (
+        "max deliveries reached: consumer 'billing' of stream 'ORDERS' gave up after "
+        "delivering it 5 times"
+    ),
+    "nats-headers": '{"Nats-Msg-Id": "order-42"}',
+    "Nats-Msg-Id": "order-42",
+    "antidote-source": "orders-nats",
+}
+
+
+def test_a_nats_dead_letter_names_its_stream_subject_sequence_and_consumer():
+    dl = dead_letter_of(NATS_MAX_DELIVER)
+
+    assert dl == DeadLetter(
+        kind="nats",
+        origin="NATS stream 'ORDERS' subject 'orders.created' sequence 42",
+        exception_type="nats.max_deliver",
+        reason=NATS_MAX_DELIVER["nats-reason"],
+        stack=None,
+        details=(
+            ("Subject", "orders.created"),
+            ("Stream", "ORDERS"),
+            ("Sequence", "42"),
+            ("Stored at", "2026-11-27T10:00:00Z"),
+            ("Consumer", "billing"),
+            ("Deliveries", "5"),
+        ),
+        count=5,
+    )
+    assert dead_letter_details(NATS_MAX_DELIVER)[0] == ("Kind", "NATS JetStream")
+
+
+def test_a_nats_message_terminated_by_its_consumer_gives_the_consumers_reason():
+    headers = {
+        "nats-stream": "ORDERS",
+        "nats-sequence": "7",
+        "nats-consumer": "billing",
+        "nats-deliveries": "1",
+        "nats-advisory": "terminated",
+        "nats-terminated-reason": "unknown customer 17",
+    }
+
+    dl = dead_letter_of(headers)
+
+    assert dl.exception_type == "nats.terminated"
+    assert dl.reason == (
+        "terminated by consumer 'billing' of stream 'ORDERS' (AckTerm) after delivering it once: "
+        "unknown customer 17"
+    )
+    assert ("Consumer's reason", "unknown customer 17") in dl.details
+
+
+def test_without_the_drains_sentence_the_reason_is_made_from_the_advisory():
+    headers = {k: v for k, v in NATS_MAX_DELIVER.items() if k != "nats-reason"}
+
+    assert dead_letter_of(headers).reason == (
+        "max deliveries reached: consumer 'billing' of stream 'ORDERS' gave up after delivering "
+        "it 5 times"
+    )
+
+
+def test_an_unknown_nats_advisory_is_said_and_never_taken_for_a_type():
+    dl = dead_letter_of({"nats-advisory": "io.Evil\nType", "nats-deliveries": "lots"})
+
+    assert dl.exception_type == "nats.unknown"
+    assert dl.reason == "NATS JetStream advisory 'io.Evil Type'"
+    assert dl.origin == "NATS (stream unknown)"
+    assert dl.count is None
+    assert ("Advisory", "io.Evil Type") in dl.details
+
+
+def test_the_nats_drains_record_wins_over_records_the_message_carried_from_earlier():
+    # A message that died in RabbitMQ once, was moved to NATS by hand, and died there.
+    dl = dead_letter_of({**_rabbit(_death()), **CONNECT, **NATS_MAX_DELIVER})
+
+    assert dl.kind == "nats"
+
+
+# Redis Streams -------------------------------------------------------------------------------
+
+REDIS = {
+    "redis-stream": "orders",
+    "redis-entry-id": "1764237600000-0",
+    "redis-group": "billing",
+    "redis-consumer": "worker-2",
+    "redis-deliveries": "6",
+    "redis-idle-ms": "60000",
+    "redis-fields": '[["order_id", "42"]]',
+    "order_id": "42",
+}
+
+
+def test_a_redis_dead_letter_names_its_stream_entry_group_and_deliveries():
+    dl = dead_letter_of(REDIS)
+
+    assert dl == DeadLetter(
+        kind="redis",
+        origin="Redis stream 'orders' entry 1764237600000-0, consumer group 'billing'",
+        exception_type="redis.unacknowledged",
+        reason=(
+            "delivered 6 times to consumer group 'billing' of stream 'orders' without an "
+            "acknowledgement; last consumer 'worker-2'"
+        ),
+        stack=None,
+        details=(
+            ("Stream", "orders"),
+            ("Entry id", "1764237600000-0"),
+            ("Consumer group", "billing"),
+            ("Last consumer", "worker-2"),
+            ("Deliveries", "6"),
+            ("Idle (ms)", "60000"),
+        ),
+        count=6,
+    )
+    assert dead_letter_details(REDIS)[0] == ("Kind", "Redis Streams")
+
+
+def test_a_redis_entry_with_an_unknown_consumer_and_count_says_so():
+    dl = dead_letter_of(
+        {**REDIS, "redis-consumer": "", "redis-deliveries": "9" * 40, "redis-group": "g\n"}
+    )
+
+    assert dl.count is None
+    assert dl.reason == (
+        "delivered an unknown number of times to consumer group 'g ' of stream 'orders' without "
+        "an acknowledgement; its last consumer is not known (Antidote claimed it before a restart)"
+    )
+
+
+def test_a_redis_stream_header_alone_is_no_record():
+    # A field named redis-stream on some other message is not an origin: the entry id must be
+    # there too.
+    assert dead_letter_of({"redis-stream": "orders"}) is None
+
+
+# The intake handler ---------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("headers", "exception_type"),
+    [
+        (STREAMS, "org.apache.kafka.common.errors.SerializationException"),
+        (NATS_MAX_DELIVER, "nats.max_deliver"),
+        (REDIS, "redis.unacknowledged"),
+    ],
+)
+def test_the_intake_quarantines_with_the_reason_each_kind_records(headers, exception_type):
+    message = Message(id="m1", queue="dead", body=b"{}", content_type="", headers=headers)
+
+    with pytest.raises(DeadLettered) as raised:
+        dead_letter(message)
+
+    assert str(raised.value) == dead_letter_of(headers).reason
+    assert raised.value.exception_type == exception_type

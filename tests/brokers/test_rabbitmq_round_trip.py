@@ -12,8 +12,8 @@ from decimal import Decimal
 import pika
 import pytest
 
+from console.ingest.consumers import source_consume
 from console.ingest.models import MessageKey
-from console.ingest.rabbitmq import source_consume
 from console.queues.models import BrokerSource
 from console.queues.services import queues_load
 from console.queues.sources import INTAKE_HANDLER, REDRIVE_HANDLER

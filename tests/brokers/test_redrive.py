@@ -15,6 +15,7 @@ from tests.brokers.tcp_proxy import TcpProxy
 from tests.conftest import require_service
 from workers.brokers import redrive
 from workers.brokers.amqp_message import PROPERTIES_HEADER, record_of
+from workers.brokers.connector import REDRIVE_TARGET_HEADER
 from workers.brokers.dead_letters import dead_letter_of, latest_death
 from workers.engine.handlers import (
     Deferred,
@@ -318,6 +319,67 @@ def test_exchange_and_routing_key_options_win_over_the_dead_letter_record(broker
     assert outcomes == [None, None]
     assert [body for _, body in broker.drain(retry)] == [b"dead", b"1"]
     assert broker.drain(orders) == []
+
+
+def _with_target(message, target):
+    """`message` as a reprocess with a redrive target of its own hands it to the sink: the
+    target in REDRIVE_TARGET_HEADER (console.decisions.execution)."""
+    headers = {**message.headers, REDRIVE_TARGET_HEADER: json.dumps(target)}
+    return Message(
+        id=message.id,
+        queue=message.queue,
+        body=message.body,
+        content_type=message.content_type,
+        headers_json=json.dumps(headers),
+    )
+
+
+def test_a_requests_own_exchange_and_routing_key_win_over_the_queue_and_the_origin(broker):
+    retries, configured = broker.exchange(), broker.exchange()
+    orders, retry, elsewhere = broker.queue(), broker.queue(), broker.queue()
+    broker.channel.queue_bind(retry, retries, "later")
+    broker.channel.queue_bind(elsewhere, configured, "k")
+    handler = handler_build(PUBLISHER, {"exchange": configured, "routing_key": "k"})
+    target = {"exchange": retries, "routing_key": "later"}
+
+    outcomes = _outcomes(
+        handler,
+        [
+            _with_target(_dead_lettered(b"dead", queue=orders), target),
+            _with_target(_plain(1), target),
+        ],
+    )
+
+    assert outcomes == [None, None]
+    received = broker.drain(retry)
+    assert [body for _, body in received] == [b"dead", b"1"]
+    # The target is Antidote's bookkeeping: it does not go out with the message.
+    assert all(REDRIVE_TARGET_HEADER not in (p.headers or {}) for p, _ in received)
+    assert broker.drain(orders) == []
+    assert broker.drain(elsewhere) == []
+
+
+def test_a_requests_routing_key_with_the_default_exchange_reaches_that_queue(broker):
+    orders, retry = broker.queue(), broker.queue()
+    handler = handler_build(PUBLISHER, {})
+    message = _with_target(
+        _dead_lettered(b"dead", queue=orders), {"exchange": "", "routing_key": retry}
+    )
+
+    assert _outcomes(handler, [message]) == [None]
+
+    assert [body for _, body in broker.drain(retry)] == [b"dead"]
+    assert broker.drain(orders) == []
+
+
+def test_a_target_for_another_broker_leaves_the_message_to_its_origin(broker):
+    orders = broker.queue()
+    handler = handler_build(PUBLISHER, {})
+    message = _with_target(_dead_lettered(b"dead", queue=orders), {"subject": "orders.retry"})
+
+    assert _outcomes(handler, [message]) == [None]
+
+    assert [body for _, body in broker.drain(orders)] == [b"dead"]
 
 
 def test_a_routing_key_alone_goes_through_the_default_exchange(broker):

@@ -112,6 +112,7 @@ def test_a_bad_pool_value_stops_the_start(tmp_path, env, says):
         (["/srv/venv/bin/celery", "-A", "workers", "worker", "-Q", "default"], "worker"),
         (["/srv/venv/bin/celery", "-A", "workers", "beat", "-s", "schedule"], "beat"),
         (["manage.py", "consume_rabbitmq"], "consumer"),
+        (["manage.py", "consume_sources"], "consumer"),
         (["manage.py", "migrate"], "migrate"),
         (["-c"], "python"),
     ],

@@ -18,14 +18,8 @@ from django.utils import timezone
 
 from console.browse.selectors import message_detail
 from console.delivery.services import delivery_run
+from console.ingest.consumers import backoff_seconds, consumers_run, source_consume
 from console.ingest.models import MessageKey
-from console.ingest.rabbitmq import (
-    REFUSED_REASON_HEADER,
-    REFUSED_SUFFIX,
-    backoff_seconds,
-    consumers_run,
-    source_consume,
-)
 from console.queues.models import BrokerSource
 from console.queues.services import queues_load
 from tests.brokers.tcp_proxy import TcpProxy
@@ -33,6 +27,7 @@ from tests.conftest import require_service
 from tests.ingest.conftest import lake_messages
 from tests.processes.conftest import wait_for
 from workers.brokers.amqp_message import PROPERTIES_HEADER, publish_properties
+from workers.brokers.rabbitmq import REFUSED_REASON_HEADER, REFUSED_SUFFIX
 
 pytestmark = pytest.mark.services
 
@@ -137,7 +132,7 @@ def source_load(broker, dlq, *, url_env=URL_ENV, **options):
 
 @contextlib.contextmanager
 def consuming(source):
-    """The source's consumer in a thread, as `consume_rabbitmq` runs it; the lines it said."""
+    """The source's consumer in a thread, as `consume_sources` runs it; the lines it said."""
     stop, said = threading.Event(), []
 
     def run():
@@ -424,7 +419,7 @@ def test_consumers_run_starts_new_sources_and_stops_disabled_ones(
 
     def run():
         try:
-            consumers_run(stop=stop, say=said.append, every=0.2)
+            consumers_run(stop=stop, kinds=["rabbitmq"], say=said.append, every=0.2)
         finally:
             connection.close()
 

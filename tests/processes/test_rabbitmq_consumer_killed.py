@@ -1,4 +1,4 @@
-"""`manage.py consume_rabbitmq` SIGKILLed in the middle of draining a few thousand dead letters,
+"""`manage.py consume_sources` SIGKILLed in the middle of draining a few thousand dead letters,
 then started again: RabbitMQ redelivers what was not acknowledged, ingest stores it once, and in
 the end every message is in the lake exactly once and the dead-letter queue is empty."""
 
@@ -21,7 +21,7 @@ N = 3000
 BATCH = 50
 
 broker = rabbit.broker  # the fixture: queues of the test's own, deleted at the end
-MANAGE = ("manage.py", "consume_rabbitmq")
+MANAGE = ("manage.py", "consume_sources")  # as the Procfile starts it
 
 
 def _stored(queue):

@@ -99,3 +99,42 @@ def test_the_request_screen_offers_the_way_back_only_for_messages_from_a_source(
     assert "back to its original RabbitMQ queue (source orders-dlq)" in offered
     assert '<option value="orders-redrive" selected>' in chosen
     assert "Reprocess to its original RabbitMQ queue" not in elsewhere
+
+
+def test_the_page_and_the_stats_show_a_sources_kind_lag_and_where_it_is_connected(
+    source, client, personas
+):
+    source_state_set(
+        name="orders-dlq", state="consuming", where="RabbitMQ at 127.0.0.1:5672, vhost '/'"
+    )
+    source_drained(name="orders-dlq", accepted=5, refused=0, lag=1234)
+    client.force_login(personas["viewer"])
+
+    page = client.get("/queues/").content.decode()
+    (shown,) = client.get("/api/v1/stats").json()["sources"]
+
+    row = page[page.index('id="source-orders-dlq"') :]
+    row = row[: row.index("</tr>")]
+    assert '<span class="muted source-kind">RabbitMQ</span>' in row
+    assert '<td class="source-lag">1234 <span class="muted">as of' in row
+    assert "connected to RabbitMQ at 127.0.0.1:5672, vhost &#x27;/&#x27;" in row
+    assert (shown["kind"], shown["kind_title"], shown["lag"]) == ("rabbitmq", "RabbitMQ", 1234)
+    assert shown["lag_at"] is not None
+    assert shown["connected_to"] == "RabbitMQ at 127.0.0.1:5672, vhost '/'"
+    assert shown["parking"] == "orders.dlq.antidote-refused"
+
+
+def test_a_lag_the_broker_did_not_give_keeps_the_last_one_it_gave(source):
+    source_drained(name="orders-dlq", accepted=1, refused=0, lag=7)
+    source_drained(name="orders-dlq", accepted=1, refused=0, lag=None)
+
+    (shown,) = source_status_list()
+    assert (shown.lag, shown.drained) == (7, 2)
+
+
+def test_a_source_whose_lag_is_not_known_yet_says_so_in_words(source, client, personas):
+    client.force_login(personas["viewer"])
+
+    page = client.get("/queues/").content.decode()
+
+    assert '<td class="source-lag"><span class="muted">not known yet</span></td>' in page

@@ -1,8 +1,11 @@
 """Dead-letter records in message headers, read into one shape whatever wrote them.
 
 A broker or framework that gives up on a message often writes down why: RabbitMQ's `x-death`,
-Kafka Connect's `__connect.errors.*`, Spring Kafka's `kafka_dlt-*`. `dead_letter_of` recognises
-these and says, in the same fields for all three, where the message came from and why it died.
+Kafka Connect's `__connect.errors.*`, Kafka Streams' `__streams.errors.*` (KIP-1034), Spring
+Kafka's `kafka_dlt-*`. Brokers that write nothing down (NATS JetStream, Redis Streams) get their
+record from Antidote's own drain, which puts the origin on the message in headers named here
+(NATS_HEADERS, REDIS_HEADERS). `dead_letter_of` recognises all of these and says, in the same
+fields for every kind, where the message came from and why it died.
 
 Header values come from whoever published the message, so nothing here trusts them: bad records
 give a plain explanation instead of an exception, long values are cut, nothing is evaluated.
@@ -16,14 +19,73 @@ from datetime import UTC, datetime, timedelta
 
 RABBITMQ = "rabbitmq"
 KAFKA_CONNECT = "kafka-connect"
+KAFKA_STREAMS = "kafka-streams"
 SPRING_KAFKA = "spring-kafka"
+# The connector kinds' names (workers.brokers.connector.CONNECTOR_MODULES).
+NATS = "nats"
+REDIS = "redis"
 
-KIND_NAMES = {RABBITMQ: "RabbitMQ", KAFKA_CONNECT: "Kafka Connect", SPRING_KAFKA: "Spring Kafka"}
+KIND_NAMES = {
+    RABBITMQ: "RabbitMQ",
+    KAFKA_CONNECT: "Kafka Connect",
+    KAFKA_STREAMS: "Kafka Streams",
+    SPRING_KAFKA: "Spring Kafka",
+    NATS: "NATS JetStream",
+    REDIS: "Redis Streams",
+}
 
 MALFORMED_DEATH_RECORD = "amqp.malformed-death-record"
 UNKNOWN_DEATH_REASON = "amqp.unknown"
 KAFKA_CONNECT_ERROR = "kafka-connect.error"
+KAFKA_STREAMS_ERROR = "kafka-streams.error"
 SPRING_KAFKA_ERROR = "spring-kafka.error"
+
+# What the NATS source writes on a message it drained (workers.brokers.nats_message), in lower
+# case: NATS's own headers are spelled `Nats-...`. The advisory is what JetStream published when
+# a consumer gave up on the message: its consumer's max_deliver reached, or an AckTerm.
+NATS_SUBJECT = "nats-subject"
+NATS_STREAM = "nats-stream"
+NATS_SEQUENCE = "nats-sequence"
+NATS_STORED_AT = "nats-stored-at"
+NATS_CONSUMER = "nats-consumer"
+NATS_DELIVERIES = "nats-deliveries"
+NATS_ADVISORY = "nats-advisory"  # NATS_MAX_DELIVER or NATS_TERMINATED
+NATS_TERMINATED_REASON = "nats-terminated-reason"  # the consumer's own reason, with AckTerm
+NATS_REASON = "nats-reason"  # the drain's sentence for the failure's reason
+NATS_MAX_DELIVER = "max_deliver"
+NATS_TERMINATED = "terminated"
+NATS_HEADERS = (
+    NATS_SUBJECT,
+    NATS_STREAM,
+    NATS_SEQUENCE,
+    NATS_STORED_AT,
+    NATS_CONSUMER,
+    NATS_DELIVERIES,
+    NATS_ADVISORY,
+    NATS_TERMINATED_REASON,
+    NATS_REASON,
+)
+NATS_EXCEPTION_TYPES = {NATS_MAX_DELIVER: "nats.max_deliver", NATS_TERMINATED: "nats.terminated"}
+NATS_UNKNOWN_ADVISORY = "nats.unknown"
+
+# What the Redis Streams source writes on an entry it claimed (workers.brokers.redis_message).
+# Redis records no reason: an entry is a dead letter because its group delivered it again and
+# again and nobody acknowledged it.
+REDIS_STREAM = "redis-stream"
+REDIS_ENTRY_ID = "redis-entry-id"
+REDIS_GROUP = "redis-group"
+REDIS_CONSUMER = "redis-consumer"  # "" when not known (claimed before a restart)
+REDIS_DELIVERIES = "redis-deliveries"
+REDIS_IDLE_MS = "redis-idle-ms"
+REDIS_HEADERS = (
+    REDIS_STREAM,
+    REDIS_ENTRY_ID,
+    REDIS_GROUP,
+    REDIS_CONSUMER,
+    REDIS_DELIVERIES,
+    REDIS_IDLE_MS,
+)
+REDIS_UNACKNOWLEDGED = "redis.unacknowledged"
 
 REASON_LIMIT = 2000
 STACK_LIMIT = 8000
@@ -43,7 +105,10 @@ _RABBITMQ_REASONS = {
 }
 
 _CONNECT = "__connect.errors."
+_STREAMS = "__streams.errors."
 _SPRING = "kafka_dlt-"
+# What Java's Throwable.toString() starts with: the exception's class name, then ": message".
+_JAVA_CLASS = re.compile(r"[A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)*")
 # Kafka partitions are ints and offsets and timestamps longs: 19 digits is enough, and int() of a
 # megabyte of digits is not work to do for a header.
 _DECIMAL = re.compile(r"-?[0-9]{1,19}")
@@ -62,23 +127,32 @@ class DeadLetter:
     original_queue: str | None = None
     original_exchange: str | None = None
     original_routing_keys: tuple = ()
+    # How many times the broker delivered or dead-lettered it, when it says.
     count: int | None = None
 
 
 def dead_letter_of(headers):
     """The dead-letter record the headers carry, or None when they carry none.
 
-    When several are present RabbitMQ's wins, then Kafka Connect's, then Spring's: the broker
-    that last held the message wrote the freshest record."""
+    When several are present, the freshest wins: first what Antidote's own NATS or Redis drain
+    wrote when it took the message off that broker (whatever records the message carried from
+    an earlier life are older), then RabbitMQ's (the broker that last held a message writes its
+    record when it dead-letters it), then Kafka Connect's, Kafka Streams' and Spring's."""
     if not headers:
         return None
     found = _lowercased(headers)
+    if NATS_ADVISORY in found:
+        return _nats(found)
+    if REDIS_STREAM in found and REDIS_ENTRY_ID in found:
+        return _redis(found)
     if any(
         name == "x-death" or name.startswith(("x-first-death-", "x-last-death-")) for name in found
     ):
         return _rabbitmq(found)
     if any(name.startswith(_CONNECT) for name in found):
         return _kafka_connect(found)
+    if any(name.startswith(_STREAMS) for name in found):
+        return _kafka_streams(found)
     if any(name.startswith(_SPRING) for name in found):
         return _spring_kafka(found)
     return None
@@ -375,6 +449,39 @@ def _kafka_connect(h):
     )
 
 
+def _kafka_streams(h):
+    # KIP-1034: Kafka Streams' built-in exception handlers, given a dead-letter topic
+    # (errors.dead.letter.queue.topic.name), send the failed record there with these headers
+    # (org.apache.kafka.streams.errors.ExceptionHandlerUtils). `exception` is the exception's
+    # toString(): its class name, then ": " and its message when it has one.
+    def get(name):
+        value = h.get(_STREAMS + name)
+        return value or None  # Java writes a null message as an empty value
+
+    topic, partition, offset = get("topic"), get("partition"), get("offset")
+    details = _kafka_position_details(topic, partition, offset)
+    exception = get("exception")
+    fqcn = None
+    if exception is not None:
+        fqcn, _, rest = exception.partition(": ")
+        if not _JAVA_CLASS.fullmatch(fqcn):
+            fqcn, rest = None, exception
+        details.append(("Exception", _value(exception)))
+    else:
+        rest = None
+    reason = get("message") or rest
+    if not reason:
+        reason = "Kafka Streams dead-lettered the record, with no exception message"
+    return DeadLetter(
+        kind=KAFKA_STREAMS,
+        origin=_kafka_origin(topic, partition, offset),
+        exception_type=_exception_type(fqcn, KAFKA_STREAMS_ERROR),
+        reason=_head(reason, REASON_LIMIT),
+        stack=_stack(get("stacktrace")),
+        details=tuple(details),
+    )
+
+
 def _spring_kafka(h):
     def get(name):
         return h.get(_SPRING + name)
@@ -455,6 +562,117 @@ def _epoch_millis(text):
             return _value(text)
         return moment.isoformat(timespec="milliseconds")
     return _value(text)
+
+
+# NATS JetStream and Redis Streams ------------------------------------------------------------
+
+
+def _nats(h):
+    advisory = h[NATS_ADVISORY]
+    stream, subject, sequence = h.get(NATS_STREAM), h.get(NATS_SUBJECT), h.get(NATS_SEQUENCE)
+    origin = f"NATS stream {_quoted(stream)}" if stream else "NATS (stream unknown)"
+    if subject:
+        origin += f" subject {_quoted(subject)}"
+    if sequence:
+        origin += f" sequence {_number(sequence)}"
+    details = []
+    for name, label in (
+        (NATS_SUBJECT, "Subject"),
+        (NATS_STREAM, "Stream"),
+        (NATS_SEQUENCE, "Sequence"),
+        (NATS_STORED_AT, "Stored at"),
+        (NATS_CONSUMER, "Consumer"),
+        (NATS_DELIVERIES, "Deliveries"),
+        (NATS_TERMINATED_REASON, "Consumer's reason"),
+    ):
+        if h.get(name):
+            value = _number(h[name]) if name in (NATS_SEQUENCE, NATS_DELIVERIES) else h[name]
+            details.append((label, _value(value)))
+    exception_type = NATS_EXCEPTION_TYPES.get(advisory)
+    if exception_type is None:
+        # An advisory this code does not know (a newer drain, or made up): said, never trusted
+        # as a type name.
+        exception_type = NATS_UNKNOWN_ADVISORY
+        details.append(("Advisory", _value(advisory)))
+    reason = h.get(NATS_REASON) or _nats_reason(advisory, h)
+    return DeadLetter(
+        kind=NATS,
+        origin=_line(origin, VALUE_LIMIT),
+        exception_type=exception_type,
+        reason=_line(reason, REASON_LIMIT),
+        stack=None,
+        details=tuple(details),
+        count=_count(h.get(NATS_DELIVERIES)),
+    )
+
+
+def _nats_reason(advisory, h):
+    """The reason when the drain wrote none: from the advisory and the consumer."""
+    consumer, stream = h.get(NATS_CONSUMER), h.get(NATS_STREAM)
+    who = f"consumer {_quoted(consumer)}" if consumer else "a consumer"
+    if stream:
+        who += f" of stream {_quoted(stream)}"
+    count = _count(h.get(NATS_DELIVERIES))
+    after = "" if count is None else f" after delivering it {_times(count)}"
+    if advisory == NATS_MAX_DELIVER:
+        return f"max deliveries reached: {who} gave up{after}"
+    if advisory == NATS_TERMINATED:
+        sentence = f"terminated by {who} (AckTerm){after}"
+        if h.get(NATS_TERMINATED_REASON):
+            sentence += f": {h[NATS_TERMINATED_REASON]}"
+        return sentence
+    return f"NATS JetStream advisory {_quoted(advisory)}"
+
+
+def _redis(h):
+    stream, entry_id, group = h[REDIS_STREAM], h[REDIS_ENTRY_ID], h.get(REDIS_GROUP)
+    count = _count(h.get(REDIS_DELIVERIES))
+    origin = f"Redis stream {_quoted(stream)} entry {_line(entry_id, 60)}"
+    if group:
+        origin += f", consumer group {_quoted(group)}"
+    details = []
+    for name, label in (
+        (REDIS_STREAM, "Stream"),
+        (REDIS_ENTRY_ID, "Entry id"),
+        (REDIS_GROUP, "Consumer group"),
+        (REDIS_CONSUMER, "Last consumer"),
+        (REDIS_DELIVERIES, "Deliveries"),
+        (REDIS_IDLE_MS, "Idle (ms)"),
+    ):
+        if h.get(name):
+            value = _number(h[name]) if name in (REDIS_DELIVERIES, REDIS_IDLE_MS) else h[name]
+            details.append((label, _value(value)))
+    times = "an unknown number of times" if count is None else _times(count)
+    where = f"consumer group {_quoted(group)}" if group else "a consumer group"
+    reason = f"delivered {times} to {where} of stream {_quoted(stream)} without an acknowledgement"
+    consumer = h.get(REDIS_CONSUMER)
+    if consumer:
+        reason += f"; last consumer {_quoted(consumer)}"
+    elif consumer == "":
+        reason += "; its last consumer is not known (Antidote claimed it before a restart)"
+    return DeadLetter(
+        kind=REDIS,
+        origin=_line(origin, VALUE_LIMIT),
+        exception_type=REDIS_UNACKNOWLEDGED,
+        reason=_head(reason, REASON_LIMIT),
+        stack=None,
+        details=tuple(details),
+        count=count,
+    )
+
+
+def _count(text):
+    """A delivery count: a whole number >= 0, or None when the text is not one."""
+    if text is None:
+        return None
+    stripped = text.strip()
+    if stripped.isascii() and stripped.isdigit() and len(stripped) <= 18:
+        return int(stripped)
+    return None
+
+
+def _times(count):
+    return "once" if count == 1 else f"{count} times"
 
 
 # Untrusted text ------------------------------------------------------------------------------

@@ -1,7 +1,8 @@
 """The handler of a queue fed by a dead-letter queue: every message that arrives there has
 already failed somewhere else, so it is quarantined at once, with the failure its dead-letter
-record gives (a RabbitMQ `x-death`, Kafka Connect's or Spring Kafka's headers) as its reason,
-exception type and stack: the failure groups group by what really went wrong.
+record gives (workers.brokers.dead_letters: a RabbitMQ `x-death`, Kafka Connect's, Kafka
+Streams' or Spring Kafka's headers, the origin a NATS or Redis Streams drain wrote) as its
+reason, exception type and stack: the failure groups group by what really went wrong.
 
 SEMANTICS has every message arrive TBDL and reach NDLV only through a delivery (R1), so this is
 a handler, not a shortcut in ingest: the message is delivered once, to this, and fails
@@ -23,7 +24,8 @@ def dead_letter(message):
     if record is None:
         raise DeadLettered(
             "arrived in a dead-letter queue with no record of why it died "
-            "(no x-death, Kafka Connect or Spring Kafka dead-letter headers)",
+            "(no x-death, Kafka Connect, Kafka Streams or Spring Kafka dead-letter headers, "
+            "and no NATS or Redis Streams origin)",
             exception_type=NO_RECORD_TYPE,
         )
     raise DeadLettered(record.reason, exception_type=record.exception_type, stack=record.stack)

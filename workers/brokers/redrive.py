@@ -1,6 +1,8 @@
 """The handler that publishes a message back to RabbitMQ: `workers.brokers.redrive.publisher`.
 
-A redrive queue's handler options say where a message goes: by default back to the queue it died
+A redrive request may name its own exchange and routing key (REDRIVE_TARGET_HEADER, keys
+`exchange` and `routing_key`): they come first. Otherwise the redrive queue's handler options say
+where a message goes: by default back to the queue it died
 in (the default exchange, with that queue's name as routing key, so no other queue bound to its
 old exchange gets a second copy), or to the exchange and routing key it was first published with
 (`target="original_exchange"`), or to a fixed `exchange` / `routing_key`. The body goes out as
@@ -41,6 +43,7 @@ from workers.brokers.amqp_message import (
     came_from_rabbitmq,
     publish_properties,
 )
+from workers.brokers.connector import redrive_destination
 from workers.brokers.dead_letters import latest_death
 from workers.engine.handlers import Deferred, PermanentFailure, configurable
 
@@ -145,6 +148,9 @@ class Redrive:
         link.close()
 
     def _destination(self, message):
+        requested = _requested(message)
+        if requested is not None:
+            return requested
         if self.exchange is not None or self.routing_key is not None:
             return self.exchange or "", self.routing_key or ""
         queue, exchange, keys = latest_death(message.headers)
@@ -179,6 +185,18 @@ class Redrive:
             raise
         self._connect_failure = None
         return self._link
+
+
+def _requested(message):
+    """(exchange, routing key) of the redrive request's own target (REDRIVE_TARGET_HEADER), None
+    when it names neither: then the queue's options or the message's origin say. An exchange
+    left out is the default exchange, as the queue's own options have it."""
+    chosen = redrive_destination(
+        message, keys=("exchange", "routing_key"), configured={}, origin=dict
+    )
+    if not chosen:
+        return None
+    return chosen.get("exchange", ""), chosen.get("routing_key", "")
 
 
 def content_header(message):

@@ -3,7 +3,8 @@
 A handler is a plain callable named by a dotted path, e.g. ``workers.demo.handlers.orders``. It
 receives one Message and returns normally on success (or returns a Deferred, resolved later). To
 say the message can never succeed (R6), it raises PermanentFailure; any other exception is a
-transient failure and the message is retried by the queue's backoff schedule (R5). A handler that
+transient failure and the message is retried by the queue's backoff schedule (R5), or later when
+the handler raised TransientFailure with a `retry_after` (a receiver's Retry-After). A handler that
 ends its process (``os._exit``, abort, out of memory) is a crash (R7, R10): the engine runs
 handlers in an isolated child process, so the crash takes down one isolation batch, never the
 delivery run.
@@ -11,6 +12,7 @@ delivery run.
 
 import importlib
 import json
+import math
 
 
 class PermanentFailure(Exception):
@@ -26,6 +28,36 @@ class PermanentFailure(Exception):
         super().__init__(*args)
         self.exception_type = exception_type
         self.stack = stack
+
+
+# A receiver's word parks a message for a week at most: one that answers "Retry-After: 99999999"
+# by mistake must not hide it for years (nor overflow a timestamp).
+RETRY_AFTER_LIMIT = 7 * 24 * 3600
+
+
+class TransientFailure(Exception):
+    """A failure that may pass, as any exception but PermanentFailure is; raised when the handler
+    knows the earliest moment worth trying again (an HTTP receiver's Retry-After).
+
+    `retry_after` is in seconds from the failure. The message waits for the later of that and
+    the queue's backoff (R5): a receiver that asks for an hour is not called again in a minute,
+    and one that asks for a second does not make the queue retry faster than it was set to.
+    Anything but a number of seconds >= 0 is ignored, and more than RETRY_AFTER_LIMIT counts as
+    that limit."""
+
+    def __init__(self, *args, retry_after=None):
+        super().__init__(*args)
+        self.retry_after = retry_after_seconds(retry_after)
+
+
+def retry_after_seconds(value):
+    """`value` as a float of seconds from 0 to RETRY_AFTER_LIMIT, or None when it is no number of
+    seconds."""
+    if isinstance(value, bool) or not isinstance(value, int | float):
+        return None
+    if math.isnan(value) or value < 0:
+        return None
+    return float(min(value, RETRY_AFTER_LIMIT))
 
 
 class Deferred:

@@ -18,7 +18,13 @@ import time
 import traceback
 from dataclasses import dataclass, field
 
-from workers.engine.handlers import Deferred, OutcomeUnknown, PermanentFailure
+from workers.engine.handlers import (
+    Deferred,
+    OutcomeUnknown,
+    PermanentFailure,
+    TransientFailure,
+    retry_after_seconds,
+)
 
 PENDING = 0
 SUCCESS = 1
@@ -38,6 +44,8 @@ MAX_STACK = 8000
 class BatchResult:
     codes: list
     failures: dict = field(default_factory=dict)  # index -> (reason, exception type, stack)
+    # index -> seconds: the earliest retry a TransientFailure asked for (its `retry_after`)
+    retry_after: dict = field(default_factory=dict)
     in_flight: int | None = None  # the message whose handler was running when the child died
     crash: str | None = None  # how the child died; None if it finished normally
     worker: str = ""
@@ -68,7 +76,14 @@ def _failure_record(index, exc, *, transient):
     else:
         exc_type = exc.__class__.__name__
         stack = "".join(traceback.format_exception(exc))
-    return pickle.dumps((index, reason[:MAX_REASON], str(exc_type), str(stack)[-MAX_STACK:]))
+    # Checked again: a handler may have set the attribute after raising, and only a number
+    # may go through the pipe.
+    retry_after = None
+    if isinstance(exc, TransientFailure):
+        retry_after = retry_after_seconds(getattr(exc, "retry_after", None))
+    return pickle.dumps(
+        (index, reason[:MAX_REASON], str(exc_type), str(stack)[-MAX_STACK:], retry_after)
+    )
 
 
 def _failed(index, exc, wfd):
@@ -182,8 +197,10 @@ def run_isolated(messages, call, *, timeout=300.0, streaks=None):
     index, _ = _HEADER.unpack_from(shm, 0)
     shm.close()
     result = BatchResult(codes=codes, worker=f"{os.uname().nodename}:{pid}")
-    for rec_index, reason, exc_type, stack in _read_records(buffer):
+    for rec_index, reason, exc_type, stack, retry_after in _read_records(buffer):
         result.failures[rec_index] = (reason, exc_type, stack)
+        if retry_after is not None:
+            result.retry_after[rec_index] = retry_after
     normal = os.WIFEXITED(status) and os.WEXITSTATUS(status) == 0 and index == IDLE
     if not normal:
         if timed_out == SETTLING:

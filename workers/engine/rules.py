@@ -158,7 +158,15 @@ def _failed_attempt(
     return attempt, record
 
 
-def _exception_destination(record, policy, *, at, attempt, detail):
+def _not_before(when, at, retry_after):
+    """`when`, or `retry_after` seconds after `at` when that is later: the handler's own word on
+    the earliest retry (workers.engine.handlers.TransientFailure) never brings one forward."""
+    if retry_after is None:
+        return when
+    return max(when, at + timedelta(seconds=retry_after))
+
+
+def _exception_destination(record, policy, *, at, attempt, detail, retry_after=None):
     """R3 + R4: the failure made delivery_count reach max_failed_deliveries."""
     reason = f"{S.REASON_MAX_FAILED} ({policy.max_failed_deliveries}): {detail}"
     target = policy.exception_queue
@@ -182,7 +190,9 @@ def _exception_destination(record, policy, *, at, attempt, detail):
                 S.WAIT,
                 reason=f"{reason}; blocked, retried after {policy.blocked_retry_timeout} s",
                 delivery_count=attempt,
-                next_attempt_at=at + timedelta(seconds=policy.blocked_retry_timeout),
+                next_attempt_at=_not_before(
+                    at + timedelta(seconds=policy.blocked_retry_timeout), at, retry_after
+                ),
             )
         ]
     return [record(S.NDLV, reason=reason, delivery_count=attempt, next_attempt_at=None)]
@@ -199,8 +209,10 @@ def failed_transiently(
     exception_type=None,
     stack=None,
     queue_streak=None,
+    retry_after=None,
 ):
-    """R2, R3, R4, R5: a transient failure."""
+    """R2, R3, R4, R5: a transient failure. `retry_after` (seconds, from the handler) puts the
+    next attempt no earlier than that long after the failure."""
     attempt, record = _failed_attempt(
         current,
         at=at,
@@ -211,13 +223,15 @@ def failed_transiently(
         queue_streak=queue_streak,
     )
     if policy.max_failed_deliveries and attempt >= policy.max_failed_deliveries:
-        return _exception_destination(record, policy, at=at, attempt=attempt, detail=reason)
+        return _exception_destination(
+            record, policy, at=at, attempt=attempt, detail=reason, retry_after=retry_after
+        )
     return [
         record(
             S.WAIT,
             reason=reason,
             delivery_count=attempt,
-            next_attempt_at=backoff_until(policy, attempt, at),
+            next_attempt_at=_not_before(backoff_until(policy, attempt, at), at, retry_after),
         )
     ]
 

@@ -143,7 +143,7 @@ def _groups(view, ctx):
         yield group
 
 
-def _outcome_events(current, code, failure, policy, ctx, actor, streak):
+def _outcome_events(current, code, failure, policy, ctx, actor, streak, retry_after=None):
     at = ctx.clock()
     if code == iso.SUCCESS:
         return rules.delivered(current, at=at, actor=actor, run_id=ctx.run_id, queue_streak=streak)
@@ -159,7 +159,7 @@ def _outcome_events(current, code, failure, policy, ctx, actor, streak):
     )
     if code == iso.PERMANENT:
         return rules.failed_permanently(current, policy, **args)
-    return rules.failed_transiently(current, policy, **args)
+    return rules.failed_transiently(current, policy, retry_after=retry_after, **args)
 
 
 class Sequence:
@@ -287,7 +287,14 @@ def _attempt(view, attempts, handlers, ctx, streaks, start, slow):
             continue
         streak = streaks.record(queue, code)
         slow[i] = _outcome_events(
-            current, code, result.failures.get(k), ctx.policies[queue], ctx, actor, streak
+            current,
+            code,
+            result.failures.get(k),
+            ctx.policies[queue],
+            ctx,
+            actor,
+            streak,
+            retry_after=result.retry_after.get(k),
         )
     return fast, fast_streaks, actor
 

@@ -17,6 +17,7 @@ transaction, and watches the steps (console.decisions.sweeper).
 """
 
 import hashlib
+import json
 import os
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -29,6 +30,7 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
+from workers.brokers.connector import REDRIVE_TARGET_HEADER
 from workers.engine import states as S
 from workers.engine.actions import END, REPROCESS, TO_STATE, VERBS
 from workers.jobs.conversations import CONVERSATION_STEP_BASE
@@ -545,6 +547,69 @@ def edited_message(original: pa.Table, body: bytes, *, version) -> pa.Table:
         "body_size": len(body),
     }
     return pa.Table.from_pylist([row], schema=MESSAGE_SCHEMA)
+
+
+# --- A request's own redrive target ------------------------------------------------------------
+
+
+def headers_with_target(headers_json, target_json):
+    """A message's headers (JSON text) with a request's redrive target (JSON text) in
+    REDRIVE_TARGET_HEADER, or without that header when `target_json` is None; None when they
+    are already so (no new version is needed)."""
+    try:
+        headers = json.loads(headers_json) if headers_json else {}
+    except ValueError:
+        headers = {}
+    if not isinstance(headers, dict):
+        headers = {}
+    if headers.get(REDRIVE_TARGET_HEADER) == target_json:
+        return None
+    if target_json is None:
+        headers.pop(REDRIVE_TARGET_HEADER, None)
+    else:
+        headers[REDRIVE_TARGET_HEADER] = target_json
+    # In their order: the AMQP properties' tables go back out as they came.
+    return json.dumps(headers)
+
+
+def retargeted_messages(rows: pa.Table, target_json) -> pa.Table:
+    """New versions of the messages `rows` (their current version's row each, MESSAGE_SCHEMA)
+    that carry the redrive target `target_json` in their headers (None: that carry none), for
+    those whose headers do not already say so, sorted by id. Body and everything else are kept:
+    a sink reads the target from the headers of the version it delivers."""
+    rows = rows.sort_by("message_id")
+    keep, headers, seen = [], [], set()
+    for i, (message_id, text) in enumerate(
+        zip(rows.column("message_id").to_pylist(), rows.column("headers").to_pylist(), strict=True)
+    ):
+        # One row per message: a version found in two commits is the same version.
+        if message_id in seen:
+            continue
+        seen.add(message_id)
+        changed = headers_with_target(text, target_json)
+        if changed is not None:
+            keep.append(i)
+            headers.append(changed)
+    out = rows.take(pa.array(keep, pa.int64()))
+    out = out.set_column(
+        out.schema.get_field_index("headers"), "headers", pa.array(headers, pa.string())
+    )
+    version = pc.add(out.column("version"), pa.scalar(1, pa.int32())).cast(pa.int32())
+    out = out.set_column(out.schema.get_field_index("version"), "version", version)
+    return out.cast(MESSAGE_SCHEMA)
+
+
+def with_body_versions(events: pa.Table, versions: pa.Table) -> pa.Table:
+    """`events` with the body version of the messages in `versions` (message_id, version)
+    replaced by theirs: the version a retarget wrote."""
+    if versions.num_rows == 0 or events.num_rows == 0:
+        return events
+    found = pc.index_in(events.column("message_id"), value_set=versions.column("message_id"))
+    new = pc.take(versions.column("version"), found)
+    column = pc.if_else(pc.is_valid(found), new, events.column("body_version"))
+    return events.set_column(
+        events.schema.get_field_index("body_version"), "body_version", column.cast(pa.int32())
+    )
 
 
 # --- A step's outcome (progressive redrive; a canary is its one step) -----------------------------

@@ -154,7 +154,7 @@ class Command(BaseCommand):
         if feed.fed:
             self.stdout.write(
                 f"RabbitMQ demo: {feed.fed} refunds dead-lettered to "
-                f"{demo_rabbitmq.DEAD_LETTER_QUEUE} at {where}; the rabbitmq process drains them "
+                f"{demo_rabbitmq.DEAD_LETTER_QUEUE} at {where}; the sources process drains them "
                 "into queue refunds-dead."
             )
         elif fed_here:
@@ -162,6 +162,6 @@ class Command(BaseCommand):
         else:
             self.stdout.write(
                 f"RabbitMQ demo: {feed.waiting} dead letters already waiting in "
-                f"{demo_rabbitmq.DEAD_LETTER_QUEUE} at {where}; the rabbitmq process drains "
+                f"{demo_rabbitmq.DEAD_LETTER_QUEUE} at {where}; the sources process drains "
                 "them into queue refunds-dead."
             )

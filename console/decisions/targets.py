@@ -1,0 +1,81 @@
+"""A reprocess's own redrive target: where the broker sinks send its messages instead of their
+origin (issue 32). Checked here for the form and the API alike, said in words for the approver
+and the audit trail, and carried to the sinks in REDRIVE_TARGET_HEADER (workers.brokers.connector)
+by the execution (console.decisions.execution)."""
+
+from django.core.exceptions import ValidationError
+
+# A reprocess's own redrive target (R13 "to its origin" is the default): what each broker's
+# sink reads of it, with the longest value each may be. AMQP names an exchange or a routing key
+# in a short string (255 bytes); NATS and Redis take longer names, but no real one is.
+REDRIVE_TARGET_KEYS = {
+    "exchange": 255,  # RabbitMQ, with routing_key
+    "routing_key": 255,
+    "subject": 255,  # NATS JetStream
+    "stream": 255,  # Redis Streams
+    "url": 2000,  # HTTP delivery
+}
+REDRIVE_TARGET_URL_SCHEMES = ("http", "https")
+
+
+def redrive_target_clean(target):
+    """A request's redrive target, checked: a JSON object of REDRIVE_TARGET_KEYS with text
+    values, each within its limit, a URL http or https; None (the origin) when empty. Each error
+    names the key and the limit, as the form and the API show it."""
+    if target is None or target == {}:
+        return None
+    if not isinstance(target, dict):
+        raise ValidationError(
+            'redrive_target is an object such as {"exchange": "orders", "routing_key": '
+            '"new"}, {"subject": ...}, {"stream": ...} or {"url": ...}'
+        )
+    unknown = sorted(str(key) for key in target if key not in REDRIVE_TARGET_KEYS)
+    if unknown:
+        raise ValidationError(
+            f"redrive_target: unknown key(s) {', '.join(unknown)}; use "
+            f"{', '.join(REDRIVE_TARGET_KEYS)}"
+        )
+    cleaned = {}
+    for key, value in target.items():
+        if not isinstance(value, str):
+            raise ValidationError(f"redrive_target.{key} must be text")
+        value = value.strip()
+        limit = REDRIVE_TARGET_KEYS[key]
+        if len(value) > limit:
+            raise ValidationError(f"redrive_target.{key} is longer than {limit} characters")
+        if any(ord(c) < 32 or ord(c) == 127 for c in value):
+            raise ValidationError(f"redrive_target.{key} holds a control character")
+        if value:
+            cleaned[key] = value
+    url = cleaned.get("url")
+    if url is not None:
+        scheme, _, rest = url.partition("://")
+        if scheme.lower() not in REDRIVE_TARGET_URL_SCHEMES or not rest or " " in url:
+            raise ValidationError(
+                "redrive_target.url must be an http:// or https:// URL, such as "
+                "https://orders.example/hooks/dead-letters"
+            )
+    if "routing_key" in cleaned and "exchange" not in cleaned and "exchange" not in target:
+        # An empty exchange is RabbitMQ's default one: say it with "exchange": "".
+        raise ValidationError(
+            'redrive_target.routing_key goes with an exchange ("" for the default exchange)'
+        )
+    if "exchange" in target and "routing_key" not in cleaned:
+        raise ValidationError("redrive_target.exchange goes with a routing_key")
+    if "exchange" in target and isinstance(target["exchange"], str):
+        cleaned["exchange"] = target["exchange"].strip()
+    return cleaned or None
+
+
+def redrive_target_said(target):
+    """A redrive target in words, for the approver and the audit trail."""
+    if not target:
+        return "its origin"
+    parts = []
+    if "exchange" in target or "routing_key" in target:
+        exchange = target.get("exchange") or "(the default exchange)"
+        parts.append(f"exchange {exchange} with routing key {target.get('routing_key', '')}")
+    for key, noun in (("subject", "subject"), ("stream", "stream"), ("url", "URL")):
+        if key in target:
+            parts.append(f"{noun} {target[key]}")
+    return ", ".join(parts)

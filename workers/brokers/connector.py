@@ -1,0 +1,188 @@
+"""One connector shape for every broker: a source drains dead letters into an Antidote queue, a
+sink redrives (delivers) messages back to the broker.
+
+A **source** is a `Connector` (one per broker kind, registered in `CONNECTORS`) that opens a
+`SourceLink` for one configured source. The console's consumer process runs the same loop for
+every kind (console.ingest.consumers): fetch deliveries, turn each into an ingest record, store
+the batch (lake commit and database), then park what ingest refused and acknowledge the batch on
+the broker. So for every broker, by construction:
+
+- a delivery is acknowledged only after the lake commit: a consumer killed at any moment loses
+  nothing, and the broker hands the unacknowledged deliveries over again;
+- a record's id is stable across those redeliveries (ingest is idempotent): nothing is stored
+  twice;
+- a delivery that cannot be read or that ingest refuses is parked with its reason (kept on the
+  broker, beside what was drained), never dropped and never redelivered for ever.
+
+A link is used by one thread, but for `record`, which the loop calls from its storing thread (a
+batch is mapped and stored while the next one is fetched): `record` reads the delivery only, never
+the connection. Its errors are the broker client's own; `Connector.why` turns them
+into a sentence for people, and no sentence holds a secret (the URL's password is scrubbed by
+the loop with `SourceLink.secrets`).
+
+A **sink** is a configurable handler (workers.engine.handlers.configurable) named in a redrive
+queue's `handler`: it publishes one message per call, returns a `Deferred` when it waits for the
+broker's acknowledgement in bulk, and says where the message goes with `redrive_destination`:
+the request's own target first, then the queue's handler options, then the message's origin.
+
+Pure Python: no Django. Broker clients are imported by the modules that use them.
+"""
+
+import json
+from dataclasses import dataclass, field
+from importlib import import_module
+from typing import Any, Protocol
+
+# Kinds, and the module that holds each one's `CONNECTOR` (a Connector).
+CONNECTOR_MODULES = {
+    "rabbitmq": "workers.brokers.rabbitmq",
+    "nats": "workers.brokers.nats",
+    "redis": "workers.brokers.redis_streams",
+}
+
+# Each kind for people: the queues page and /api/v1/stats name a source's kind by its title.
+KIND_TITLES = {
+    "rabbitmq": "RabbitMQ",
+    "nats": "NATS JetStream",
+    "redis": "Redis Streams",
+}
+
+# The header that carries a redrive request's own target (set by the console when a request
+# names one): a JSON object whose keys the sink of the message's queue reads (an exchange and
+# routing key, a subject, a stream, a URL).
+REDRIVE_TARGET_HEADER = "antidote-redrive-target"
+
+
+class SourceDown(Exception):
+    """The source cannot be drained now (not configured, broker away, what it drains is missing).
+    The message is for people and holds no secret; the loop backs off and tries again."""
+
+
+@dataclass(frozen=True)
+class SourceConfig:
+    """One configured source, as the loop hands it to its connector (the BrokerSource row's
+    fields, without Django). `url` is read from the environment variable `url_env` by the loop;
+    `options` are the kind's own settings, checked by `Connector.options_errors` at load time."""
+
+    name: str
+    kind: str
+    url_env: str
+    url: str
+    drained: str  # what is drained: a RabbitMQ queue, a JetStream stream, a Redis stream key
+    into: str  # the Antidote queue its messages land in
+    prefetch: int
+    batch_size: int
+    options: dict = field(default_factory=dict)
+
+
+@dataclass
+class Delivery:
+    """One message taken from the broker and not yet acknowledged. `token` is the link's own
+    (a delivery tag, a stream sequence, an entry id); `size` counts toward the batch's bytes."""
+
+    token: Any
+    body: bytes
+    raw: Any = None  # whatever else the link needs to make the record or park it
+    size: int = 0
+
+
+class SourceLink(Protocol):
+    """An open connection draining one source."""
+
+    where: str  # "NATS at 127.0.0.1:4222, stream 'ORDERS'": no secret
+    secrets: tuple  # strings to scrub from any error text (the URL, its password)
+
+    def fetch(self, *, limit: int, timeout: float) -> list[Delivery]:
+        """Up to `limit` deliveries, waiting at most `timeout` seconds for the first; [] when
+        none came. Raises SourceDown (or the client's error) when the link is broken."""
+
+    def record(self, delivery: Delivery) -> dict:
+        """The ingest record (id, queue, body, headers, ...) of a delivery; raises anything when
+        it cannot be read, and the loop parks it with that reason."""
+
+    def park(self, delivery: Delivery, reason: str) -> None:
+        """Keep a refused delivery on the broker with its reason (confirmed) before it is
+        acknowledged: a parking queue, subject or stream beside the drained one."""
+
+    def ack(self, deliveries: list[Delivery]) -> None:
+        """Acknowledge stored deliveries: the broker may forget them (or, per source, delete)."""
+
+    def lag(self) -> int | None:
+        """How many dead letters wait on the broker, when it says; None when unknown."""
+
+    def close(self) -> None:
+        """Close the connection; never raises."""
+
+
+class Connector(Protocol):
+    """A kind of source. Beside these, the loop uses when present (each optional):
+
+    - `errors`: a tuple of the client's exception classes, failures of the broker that the loop
+      logs as a warning (anything else is logged with its traceback);
+    - `where(config) -> str`: where the source's broker is, for people and without secrets,
+      before connecting (so a failed `open` is reported as "<where>: <why>"); raises SourceDown
+      when the URL cannot be read;
+    - `sink`: the dotted path of the kind's redrive handler, which a source's `redrive_queue`
+      must have."""
+
+    kind: str
+    title: str  # "NATS JetStream", for people: KIND_TITLES[kind]
+
+    def open(self, config: SourceConfig) -> SourceLink:
+        """Connect and check that what is drained exists; raises SourceDown or the client's
+        error."""
+
+    def why(self, exc: BaseException, config: SourceConfig) -> str:
+        """A sentence for people about a failure of this connector's client."""
+
+    def options_errors(self, options: dict) -> list[str]:
+        """What is wrong with a source's options, in sentences; [] when they are good."""
+
+    def parking_name(self, config: SourceConfig) -> str:
+        """Where refused deliveries are parked, for the queues page."""
+
+
+def connector(kind: str) -> Connector:
+    """The connector of a kind, imported when first asked for (so a kind's client library is
+    loaded only by those that use it). KeyError for an unknown kind."""
+    return import_module(CONNECTOR_MODULES[kind]).CONNECTOR
+
+
+def connector_loaded(kind: str) -> Connector:
+    """connector(kind), or SourceDown saying in a sentence why it cannot be had: an unknown
+    kind, or its module or broker client not installed (a source of that kind then shows down
+    with that sentence, and loading a queue file that names one fails with it)."""
+    if kind not in CONNECTOR_MODULES:
+        raise SourceDown(f"{kind!r} is not a kind of source ({', '.join(CONNECTOR_MODULES)})")
+    title = KIND_TITLES.get(kind, kind)
+    try:
+        return connector(kind)
+    except ImportError as exc:
+        raise SourceDown(
+            f"the {title} connector cannot be loaded ({CONNECTOR_MODULES[kind]}: {exc})"
+        ) from exc
+    except AttributeError:
+        raise SourceDown(
+            f"the {title} connector is not ready ({CONNECTOR_MODULES[kind]} has no CONNECTOR)"
+        ) from None
+
+
+def redrive_destination(message, *, keys, configured, origin):
+    """Where a sink sends `message`: {key: value} for `keys`, from the first that names any of
+    them among the request's own target (REDRIVE_TARGET_HEADER), the queue's handler options
+    (`configured`) and the message's origin (`origin()`, read from its headers); None when
+    nothing says. A request's target that is not a JSON object is ignored."""
+    chosen = None
+    text = (message.headers or {}).get(REDRIVE_TARGET_HEADER)
+    if text:
+        try:
+            requested = json.loads(text)
+        except ValueError:
+            requested = None
+        if isinstance(requested, dict):
+            chosen = {k: requested[k] for k in keys if requested.get(k) not in (None, "")}
+    if not chosen:
+        chosen = {k: configured[k] for k in keys if configured.get(k) not in (None, "")}
+    if not chosen:
+        chosen = origin()
+    return chosen or None
