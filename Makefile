@@ -31,6 +31,9 @@ $(STAMP): requirements.txt requirements-dev.txt | $(PY)
 # chunk every few seconds, and the dashboard shows how far it is: the web does not wait for them.
 run: export DEBUG := 1
 run: export ANTIDOTE_AMQP_URL ?= amqp://guest:guest@127.0.0.1:5672/%2F
+run: export ANTIDOTE_NATS_URL ?= nats://127.0.0.1:4222
+# Database 3: Celery may use 0, the tests 7 and the soak benchmark 11.
+run: export ANTIDOTE_REDIS_STREAMS_URL ?= redis://127.0.0.1:6379/3
 # A Spark JVM that starts fast (the C1 compiler only, one GC thread): half the CPU to the first
 # counts on two cores. Production leaves it unset, for long jobs' speed.
 run: export SPARK_DRIVER_JAVA_OPTIONS ?= -XX:TieredStopAtLevel=1 -XX:+UseSerialGC

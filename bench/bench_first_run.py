@@ -15,7 +15,7 @@ change, to compare; its Makefile must take PORT)."""
 import os
 import time
 
-from bench.first_run import FirstRun, rabbitmq_vhost, rabbitmq_vhost_delete
+from bench.first_run import FirstRun, own_brokers, rabbitmq_vhost, rabbitmq_vhost_delete
 from bench.support import ROOT
 
 # Bounds on waits, so that a run that goes wrong ends with what it measured; not goals.
@@ -52,15 +52,26 @@ def _row(step, seconds, *, cpu=None, goal=None):
 
 
 def run():
+    with own_brokers(ROOT / "var" / "bench-first-run-brokers") as brokers:
+        return _run(brokers)
+
+
+def _run(brokers):
     vhost = rabbitmq_vhost()
     first = FirstRun(
         ROOT / "var" / "bench-first-run",
         amqp_url=vhost[0] if vhost else None,
+        nats_url=brokers["nats"],
+        redis_url=brokers["redis"],
         root=os.environ.get("BENCH_FIRST_RUN_ROOT") or ROOT,
     )
     rows = [
         {"step": f"cores {os.cpu_count()}, load average {os.getloadavg()[0]:.1f} at the start"},
         {"step": f"RabbitMQ demo {'on (a vhost of its own)' if vhost else 'off'}"},
+        *(
+            {"step": f"{title} demo {'on (a server of its own)' if brokers[key] else 'off'}"}
+            for key, title in (("nats", "NATS"), ("redis", "Redis"))
+        ),
     ]
     marks = {}
     try:

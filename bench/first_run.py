@@ -5,7 +5,9 @@ read from /proc, and Ctrl-C (SIGINT to make's process group, as a terminal sends
 
 bench/bench_first_run.py times it; tests/browser/test_first_run.py watches it in Chromium. The
 demo's RabbitMQ-fed queue gets a RabbitMQ virtual host of its own when rabbitmqctl can make one
-(the shared vhost's demo queues are left alone); otherwise it is off, as without RabbitMQ."""
+(the shared vhost's demo queues are left alone); otherwise it is off, as without RabbitMQ. The
+NATS- and Redis-fed queues get servers of their own (own_brokers), neither server having a
+virtual host to give; without them they are off."""
 
 import contextlib
 import os
@@ -32,6 +34,8 @@ PRODUCT_SETTINGS = (
     "INBOX_DIR",
     "STATIC_ROOT",
     "ANTIDOTE_AMQP_URL",
+    "ANTIDOTE_NATS_URL",
+    "ANTIDOTE_REDIS_STREAMS_URL",
     "DJANGO_SETTINGS_MODULE",
     "PORT",
     "DJANGO_ALLOW_ASYNC_UNSAFE",
@@ -70,6 +74,72 @@ def rabbitmq_vhost():
         check=True,
     )
     return f"amqp://guest:guest@127.0.0.1:5672/{name}", name
+
+
+@contextlib.contextmanager
+def own_brokers(folder):
+    """A `nats-server -js` and a `redis-server` of the run's own, on free ports, their data in
+    `folder`: {"nats": url or None, "redis": url or None}, None where the server is not installed.
+    Stopped on leaving. The shared servers' demo streams belong to a developer's own `make run`,
+    whose dead letters this run's sources process would otherwise drain."""
+    folder = Path(folder)
+    shutil.rmtree(folder, ignore_errors=True)
+    folder.mkdir(parents=True)
+    commands = {
+        "nats": (
+            shutil.which("nats-server") or "/usr/sbin/nats-server",
+            lambda port: ["-js", "-a", "127.0.0.1", "-p", str(port), "-sd", str(folder / "nats")],
+            "nats://127.0.0.1:{port}",
+        ),
+        "redis": (
+            shutil.which("redis-server"),
+            lambda port: [
+                "--bind",
+                "127.0.0.1",
+                "--port",
+                str(port),
+                "--save",
+                "",
+                "--dir",
+                str(folder),
+            ],
+            "redis://127.0.0.1:{port}/3",
+        ),
+    }
+    started, urls = [], {}
+    try:
+        for name, (binary, arguments, url) in commands.items():
+            urls[name] = None
+            if not binary or not Path(binary).exists():
+                continue
+            port = free_port()
+            started.append(
+                subprocess.Popen(
+                    [binary, *arguments(port)],
+                    stdout=subprocess.DEVNULL,
+                    stderr=subprocess.DEVNULL,
+                )
+            )
+            if _port_answers(port, patience=20):
+                urls[name] = url.format(port=port)
+        yield urls
+    finally:
+        for proc in started:
+            proc.terminate()
+        for proc in started:
+            try:
+                proc.wait(timeout=STOP_PATIENCE)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+
+
+def _port_answers(port, *, patience):
+    deadline = time.monotonic() + patience
+    while time.monotonic() < deadline:
+        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+            return True
+        time.sleep(0.1)
+    return False
 
 
 def rabbitmq_vhost_delete(name):
@@ -127,12 +197,17 @@ def process_tree_cpu(root, *, by_process=False):
 class FirstRun:
     """`make run` on `folder` (its VAR_DIR, emptied first) and a free port."""
 
-    def __init__(self, folder, *, port=None, amqp_url=None, root=ROOT):
+    def __init__(
+        self, folder, *, port=None, amqp_url=None, nats_url=None, redis_url=None, root=ROOT
+    ):
         self.folder = Path(folder)
         self.root = Path(root)
         self.port = port or free_port()
         self.url = f"http://127.0.0.1:{self.port}"
-        self.amqp_url = amqp_url or "amqp://guest:guest@127.0.0.1:1/%2F"  # none: RabbitMQ off
+        # None: that demo off (nothing listens on port 1).
+        self.amqp_url = amqp_url or "amqp://guest:guest@127.0.0.1:1/%2F"
+        self.nats_url = nats_url or "nats://127.0.0.1:1"
+        self.redis_url = redis_url or "redis://127.0.0.1:1/3"
         self.lines = []  # (seconds after the start, line)
         self.proc = None
         self.started = None  # monotonic
@@ -141,7 +216,12 @@ class FirstRun:
 
     def env(self):
         env = {k: v for k, v in os.environ.items() if k not in PRODUCT_SETTINGS}
-        env.update(VAR_DIR=str(self.folder), ANTIDOTE_AMQP_URL=self.amqp_url)
+        env.update(
+            VAR_DIR=str(self.folder),
+            ANTIDOTE_AMQP_URL=self.amqp_url,
+            ANTIDOTE_NATS_URL=self.nats_url,
+            ANTIDOTE_REDIS_STREAMS_URL=self.redis_url,
+        )
         return env
 
     def start(self):

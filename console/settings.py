@@ -516,6 +516,14 @@ ROLE_GRANT_EXPIRY_DAYS = envint("ROLE_GRANT_EXPIRY_DAYS", 7, minimum=1)
 # else must review it within BREAK_GLASS_REVIEW_HOURS, past which the scheduler alerts (once).
 BREAK_GLASS = envbool("BREAK_GLASS", "false")
 BREAK_GLASS_REVIEW_HOURS = envint("BREAK_GLASS_REVIEW_HOURS", 12, minimum=1)
+# The hosts a request's own redrive URL may name (console.decisions.targets): exact names, or
+# "*.example.com" for its subdomains; empty, any host (each such request still waits for an
+# approver, R17). Production should list its services: a URL is where message bodies go.
+REDRIVE_URL_HOSTS = [
+    host.strip().lower()
+    for host in os.environ.get("REDRIVE_URL_HOSTS", "").split(",")
+    if host.strip()
+]
 # A canary whose messages have no delivery outcome after this long stops the request.
 CANARY_TIMEOUT_SECONDS = envint("CANARY_TIMEOUT_SECONDS", 3600, minimum=10)
 

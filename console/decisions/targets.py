@@ -3,6 +3,9 @@ origin (issue 32). Checked here for the form and the API alike, said in words fo
 and the audit trail, and carried to the sinks in REDRIVE_TARGET_HEADER (workers.brokers.connector)
 by the execution (console.decisions.execution)."""
 
+from urllib.parse import urlsplit
+
+from django.conf import settings
 from django.core.exceptions import ValidationError
 
 # A reprocess's own redrive target (R13 "to its origin" is the default): what each broker's
@@ -49,12 +52,7 @@ def redrive_target_clean(target):
             cleaned[key] = value
     url = cleaned.get("url")
     if url is not None:
-        scheme, _, rest = url.partition("://")
-        if scheme.lower() not in REDRIVE_TARGET_URL_SCHEMES or not rest or " " in url:
-            raise ValidationError(
-                "redrive_target.url must be an http:// or https:// URL, such as "
-                "https://orders.example/hooks/dead-letters"
-            )
+        _url_check(url)
     if "routing_key" in cleaned and "exchange" not in cleaned and "exchange" not in target:
         # An empty exchange is RabbitMQ's default one: say it with "exchange": "".
         raise ValidationError(
@@ -65,6 +63,37 @@ def redrive_target_clean(target):
     if "exchange" in target and isinstance(target["exchange"], str):
         cleaned["exchange"] = target["exchange"].strip()
     return cleaned or None
+
+
+def _url_check(url):
+    scheme, _, rest = url.partition("://")
+    try:
+        parts = urlsplit(url)
+        host = parts.hostname
+    except ValueError:
+        host = None
+    if scheme.lower() not in REDRIVE_TARGET_URL_SCHEMES or not rest or " " in url or not host:
+        raise ValidationError(
+            "redrive_target.url must be an http:// or https:// URL, such as "
+            "https://orders.example/hooks/dead-letters"
+        )
+    if parts.username is not None or parts.password is not None:
+        # The request, its audit entry and its messages' headers would all show them.
+        raise ValidationError(
+            "redrive_target.url must not hold credentials: give the queue's handler a url_env"
+        )
+    allowed = settings.REDRIVE_URL_HOSTS
+    if allowed and not any(_host_matches(host, pattern) for pattern in allowed):
+        raise ValidationError(
+            f"redrive_target.url: {host} is not a host requests may send messages to "
+            f"(REDRIVE_URL_HOSTS: {', '.join(allowed)})"
+        )
+
+
+def _host_matches(host, pattern):
+    if pattern.startswith("*."):
+        return host.endswith(pattern[1:])
+    return host == pattern
 
 
 def redrive_target_said(target):

@@ -38,9 +38,10 @@ class Demo(models.Model):
     The demo's messages are ingested at once, or sent by the default worker a chunk at a time
     (`seed_demo --background`, as `make run` does) while the dashboard says how far it is:
     `total` messages, `sent` so far (accepted, or already there), `fill_started_at` set for such
-    a fill only, `filled_at` once it is over. `rabbitmq_fed_at`: when this database's demo fed
-    the RabbitMQ demo queues. The broker remembers it too, but a new database (var/ deleted to
-    start over) must feed them again, or its RabbitMQ-fed queue stays empty."""
+    a fill only, `filled_at` once it is over. `rabbitmq_fed_at`, `nats_fed_at`, `redis_fed_at`:
+    when this database's demo fed that broker's demo. The broker remembers it too, but a new
+    database (var/ deleted to start over) must feed it again, or its broker-fed queue stays
+    empty."""
 
     ONE = 1  # the primary key of the one row
 
@@ -51,6 +52,8 @@ class Demo(models.Model):
     sent_at = models.DateTimeField(null=True, blank=True)
     filled_at = models.DateTimeField(null=True, blank=True)
     rabbitmq_fed_at = models.DateTimeField(null=True, blank=True)
+    nats_fed_at = models.DateTimeField(null=True, blank=True)
+    redis_fed_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self):
         return f"demo: {self.sent} of {self.total} sent"

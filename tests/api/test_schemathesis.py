@@ -57,7 +57,8 @@ def demo(transactional_db, lake_root, settings, tmp_path, monkeypatch):
     """`manage.py seed_demo`'s roles, users (one per role, named after it), queues and
     messages, and the read models a refresh would make of some of them: quarantined messages
     in a failure group, on the poison list, with a note, a pending request, a lake query."""
-    monkeypatch.delenv("ANTIDOTE_AMQP_URL", raising=False)
+    for name in ("ANTIDOTE_AMQP_URL", "ANTIDOTE_NATS_URL", "ANTIDOTE_REDIS_STREAMS_URL"):
+        monkeypatch.delenv(name, raising=False)
     settings.VAR_DIR = tmp_path / "var"
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
     # Ingesting commits lake events; no worker needs to be asked to refresh for them.

@@ -13,7 +13,7 @@ import pytest
 
 from tests.brokers.tcp_proxy import TcpProxy
 from tests.conftest import require_service
-from workers.brokers import redrive
+from workers.brokers import connector, redrive
 from workers.brokers.amqp_message import PROPERTIES_HEADER, record_of
 from workers.brokers.connector import REDRIVE_TARGET_HEADER
 from workers.brokers.dead_letters import dead_letter_of, latest_death
@@ -642,7 +642,7 @@ def test_a_connection_cut_mid_batch_fails_only_the_unconfirmed_and_nothing_confi
 
 
 def test_after_a_cut_the_next_call_in_the_same_process_reconnects(broker, proxy, monkeypatch):
-    monkeypatch.setattr(redrive, "RECONNECT_PAUSE", 0)
+    monkeypatch.setattr(connector, "RECONNECT_PAUSE", 0)
     orders = broker.queue()
     handler = handler_build(PUBLISHER, {"url_env": "PROXIED_AMQP_URL"})
 

@@ -75,6 +75,8 @@ def test_without_a_target_a_request_goes_to_its_origin_and_says_null(quarantine,
         ({"exchange": "orders"}, "redrive_target.exchange goes with a routing_key"),
         ({"subject": "a\nb"}, "redrive_target.subject holds a control character"),
         ("orders", "Invalid data"),
+        ({"url": "https://ops:s3cret@x.example/hook"}, "must not hold credentials"),
+        ({"url": "https:///no-host"}, "redrive_target.url must be an http:// or https://"),
     ],
     ids=[
         "unknown-key",
@@ -87,6 +89,8 @@ def test_without_a_target_a_request_goes_to_its_origin_and_says_null(quarantine,
         "exchange-alone",
         "control",
         "not-an-object",
+        "credentials",
+        "no-host",
     ],
 )
 def test_a_bad_target_is_a_400_naming_the_field_and_its_limit(quarantine, personas, target, said):
@@ -96,6 +100,34 @@ def test_a_bad_target_is_a_400_naming_the_field_and_its_limit(quarantine, person
     assert response.json()["detail"].startswith("redrive_target")
     assert said in str(response.json()["errors"]["redrive_target"])
     assert not ActionRequest.objects.exists()
+
+
+@pytest.mark.parametrize(
+    ("url", "allowed"),
+    [
+        ("https://orders.example/hooks", True),
+        ("https://eu.billing.example/in", True),
+        ("https://billing.example/in", False),
+        ("http://169.254.169.254/latest/meta-data", False),
+        ("https://orders.example.evil.test/x", False),
+    ],
+    ids=["exact", "subdomain", "bare-parent", "metadata", "suffix-trick"],
+)
+def test_with_redrive_url_hosts_set_a_request_may_name_only_those_hosts(
+    quarantine, personas, settings, url, allowed
+):
+    settings.REDRIVE_URL_HOSTS = ["orders.example", "*.billing.example"]
+
+    response = _create(api(personas["operator"]), redrive_target={"url": url})
+
+    if allowed:
+        assert response.status_code == 201, response.json()
+    else:
+        assert response.status_code == 400, response.json()
+        said = str(response.json()["errors"]["redrive_target"])
+        assert "is not a host requests may send messages to" in said
+        assert "REDRIVE_URL_HOSTS: orders.example, *.billing.example" in said
+        assert not ActionRequest.objects.exists()
 
 
 def test_only_a_reprocess_takes_a_target(quarantine, personas):

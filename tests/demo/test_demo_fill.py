@@ -32,7 +32,8 @@ ORDERS = 400  # about 800 messages: a first chunk and a few more
 
 @pytest.fixture(autouse=True)
 def _demo_dirs(settings, tmp_path, lake_root, monkeypatch):
-    monkeypatch.delenv("ANTIDOTE_AMQP_URL", raising=False)
+    for name in ("ANTIDOTE_AMQP_URL", "ANTIDOTE_NATS_URL", "ANTIDOTE_REDIS_STREAMS_URL"):
+        monkeypatch.delenv(name, raising=False)
     settings.VAR_DIR = tmp_path / "var"
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 

@@ -20,8 +20,11 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture(autouse=True)
-def _demo_dirs(settings, tmp_path, lake_root):
+def _demo_dirs(settings, tmp_path, lake_root, monkeypatch):
     settings.VAR_DIR = tmp_path / "var"
+    # Only the broker under test: the other demos stay off whatever the shell has set.
+    monkeypatch.delenv("ANTIDOTE_NATS_URL", raising=False)
+    monkeypatch.delenv("ANTIDOTE_REDIS_STREAMS_URL", raising=False)
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 

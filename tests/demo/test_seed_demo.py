@@ -18,8 +18,10 @@ ORDERS = 40  # a small set: the full one is the same code with more orders
 
 @pytest.fixture(autouse=True)
 def _demo_dirs(settings, tmp_path, lake_root, monkeypatch):
-    # The RabbitMQ-fed queue has its own tests (test_rabbitmq_demo.py).
-    monkeypatch.delenv("ANTIDOTE_AMQP_URL", raising=False)
+    # The broker-fed queues have their own tests (test_rabbitmq_demo.py, test_nats_demo.py,
+    # test_redis_demo.py).
+    for name in ("ANTIDOTE_AMQP_URL", "ANTIDOTE_NATS_URL", "ANTIDOTE_REDIS_STREAMS_URL"):
+        monkeypatch.delenv(name, raising=False)
     settings.VAR_DIR = tmp_path / "var"
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 

@@ -23,8 +23,9 @@ from decimal import Decimal
 
 import pika
 
+from workers.brokers.connector import SOURCE_HEADER
+
 PROPERTIES_HEADER = "amqp-properties"
-SOURCE_HEADER = "antidote-source"
 DRAINED_FROM_HEADER = "amqp-drained-from"
 PROPERTY_NAMES = (
     "content_type",

@@ -29,6 +29,8 @@ Pure Python: no Django. Broker clients are imported by the modules that use them
 """
 
 import json
+import os
+import time
 from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any, Protocol
@@ -51,6 +53,86 @@ KIND_TITLES = {
 # names one): a JSON object whose keys the sink of the message's queue reads (an exchange and
 # routing key, a subject, a stream, a URL).
 REDRIVE_TARGET_HEADER = "antidote-redrive-target"
+# The name of the source that drained a message, on every broker's records.
+SOURCE_HEADER = "antidote-source"
+# Headers Antidote writes about a message, not the message's own: every broker's origin record
+# (amqp-*, nats-*, redis-*), the source, the redrive target. A sink never sends them on.
+BOOKKEEPING_PREFIXES = ("antidote-", "amqp-", "nats-", "redis-")
+
+
+def is_bookkeeping(name):
+    """Whether header `name` (in any case) is one of Antidote's, not the message's own."""
+    return name.lower().startswith(BOOKKEEPING_PREFIXES)
+
+
+# After a sink's failed connect, its calls of the next few seconds fail at once with the same
+# reason: a batch against a broker that is down ends in moments, not one connect timeout per
+# message.
+RECONNECT_PAUSE = 2.0
+
+
+class ConnectFailures:
+    """The last failed connect of a sink in this process (a forked child tries its own)."""
+
+    def __init__(self, failed):
+        self.failed = failed  # the sink's exception for "no connection"
+        self._last = None  # (pid, monotonic time, reason)
+
+    def check(self):
+        """Raise `failed` with the last reason while the pause after it lasts."""
+        last = self._last
+        mine = last is not None and last[0] == os.getpid()
+        if mine and time.monotonic() - last[1] < RECONNECT_PAUSE:
+            raise self.failed(last[2])
+
+    def record(self, reason):
+        self._last = (os.getpid(), time.monotonic(), reason)
+
+    def clear(self):
+        self._last = None
+
+
+class ProcessLink:
+    """A sink's connection in this process: opened by `opener` at the first publish, opened
+    again once broken (a link whose `broken` is set), paused after a failed connect
+    (ConnectFailures), and never used from a forked child: a link opened by the parent shares
+    its socket, and a word on it from the child would corrupt the parent's conversation with
+    the broker. A link has `pid`, `wait_all()` and `close()`."""
+
+    def __init__(self, opener, failed):
+        self._opener = opener
+        self._failures = ConnectFailures(failed)
+        self.link = None
+
+    def get(self):
+        pid = os.getpid()
+        link = self.link
+        if link is not None and link.pid == pid:
+            if getattr(link, "broken", None) is None:
+                return link
+            link.close()
+        self.link = None
+        self._failures.check()
+        try:
+            self.link = self._opener()
+        except self._failures.failed as exc:
+            self._failures.record(str(exc))
+            raise
+        self._failures.clear()
+        return self.link
+
+    def drop(self):
+        """Forget the link after a failed publish: the next one opens another."""
+        self.link = None
+
+    def settle(self):
+        """Wait for the broker's word on this process's publishes, then close its link."""
+        link = self.link
+        if link is None or link.pid != os.getpid():
+            return
+        self.link = None
+        link.wait_all()
+        link.close()
 
 
 class SourceDown(Exception):

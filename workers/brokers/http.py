@@ -7,7 +7,7 @@ carries:
 
 - `Content-Type`: the message's content type (application/octet-stream when it has none);
 - the message's own headers, as they were received: everything but Antidote's bookkeeping
-  (names starting with BOOKKEEPING_PREFIXES: the redrive target, the typed copy of AMQP
+  (connector.is_bookkeeping: the redrive target, the typed copy of AMQP
   properties, where a drain took the message from) and the headers HTTP itself or the signature
   own (HTTP_OWNED: Host, Content-Length, Connection, ..., and webhook-*);
 - a Standard Webhooks signature (https://www.standardwebhooks.com): `webhook-id` (the message
@@ -48,12 +48,9 @@ from urllib.parse import urlsplit
 import requests
 from standardwebhooks import Webhook
 
-from workers.brokers.connector import redrive_destination
+from workers.brokers.connector import is_bookkeeping, redrive_destination
 from workers.engine.handlers import PermanentFailure, TransientFailure, configurable
 
-# Headers Antidote writes about a message, not the message's own (workers.brokers.amqp_message,
-# workers.brokers.connector, the NATS and Redis Streams drains): they stay home.
-BOOKKEEPING_PREFIXES = ("antidote-", "amqp-", "nats-", "redis-")
 # Set by HTTP or by the signature for this request: a message's own copy would contradict them.
 HTTP_OWNED = frozenset(
     {
@@ -295,7 +292,7 @@ def _forwarded_headers(headers):
     forwarded = {}
     for name, value in (headers or {}).items():
         lowered = name.lower()
-        if lowered.startswith(BOOKKEEPING_PREFIXES) or lowered in HTTP_OWNED:
+        if is_bookkeeping(lowered) or lowered in HTTP_OWNED:
             continue
         if value is None:
             continue

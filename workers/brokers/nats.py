@@ -44,7 +44,13 @@ import nats.js.errors
 from nats.js import api
 
 from workers.brokers import nats_message as M
-from workers.brokers.connector import KIND_TITLES, Delivery, SourceDown, redrive_destination
+from workers.brokers.connector import (
+    KIND_TITLES,
+    Delivery,
+    ProcessLink,
+    SourceDown,
+    redrive_destination,
+)
 from workers.engine.handlers import Deferred, PermanentFailure, configurable
 
 log = logging.getLogger(__name__)
@@ -75,8 +81,6 @@ ALL_CONSUMERS = ("*", "all")
 NAME_RE = re.compile(r"^[^.*>\s/\\]{1,200}$")
 # Publishes handed to the event loop at once (see _PublishLink._send).
 SEND_EVERY = 256
-# As in redrive.py: after a failed connect, the calls of the next seconds fail at once.
-RECONNECT_PAUSE = 2.0
 CLOSE_TIMEOUT = 2.0
 
 
@@ -126,7 +130,7 @@ def _check_url(url, url_env):
         raise SourceDown(f"the URL in {url_env} must start with nats:// or tls://")
 
 
-async def _connect(url, name):
+async def connect(url, name, *, timeout=CONNECT_TIMEOUT):
     """A connection that is never re-established: a lost one ends the link, and the source loop
     (or the sink's retry) opens a new one; nothing waits on a reconnection that may never come.
     Raises the error of the attempt (a refused connection, a refused login)."""
@@ -140,7 +144,7 @@ async def _connect(url, name):
         return await nats.connect(
             url,
             name=name,
-            connect_timeout=CONNECT_TIMEOUT,
+            connect_timeout=timeout,
             allow_reconnect=False,
             # nats-py tries a server once more than this before it gives up (0: for ever).
             max_reconnect_attempts=1,
@@ -168,6 +172,34 @@ def _describe(exc):
 # --- Source -------------------------------------------------------------------------------------
 
 
+def capture_stream_name(stream):
+    """The stream that captures the advisories of `stream`'s consumers, unless a source's
+    `advisory_stream` option names another."""
+    return f"ANTIDOTE_ADVISORIES_{stream}"
+
+
+def advisory_subjects(stream, consumer="*"):
+    """The subjects of the advisories a source of `stream` follows (of one consumer, or all)."""
+    return [
+        f"$JS.EVENT.ADVISORY.CONSUMER.{token}.{stream}.{consumer}"
+        for token in M.ADVISORY_SUBJECT_TOKENS.values()
+    ]
+
+
+def capture_stream_config(name, subjects):
+    """How a source creates a stream capturing `subjects` when it is missing. Whoever creates
+    one before a source first runs (the demo: advisories published before anyone captures them
+    are lost) creates it so."""
+    return api.StreamConfig(
+        name=name,
+        subjects=subjects,
+        storage=api.StorageType.FILE,
+        # An advisory stays until it is drained (acknowledged), then goes: the stream holds
+        # what waits, not a history.
+        retention=api.RetentionPolicy.WORK_QUEUE,
+    )
+
+
 class _Entry:
     """What the link knows of one advisory: read, its message fetched, or why not."""
 
@@ -184,7 +216,7 @@ class _SourceLink:
         self.config = config
         options = config.options or {}
         self.stream = config.drained
-        self.capture = options.get("advisory_stream") or f"ANTIDOTE_ADVISORIES_{self.stream}"
+        self.capture = options.get("advisory_stream") or capture_stream_name(self.stream)
         consumer = options.get("consumer") or "*"
         self.consumer_filter = "*" if consumer in ALL_CONSUMERS else consumer
         self.remove = bool(options.get("remove", False))
@@ -203,10 +235,7 @@ class _SourceLink:
         self.parking_ready = False
 
     def subjects(self):
-        return [
-            f"$JS.EVENT.ADVISORY.CONSUMER.{token}.{self.stream}.{self.consumer_filter}"
-            for token in M.ADVISORY_SUBJECT_TOKENS.values()
-        ]
+        return advisory_subjects(self.stream, self.consumer_filter)
 
     def _run(self, coroutine, timeout=REQUEST_TIMEOUT):
         return self.loop.run(coroutine, timeout)
@@ -219,7 +248,7 @@ class _SourceLink:
         self._run(self._open(), CONNECT_TIMEOUT + 3 * REQUEST_TIMEOUT)
 
     async def _open(self):
-        self.nc = await _connect(self.config.url, f"antidote source {self.config.name}")
+        self.nc = await connect(self.config.url, f"antidote source {self.config.name}")
         self.js = self.nc.jetstream(timeout=REQUEST_TIMEOUT)
         try:
             await self.js.stream_info(self.stream)
@@ -253,16 +282,7 @@ class _SourceLink:
         except nats.js.errors.NotFoundError:
             pass
         try:
-            await self.js.add_stream(
-                api.StreamConfig(
-                    name=name,
-                    subjects=subjects,
-                    storage=api.StorageType.FILE,
-                    # An advisory stays until it is drained (acknowledged), then goes: the
-                    # stream holds what waits, not a history.
-                    retention=api.RetentionPolicy.WORK_QUEUE,
-                )
-            )
+            await self.js.add_stream(capture_stream_config(name, subjects))
         except nats.js.errors.BadRequestError as exc:
             # Most often another stream already captures these subjects: that one can be named.
             raise SourceDown(
@@ -579,10 +599,9 @@ class NatsRedrive:
         self.stream = stream
         self.ack_timeout = ack_timeout
         self.window = window
-        self._link = None
-        self._connect_failure = None  # (pid, monotonic time, reason) of the last failed connect
+        self._link = ProcessLink(self._connect, RedriveConnectionFailed)
         # One object for every Deferred: the engine calls each distinct settle once.
-        self._settle = self.settle
+        self._settle = self._link.settle
 
     def __call__(self, message):
         headers = message.headers
@@ -605,48 +624,21 @@ class NatsRedrive:
             raise PermanentFailure(str(exc)) from exc
         body = bytes(message.body)
         out["Nats-Msg-Id"] = M.dedupe_id(message.id, subject, body)
-        link = self._open_link()
+        link = self._link.get()
         deferred = Deferred(self._settle)
         try:
             link.publish(subject, body, out, deferred)
         except RedriveFailed:
-            self._link = None
+            self._link.drop()
             raise
         return deferred
 
     def settle(self):
         """Wait for the acknowledgements of this process's publishes, then close its connection."""
-        link = self._link
-        if link is None or link.pid != os.getpid():
-            return
-        self._link = None
-        link.wait_all()
-        link.close()
+        self._link.settle()
 
-    def _open_link(self):
-        pid = os.getpid()
-        link = self._link
-        if link is not None and link.pid == pid and link.broken is None:
-            return link
-        # A link opened by this process's parent is the parent's: a word on its socket from here
-        # would corrupt the parent's conversation with the server.
-        if link is not None and link.pid == pid:
-            link.close()
-        self._link = None
-        failure = self._connect_failure
-        if (
-            failure is not None
-            and failure[0] == pid
-            and time.monotonic() - failure[1] < RECONNECT_PAUSE
-        ):
-            raise RedriveConnectionFailed(failure[2])
-        try:
-            self._link = _PublishLink.open(self.url_env, self.stream, self.ack_timeout, self.window)
-        except RedriveConnectionFailed as exc:
-            self._connect_failure = (pid, time.monotonic(), str(exc))
-            raise
-        self._connect_failure = None
-        return self._link
+    def _connect(self):
+        return _PublishLink.open(self.url_env, self.stream, self.ack_timeout, self.window)
 
 
 class _PublishLink:
@@ -676,7 +668,7 @@ class _PublishLink:
         loop = _Loop()
         try:
             nc = loop.run(
-                _connect(url, f"antidote redrive (pid {os.getpid()})"), CONNECT_TIMEOUT + 1
+                connect(url, f"antidote redrive (pid {os.getpid()})"), CONNECT_TIMEOUT + 1
             )
         except Exception as exc:
             loop.close()

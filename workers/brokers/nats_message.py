@@ -26,6 +26,7 @@ import json
 from dataclasses import dataclass
 
 from workers.brokers import dead_letters as D
+from workers.brokers.connector import SOURCE_HEADER, is_bookkeeping
 
 # The origin's header names have one home, beside the reader the intake handler and the message
 # page use (workers.brokers.dead_letters.dead_letter_of).
@@ -50,12 +51,12 @@ ADVISORY_TYPES = {
 ADVISORY_SUBJECT_TOKENS = {MAX_DELIVER: "MAX_DELIVERIES", TERMINATED: "MSG_TERMINATED"}
 # The message's own headers, exactly, as a JSON object: what a redrive publishes.
 HEADERS_HEADER = "nats-headers"
-SOURCE_HEADER = "antidote-source"
-# Antidote's own headers on a message that came from anywhere: never published to a broker.
-BOOKKEEPING_HEADERS = frozenset(
+# The names of Antidote's records (this NATS one, and the AMQP one a redrive to RabbitMQ reads):
+# a message's header of one of these names, in any case, is not shown as its own (it could pass
+# for a record); it stays whole in HEADERS_HEADER.
+RECORD_HEADERS = frozenset(
     (*D.NATS_HEADERS, HEADERS_HEADER, SOURCE_HEADER, "amqp-properties", "amqp-drained-from")
 )
-BOOKKEEPING_PREFIX = "antidote-"
 
 NAME_LIMIT = 255
 REASON_LIMIT = 2000
@@ -238,7 +239,7 @@ def record_of(*, advisory, original, into, source):
     headers = {
         name: value
         for name, value in original.headers.items()
-        if name.lower() not in BOOKKEEPING_HEADERS
+        if name.lower() not in RECORD_HEADERS
     }
     headers.update(
         {
@@ -291,9 +292,7 @@ def publish_headers(headers, *, content_type=None):
         own = {
             name: value
             for name, value in headers.items()
-            if name.lower() not in BOOKKEEPING_HEADERS
-            and not name.lower().startswith(BOOKKEEPING_PREFIX)
-            and isinstance(value, str)
+            if not is_bookkeeping(name) and isinstance(value, str)
         }
         if content_type and not any(name.lower() == "content-type" for name in own):
             own["Content-Type"] = content_type

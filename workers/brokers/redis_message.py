@@ -32,7 +32,7 @@ import base64
 import hashlib
 import json
 
-from workers.brokers.connector import REDRIVE_TARGET_HEADER
+from workers.brokers.connector import REDRIVE_TARGET_HEADER, SOURCE_HEADER
 from workers.brokers.dead_letters import (
     REDIS_CONSUMER,
     REDIS_DELIVERIES,
@@ -53,8 +53,6 @@ IDLE_HEADER = REDIS_IDLE_MS
 ORIGIN_HEADERS = REDIS_HEADERS
 BODY_FIELD_HEADER = "redis-body-field"
 FIELDS_HEADER = "redis-fields"
-# The same header the RabbitMQ records carry (amqp_message.SOURCE_HEADER): the source's name.
-SOURCE_HEADER = "antidote-source"
 # Headers Antidote writes or reads itself: a field of the same name is not made a header (it
 # stays in FIELDS_HEADER), or an entry could pass for another origin or name a redrive target.
 RESERVED_HEADERS = frozenset(

@@ -60,6 +60,7 @@ from redis.retry import Retry
 
 from workers.brokers.connector import (
     KIND_TITLES,
+    ConnectFailures,
     Delivery,
     SourceConfig,
     SourceDown,
@@ -103,9 +104,6 @@ SCAN_BUDGET = 10_000
 # lag() reads every pending entry of a group up to this many; beyond, it says it does not know.
 LAG_EXACT_LIMIT = 10_000
 LAG_SECONDS = 5.0
-# After a failed connect, the sink's calls of the next few seconds fail at once with the same
-# reason (as the RabbitMQ sink does).
-RECONNECT_PAUSE = 2.0
 
 
 # --- Connecting --------------------------------------------------------------------------------
@@ -621,7 +619,7 @@ class Redrive:
         self.timeout = timeout
         self.window = window
         self._batch = None
-        self._connect_failure = None  # (pid, monotonic time, reason) of the last failed connect
+        self._failures = ConnectFailures(RedriveConnectionFailed)
         # One object for every Deferred: the engine calls each distinct settle once.
         self._settle = self.settle
 
@@ -670,7 +668,7 @@ class Redrive:
         finally:
             batch.close()
         if batch.failure is not None:
-            self._connect_failure = (batch.pid, time.monotonic(), batch.failure)
+            self._failures.record(batch.failure)
 
     def _open_batch(self):
         pid = os.getpid()
@@ -678,10 +676,7 @@ class Redrive:
         if batch is not None and batch.pid == pid:
             return batch
         # A batch made by the parent of this process is the parent's: its socket is shared.
-        failure = self._connect_failure
-        recent = failure is not None and failure[0] == pid
-        if recent and time.monotonic() - failure[1] < RECONNECT_PAUSE:
-            raise RedriveConnectionFailed(failure[2])
+        self._failures.check()
         self._batch = _Batch(self.url_env, self.timeout)
         return self._batch
 

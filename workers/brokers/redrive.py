@@ -43,15 +43,12 @@ from workers.brokers.amqp_message import (
     came_from_rabbitmq,
     publish_properties,
 )
-from workers.brokers.connector import redrive_destination
+from workers.brokers.connector import ProcessLink, redrive_destination
 from workers.brokers.dead_letters import latest_death
 from workers.engine.handlers import Deferred, PermanentFailure, configurable
 
 TARGETS = ("original_queue", "original_exchange")
 CONNECT_TIMEOUT = 10.0
-# After a failed connect, the calls of the next few seconds fail at once with the same reason: a
-# batch against a broker that is down ends in moments, not one connect timeout per message.
-RECONNECT_PAUSE = 2.0
 # Closing says goodbye to the broker (its log stays free of "unexpectedly closed" warnings); it
 # must not hold up a batch whose outcomes are all known.
 CLOSE_TIMEOUT = 2.0
@@ -120,32 +117,29 @@ class Redrive:
         self.routing_key = routing_key
         self.confirm_timeout = confirm_timeout
         self.window = window
-        self._link = None
-        self._connect_failure = None  # (pid, monotonic time, reason) of the last failed connect
+        self._link = ProcessLink(self._connect, RedriveConnectionFailed)
         # One object for every Deferred: the engine calls each distinct settle once, and each
         # `self.settle` lookup would make a new bound method.
-        self._settle = self.settle
+        self._settle = self._link.settle
 
     def __call__(self, message):
         exchange, routing_key = self._destination(message)
         header = content_header(message)
-        link = self._open_link()
+        link = self._link.get()
         deferred = Deferred(self._settle)
         try:
             link.publish(bytes(message.body), header, exchange, routing_key, deferred)
         except RedriveFailed:
-            self._link = None
+            self._link.drop()
             raise
         return deferred
 
     def settle(self):
         """Wait for the confirms of this process's publishes, then close its connection."""
-        link = self._link
-        if link is None or link.pid != os.getpid():
-            return
-        self._link = None
-        link.wait_all()
-        link.close()
+        self._link.settle()
+
+    def _connect(self):
+        return _Link.open(self.url_env, self.confirm_timeout, self.window)
 
     def _destination(self, message):
         requested = _requested(message)
@@ -162,29 +156,6 @@ class Redrive:
         raise NoRedriveTarget(
             "no x-death record says where it came from and the queue sets no exchange/routing_key"
         )
-
-    def _open_link(self):
-        pid = os.getpid()
-        link = self._link
-        if link is not None and link.pid == pid:
-            return link
-        # A link opened by the parent of this process is the parent's: its socket is shared, and
-        # a word on it from here would corrupt the parent's conversation with the broker.
-        self._link = None
-        failure = self._connect_failure
-        if (
-            failure is not None
-            and failure[0] == pid
-            and time.monotonic() - failure[1] < RECONNECT_PAUSE
-        ):
-            raise RedriveConnectionFailed(failure[2])
-        try:
-            self._link = _Link.open(self.url_env, self.confirm_timeout, self.window)
-        except RedriveConnectionFailed as exc:
-            self._connect_failure = (pid, time.monotonic(), str(exc))
-            raise
-        self._connect_failure = None
-        return self._link
 
 
 def _requested(message):

@@ -13,10 +13,11 @@ not drained yet, are left to the new database instead.
 import json
 import os
 import time
-from dataclasses import dataclass
 from urllib.parse import urlparse
 
 import pika
+
+from workers.demo.feed import Feed
 
 QUEUES_FILE = os.path.join(os.path.dirname(__file__), "rabbitmq.yaml")
 URL_ENV = "ANTIDOTE_AMQP_URL"
@@ -44,15 +45,6 @@ def _refund(n):
     return json.dumps({"refund": n, "amount": "9.99", "currency": "XTS"}).encode(), (
         "application/json"
     )
-
-
-@dataclass(frozen=True)
-class Feed:
-    """What `demo_dead_letters` did: refunds dead-lettered now, and dead letters that were
-    already waiting in the DLQ (fed before, not drained yet)."""
-
-    fed: int
-    waiting: int
 
 
 def demo_dead_letters(url, *, fed_here, timeout=5.0):

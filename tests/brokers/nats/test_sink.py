@@ -10,7 +10,7 @@ import pytest
 from tests.brokers.nats.conftest import Client, source_config
 from workers.brokers import nats as N
 from workers.brokers import nats_message as M
-from workers.brokers.connector import REDRIVE_TARGET_HEADER
+from workers.brokers.connector import RECONNECT_PAUSE, REDRIVE_TARGET_HEADER
 from workers.engine.handlers import Message, PermanentFailure
 
 pytestmark = pytest.mark.services
@@ -218,7 +218,7 @@ def test_the_server_stopped_during_a_redrive_is_a_transient_failure_and_the_retr
     assert time.monotonic() - started < 5
 
     own_server.start()
-    time.sleep(N.RECONNECT_PAUSE)
+    time.sleep(RECONNECT_PAUSE)
     assert _redrive(handler, message) is None
     if before.error is not None:
         assert (

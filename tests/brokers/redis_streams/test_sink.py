@@ -199,7 +199,7 @@ def test_redis_stopped_during_a_redrive_is_transient_and_the_retry_after_a_resta
     own_redis, monkeypatch
 ):
     monkeypatch.setenv("OUTAGE_REDIS_URL", own_redis.url)
-    monkeypatch.setattr("workers.brokers.redis_streams.RECONNECT_PAUSE", 0.5)
+    monkeypatch.setattr("workers.brokers.connector.RECONNECT_PAUSE", 0.5)
     handler = publisher(url_env="OUTAGE_REDIS_URL", stream="orders")
     message = Message(id="refund-1", queue="q", body=b"refund", content_type="text/plain")
 

@@ -20,6 +20,7 @@ from django.core.management import call_command
 from django.core.management.base import BaseCommand, CommandError
 from django.utils import timezone
 
+from console.access.actor import cli_actor
 from console.ingest.demo import (
     INGEST_SOURCE,
     demo_fill_start,
@@ -30,8 +31,12 @@ from console.ingest.demo import (
 from console.ingest.models import MessageKey
 from console.ingest.tasks import demo_fill_enqueue
 from console.queues.models import BrokerSource
+from console.queues.services import QueueLoadError, queues_load
+from workers.demo import nats as demo_nats
 from workers.demo import rabbitmq as demo_rabbitmq
+from workers.demo import redis_streams as demo_redis
 from workers.demo.data import DEFAULT_ORDERS, QUEUES_FILE, demo_file_write, demo_message_ids
+from workers.demo.feed import DemoOff
 
 
 @contextmanager
@@ -83,6 +88,8 @@ class Command(BaseCommand):
         call_command("create_demo_users", stdout=self.stdout, stderr=self.stderr)
         call_command("load_queues", str(QUEUES_FILE), stdout=self.stdout, stderr=self.stderr)
         self._rabbitmq_demo()
+        self._stream_demo(title="NATS", demo=demo_nats, fed_field="nats_fed_at")
+        self._stream_demo(title="Redis", demo=demo_redis, fed_field="redis_fed_at")
 
         ids = demo_message_ids(orders=orders)
         present = _already_ingested(ids)
@@ -164,4 +171,48 @@ class Command(BaseCommand):
                 f"RabbitMQ demo: {feed.waiting} dead letters already waiting in "
                 f"{demo_rabbitmq.DEAD_LETTER_QUEUE} at {where}; the sources process drains "
                 "them into queue refunds-dead."
+            )
+
+    def _stream_demo(self, *, title, demo, fed_field):
+        """The NATS- or Redis-fed queue (`demo` is workers.demo.nats or .redis_streams), when
+        that server answers; otherwise how to get it, as for RabbitMQ."""
+        url = os.environ.get(demo.URL_ENV)
+        if not url:
+            self.stdout.write(
+                f"{title} demo: off ({demo.URL_ENV} is not set). Set it (make run sets "
+                f"{demo.MAKE_RUN_URL}) to get a {title}-fed queue."
+            )
+            return
+        names = demo.NAMES
+        where = demo.server_where(url)
+        record = demo_get()
+        # Whether this database's demo was fed: a new one (var/ deleted) is fed again.
+        fed_here = record is not None and getattr(record, fed_field) is not None
+        try:
+            feed = demo.demo_dead_letters(url, fed_here=fed_here, names=names)
+        except DemoOff as exc:
+            self.stdout.write(
+                f"{title} demo: off ({exc} and run make run again for a {title}-fed queue)."
+            )
+            return
+        document = demo.demo_queues(names)
+        try:
+            queues_load(data=document, actor=cli_actor())
+        except QueueLoadError as exc:
+            # The demo's own file: a refusal is a bug, said loudly.
+            raise CommandError(
+                f"{demo.QUEUES_FILE}: refused:\n" + "\n".join(f"  - {e}" for e in exc.errors)
+            ) from exc
+        if not fed_here:
+            demo_record(**{fed_field: timezone.now()})
+        (source,) = document["sources"]
+        into = f"the sources process drains them into queue {source['queue']}."
+        if feed.fed:
+            self.stdout.write(f"{title} demo: {demo.fed_said(names, feed.fed)} at {where}; {into}")
+        elif fed_here:
+            self.stdout.write(f"{title} demo: already fed at {where}.")
+        else:
+            self.stdout.write(
+                f"{title} demo: {feed.waiting} dead letters of stream {names.stream} already "
+                f"waiting at {where}; {into}"
             )
