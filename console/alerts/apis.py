@@ -4,6 +4,7 @@ thresholds."""
 
 from django.core.exceptions import ValidationError as DjangoValidationError
 from django.core.paginator import Paginator
+from django.shortcuts import get_object_or_404
 from drf_spectacular.utils import extend_schema
 from rest_framework import exceptions, serializers
 from rest_framework.response import Response
@@ -11,11 +12,14 @@ from rest_framework.views import APIView
 
 from console.alerts import events as E
 from console.alerts import selectors, services
-from console.alerts.forms import MAX_WINDOW_HOURS, WebhookForm, queue_names
+from console.alerts.formats import PAGERDUTY_URL
+from console.alerts.forms import MAX_WINDOW_HOURS, WebhookEditForm, WebhookForm, queue_names
+from console.alerts.models import Webhook
 from console.api import (
     BAD_FILTERS,
     BAD_REQUEST,
     ERRORS,
+    NOT_FOUND,
     JSONParser,
     ServiceRefusals,
     answer,
@@ -47,10 +51,24 @@ _SUBSCRIPTION = {
 }
 _WEBHOOK = {
     "name": "on-call",
+    "format": "generic",
     "url": "https://chat.example.com/hooks/antidote",
     "kinds": ["queue.disabled", "queue.inflow"],
     "queues": ["orders"],
     "secret_env": "ONCALL_WEBHOOK_SECRET",
+}
+_WEBHOOK_SHOWN = {"id": 1, **_WEBHOOK, "active": True}
+_PAGER = {
+    "name": "pager",
+    "format": "pagerduty",
+    "kinds": ["queue.disabled", "source.down", "audit.broken"],
+    "secret_env": "PAGERDUTY_ROUTING_KEY",
+}
+_SLACK = {
+    "name": "ops-channel",
+    "format": "slack",
+    "url": "https://hooks.slack.com/services/T0000/B0000/XXXXXXXX",
+    "kinds": ["queue.disabled", "queue.enabled", "group.new"],
 }
 _THRESHOLD = {"queue": "orders", "count": 100, "window_hours": 1}
 
@@ -362,21 +380,41 @@ class SubscriptionsApi(_WritesApi):
 class _WebhookSerializer(serializers.Serializer):
     id = serializers.IntegerField(read_only=True)
     name = serializers.SlugField(max_length=100)
-    url = serializers.CharField(max_length=500, help_text="http or https.")
+    format = serializers.ChoiceField(
+        choices=Webhook.FORMATS,
+        default=Webhook.GENERIC,
+        help_text="What it receives: generic (our JSON, signed), slack (an incoming webhook's "
+        "message), teams (a workflow's Adaptive Card), pagerduty (an Events API v2 event).",
+    )
+    url = serializers.CharField(
+        max_length=500,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text=f"http or https. Leave out for PagerDuty's Events API v2 ({PAGERDUTY_URL}).",
+    )
     kinds = serializers.ListField(
         child=serializers.ChoiceField(choices=E.KINDS),
         required=False,
         default=list,
-        help_text="The events it receives; empty: all.",
+        max_length=len(E.KINDS),
+        help_text="The events it receives; empty: all. A pagerduty webhook also receives the "
+        "events that resolve its events' incidents (queue.enabled for queue.disabled).",
     )
     queues = serializers.ListField(
         child=serializers.CharField(max_length=100),
         required=False,
         default=list,
+        max_length=500,
         help_text="The queues it hears of; empty: all.",
     )
     secret_env = serializers.CharField(
-        max_length=100, help_text="The environment variable holding the signing secret."
+        max_length=100,
+        required=False,
+        allow_blank=True,
+        default="",
+        help_text="The environment variable holding the signing secret (generic) or the "
+        "routing key (pagerduty); empty for slack and teams.",
     )
     active = serializers.BooleanField(read_only=True)
 
@@ -384,26 +422,32 @@ class _WebhookSerializer(serializers.Serializer):
         ref_name = "Webhook"
 
     def validate(self, data):
-        form = WebhookForm(data={**data, "queues": ",".join(data.get("queues", []))})
+        kinds = list(dict.fromkeys(data.get("kinds", [])))
+        form = WebhookForm(
+            data={**data, "kinds": kinds, "queues": ",".join(data.get("queues", []))}
+        )
         if not form.is_valid():
             raise serializers.ValidationError(
                 {field: [str(e) for e in errors] for field, errors in form.errors.items()}
             )
-        return {**data, "queues": form.cleaned_data["queues"]}
+        clean = form.cleaned_data
+        return {**data, "kinds": kinds, "queues": clean["queues"], "url": clean["url"]}
 
 
 class WebhookListApi(_WritesApi):
     """Webhooks (administrators): list, and add one. Each receives every alert of its events
-    and queues as a JSON POST signed in X-Antidote-Signature."""
+    and queues as a POST in its format: our JSON signed in X-Antidote-Signature, a Slack or Teams
+    message, a PagerDuty event."""
 
     permission_classes = [has_perms(MANAGE_ALERTS)]
 
     @extend_schema(
         operation_id="alerts_webhooks",
-        description="The webhooks (administrators): where each posts, which events and queues "
-        "it hears of, and the environment variable holding its signing secret.",
+        description="The webhooks (administrators): where each posts and in which format, "
+        "which events and queues it hears of, and the environment variable holding its secret "
+        "(the signing secret, or PagerDuty's routing key).",
         responses={
-            200: answer(_WebhookSerializer(many=True), {"id": 1, **_WEBHOOK, "active": True}),
+            200: answer(_WebhookSerializer(many=True), _WEBHOOK_SHOWN),
             **ERRORS,
         },
     )
@@ -413,11 +457,18 @@ class WebhookListApi(_WritesApi):
     @extend_schema(
         operation_id="alerts_webhooks_create",
         description="Add a webhook (administrators): it receives every alert of its events and "
-        "queues as a JSON POST, signed with the secret in `secret_env` (X-Antidote-Signature).",
+        "queues as a POST in its format: generic JSON signed with the secret in `secret_env` "
+        "(X-Antidote-Signature); a Slack incoming webhook's or a Teams workflow's message; a "
+        "PagerDuty Events API v2 event with the routing key in `secret_env`, which triggers an "
+        "incident and resolves it when its cause ends (a queue re-enabled).",
         request=_WebhookSerializer,
-        examples=[sent(_WEBHOOK)],
+        examples=[
+            sent(_WEBHOOK, "Signed JSON"),
+            sent(_SLACK, "Slack"),
+            sent(_PAGER, "PagerDuty"),
+        ],
         responses={
-            201: answer(_WebhookSerializer, {"id": 1, **_WEBHOOK, "active": True}),
+            201: answer(_WebhookSerializer, _WEBHOOK_SHOWN),
             400: BAD_REQUEST,
             **ERRORS,
         },
@@ -427,6 +478,79 @@ class WebhookListApi(_WritesApi):
         given.is_valid(raise_exception=True)
         hook = services.webhook_create(actor=request.user, **given.validated_data)
         return Response(_WebhookSerializer(hook).data, status=201)
+
+
+class _WebhookChangeSerializer(serializers.Serializer):
+    url = serializers.CharField(max_length=500, required=False, allow_blank=True)
+    kinds = serializers.ListField(
+        child=serializers.ChoiceField(choices=E.KINDS),
+        required=False,
+        max_length=len(E.KINDS),
+        help_text="The events it receives; empty: all.",
+    )
+    queues = serializers.ListField(
+        child=serializers.CharField(max_length=100),
+        required=False,
+        max_length=500,
+        help_text="The queues it hears of; empty: all.",
+    )
+    secret_env = serializers.CharField(max_length=100, required=False, allow_blank=True)
+
+    class Meta:
+        ref_name = "WebhookChange"
+
+    def validate(self, data):
+        hook = self.context["webhook"]
+        kinds = list(dict.fromkeys(data.get("kinds", hook.kinds)))
+        form = WebhookEditForm(
+            data={
+                "url": data.get("url", hook.url),
+                "kinds": kinds,
+                "queues": ",".join(data.get("queues", hook.queues)),
+                "secret_env": data.get("secret_env", hook.secret_env),
+            },
+            webhook=hook,
+        )
+        if not form.is_valid():
+            raise serializers.ValidationError(
+                {field: [str(e) for e in errors] for field, errors in form.errors.items()}
+            )
+        return {**form.cleaned_data, "kinds": kinds}
+
+
+class WebhookDetailApi(_WritesApi):
+    """One webhook (administrators): read it, and change its address, events, queues or
+    secret's variable (PATCH: what is left out stays)."""
+
+    permission_classes = [has_perms(MANAGE_ALERTS)]
+
+    @extend_schema(
+        operation_id="alerts_webhook",
+        responses={200: answer(_WebhookSerializer, _WEBHOOK_SHOWN), 404: NOT_FOUND, **ERRORS},
+    )
+    def get(self, request, webhook_id):
+        return Response(_WebhookSerializer(get_object_or_404(Webhook, id=webhook_id)).data)
+
+    @extend_schema(
+        operation_id="alerts_webhook_change",
+        description="Change a webhook (administrators): its address, the events it receives "
+        "(routing), its queues, or its secret's variable; its name and format stay. What is "
+        "left out stays as it was.",
+        request=_WebhookChangeSerializer,
+        examples=[sent({"kinds": ["queue.disabled", "source.down"]}, "Route")],
+        responses={
+            200: answer(_WebhookSerializer, _WEBHOOK_SHOWN),
+            400: BAD_REQUEST,
+            404: NOT_FOUND,
+            **ERRORS,
+        },
+    )
+    def patch(self, request, webhook_id):
+        hook = get_object_or_404(Webhook, id=webhook_id)
+        given = _WebhookChangeSerializer(data=request.data, context={"webhook": hook})
+        given.is_valid(raise_exception=True)
+        services.webhook_update(actor=request.user, webhook=hook, **given.validated_data)
+        return Response(_WebhookSerializer(hook).data)
 
 
 class _ThresholdSerializer(serializers.Serializer):

@@ -27,6 +27,7 @@ ROLE_GRANT_WAITING = "role_grant.waiting"
 # Break-glass (R17): a request executed by one person alone, and its review overdue.
 REQUEST_BREAK_GLASS = "request.break_glass"
 REQUEST_REVIEW_OVERDUE = "request.review_overdue"
+REQUEST_BREAK_GLASS_REVIEWED = "request.break_glass_reviewed"
 
 LABELS = {
     QUEUE_DISABLED: "A queue was disabled",
@@ -44,6 +45,7 @@ LABELS = {
     ROLE_GRANT_WAITING: "A role grant waits for my confirmation",
     REQUEST_BREAK_GLASS: "Someone executed a request alone (break-glass)",
     REQUEST_REVIEW_OVERDUE: "A break-glass decision's review is overdue",
+    REQUEST_BREAK_GLASS_REVIEWED: "A break-glass decision was reviewed",
 }
 KINDS = tuple(LABELS)
 
@@ -64,6 +66,7 @@ PERMISSION = {
     # Approvers and administrators hear of these by default; anyone who sees requests may.
     REQUEST_BREAK_GLASS: VIEW_REQUESTS,
     REQUEST_REVIEW_OVERDUE: VIEW_REQUESTS,
+    REQUEST_BREAK_GLASS_REVIEWED: VIEW_REQUESTS,
 }
 # Events about a queue, which a subscription or a webhook may narrow to some queues.
 QUEUE_KINDS = (QUEUE_DISABLED, QUEUE_ENABLED, QUEUE_INFLOW, GROUP_NEW, SOURCE_DOWN)
@@ -99,6 +102,67 @@ DEFAULT_EMAIL = (
     ROLE_GRANT_WAITING,
     *_BREAK_GLASS,
 )
+
+
+# How bad each event is, for the targets that say so (PagerDuty's severity, a chat card's colour).
+CRITICAL, ERROR, WARNING, INFO = "critical", "error", "warning", "info"
+SEVERITY = {
+    QUEUE_DISABLED: CRITICAL,
+    SOURCE_DOWN: CRITICAL,
+    AUDIT_BROKEN: CRITICAL,
+    QUEUE_INFLOW: ERROR,
+    REQUEST_STOPPED: ERROR,
+    REQUEST_REVIEW_OVERDUE: ERROR,
+    GROUP_NEW: WARNING,
+    COUNTS_DRIFT: WARNING,
+    REQUEST_BREAK_GLASS: WARNING,
+    REQUEST_WAITING: INFO,
+    ROLE_GRANT_WAITING: INFO,
+    QUEUE_ENABLED: INFO,
+    REQUEST_APPROVED: INFO,
+    REQUEST_REJECTED: INFO,
+    REQUEST_FINISHED: INFO,
+    REQUEST_BREAK_GLASS_REVIEWED: INFO,
+}
+
+# Incidents, for the targets that open and close them (PagerDuty): each event opens (triggers)
+# or closes (resolves) the incident named by its first item and by what the alert is about (its
+# queue, or the detail its third item names; None: there is one such incident). A queue
+# re-enabled closes the incident its disabling opened; a request decided, the one of its wait.
+TRIGGER, RESOLVE = "trigger", "resolve"
+INCIDENT = {
+    QUEUE_DISABLED: ("queue-disabled", TRIGGER, "queue"),
+    QUEUE_ENABLED: ("queue-disabled", RESOLVE, "queue"),
+    QUEUE_INFLOW: ("queue-inflow", TRIGGER, "queue"),
+    GROUP_NEW: ("failure-group", TRIGGER, "fingerprint"),
+    SOURCE_DOWN: ("source-down", TRIGGER, "source"),
+    REQUEST_WAITING: ("request-waiting", TRIGGER, "request"),
+    REQUEST_APPROVED: ("request-waiting", RESOLVE, "request"),
+    REQUEST_REJECTED: ("request-waiting", RESOLVE, "request"),
+    REQUEST_FINISHED: ("request-waiting", RESOLVE, "request"),
+    REQUEST_STOPPED: ("request-stopped", TRIGGER, "request"),
+    AUDIT_BROKEN: ("audit-broken", TRIGGER, None),
+    COUNTS_DRIFT: ("counts-drift", TRIGGER, None),
+    ROLE_GRANT_WAITING: ("role-grant-waiting", TRIGGER, "grant"),
+    REQUEST_BREAK_GLASS: ("break-glass", TRIGGER, "request"),
+    REQUEST_REVIEW_OVERDUE: ("break-glass", TRIGGER, "request"),
+    REQUEST_BREAK_GLASS_REVIEWED: ("break-glass", RESOLVE, "request"),
+}
+
+
+def closes(kind):
+    """The events whose incident `kind` closes (none if it opens one)."""
+    name, action, _ = INCIDENT[kind]
+    if action != RESOLVE:
+        return ()
+    return tuple(k for k, (n, a, _) in INCIDENT.items() if n == name and a == TRIGGER)
+
+
+def opposite(kind):
+    """The events of `kind`'s incident that act the other way: those it closes, or those that
+    close what it opens."""
+    name, action, _ = INCIDENT[kind]
+    return tuple(k for k, (n, a, _) in INCIDENT.items() if n == name and a != action)
 
 
 def role_default(role_names, kind):

@@ -7,6 +7,7 @@ from django import forms
 from django.core.validators import URLValidator
 
 from console.alerts import events as E
+from console.alerts.formats import PAGERDUTY_URL
 from console.alerts.models import Webhook
 from console.forms import LimitedForm
 from console.queues.models import Queue
@@ -80,11 +81,21 @@ class SubscriptionsForm(LimitedForm):
 
 
 class WebhookForm(LimitedForm):
+    """A webhook: where it posts, in which service's format, which events and queues it hears
+    of, and (our signed JSON, PagerDuty) the environment variable that holds its secret."""
+
     name = forms.SlugField(max_length=100)
+    format = forms.ChoiceField(
+        required=False,
+        choices=Webhook.FORMATS,
+        initial=Webhook.GENERIC,
+        help_text="What it receives: our signed JSON, or a Slack, Teams or PagerDuty message.",
+    )
     url = forms.CharField(
+        required=False,
         max_length=500,
         validators=[URLValidator(schemes=["http", "https"])],
-        help_text="http or https; it receives a signed JSON POST.",
+        help_text=f"http or https. PagerDuty: empty for its Events API v2 ({PAGERDUTY_URL}).",
     )
     kinds = forms.MultipleChoiceField(
         required=False,
@@ -97,10 +108,12 @@ class WebhookForm(LimitedForm):
         required=False, max_length=2000, help_text="Comma-separated; empty: all."
     )
     secret_env = forms.CharField(
+        required=False,
         max_length=100,
         label="secret's environment variable",
-        help_text="The name of the variable that holds the signing secret in the workers' "
-        "environment. The secret itself is never stored.",
+        help_text="The name of the variable that holds the signing secret (generic) or the "
+        "routing key (PagerDuty) in the workers' environment; the secret itself is never stored. "
+        "Slack and Teams: empty (their URL is their key).",
     )
 
     def clean_name(self):
@@ -109,16 +122,62 @@ class WebhookForm(LimitedForm):
             raise forms.ValidationError("a webhook by that name exists")
         return name
 
+    def clean_format(self):
+        return self.cleaned_data["format"] or Webhook.GENERIC  # as before formats were
+
     def clean_queues(self):
         return queue_names(self.cleaned_data["queues"])
 
     def clean_secret_env(self):
         name = self.cleaned_data["secret_env"]
-        if not _ENV_NAME.match(name):
+        if name and not _ENV_NAME.match(name):
             raise forms.ValidationError(
                 "an environment variable's name: capital letters, digits and _, from a letter"
             )
         return name
+
+    def clean(self):
+        data = super().clean()
+        kind = data.get("format")
+        if kind is None:
+            return data
+        if not data.get("url") and "url" not in self.errors:
+            if kind == Webhook.PAGERDUTY:
+                data["url"] = PAGERDUTY_URL
+            else:
+                self.add_error("url", "the address it posts to is required")
+        secret = data.get("secret_env")
+        if kind in Webhook.WITH_SECRET and not secret and "secret_env" not in self.errors:
+            what = "routing key" if kind == Webhook.PAGERDUTY else "signing secret"
+            self.add_error("secret_env", f"name the environment variable of its {what}")
+        elif kind not in Webhook.WITH_SECRET and secret:
+            self.add_error(
+                "secret_env", f"a {kind} webhook has no secret but its URL: leave this empty"
+            )
+        return data
+
+
+class WebhookEditForm(WebhookForm):
+    """A webhook's address, events, queues and secret's variable changed; its name and format
+    stay (another format is another webhook)."""
+
+    def __init__(self, *args, webhook, **kwargs):
+        if (not args or args[0] is None) and "initial" not in kwargs:
+            kwargs["initial"] = {
+                "url": webhook.url,
+                "kinds": webhook.kinds,
+                "queues": ", ".join(webhook.queues),
+                "secret_env": webhook.secret_env,
+            }
+        super().__init__(*args, **kwargs)
+        self.webhook = webhook
+        del self.fields["name"], self.fields["format"]
+
+    def clean(self):
+        self.cleaned_data["format"] = self.webhook.format
+        data = super().clean()
+        del data["format"]
+        return data
 
 
 class ThresholdForm(LimitedForm):

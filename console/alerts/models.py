@@ -34,15 +34,28 @@ class Alert(models.Model):
 
 
 class Webhook(models.Model):
-    """A URL that receives alerts as signed JSON. The signing secret never enters the database:
-    it is read from the environment variable `secret_env` when a delivery is sent, and only a
-    fingerprint of it is kept, to show which secret was in use."""
+    """A URL that receives alerts, in its service's format (console.alerts.formats): signed JSON
+    of our own (generic), a Slack or a Microsoft Teams message, a PagerDuty event. Secrets never
+    enter the database: the signing secret (generic) or the routing key (PagerDuty) is read from
+    the environment variable `secret_env` when a delivery is sent, and only a fingerprint of it
+    is shown, to tell which one is in use. Slack and Teams need none: their URL is their key."""
+
+    GENERIC, SLACK, TEAMS, PAGERDUTY = "generic", "slack", "teams", "pagerduty"
+    FORMATS = [
+        (GENERIC, "generic (signed JSON)"),
+        (SLACK, "Slack (incoming webhook)"),
+        (TEAMS, "Microsoft Teams (workflow webhook)"),
+        (PAGERDUTY, "PagerDuty (Events API v2)"),
+    ]
+    # The formats whose secret_env names a variable (the others have no secret but their URL).
+    WITH_SECRET = (GENERIC, PAGERDUTY)
 
     name = models.CharField(max_length=100, unique=True)
+    format = models.CharField(max_length=10, choices=FORMATS, default=GENERIC)
     url = models.URLField(max_length=500)
     kinds = models.JSONField(default=list)  # the events it receives; empty: all
     queues = models.JSONField(default=list)  # the queues it hears of; empty: all
-    secret_env = models.CharField(max_length=100)
+    secret_env = models.CharField(max_length=100, blank=True, default="")
     active = models.BooleanField(default=True)
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"

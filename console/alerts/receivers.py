@@ -1,8 +1,8 @@
 """What raises alerts: entries of the audit trail (a queue disabled or enabled, a request's
-steps, a break-glass decision and its overdue review, a role grant waiting), a broker source's
-consumer going down, a refresh finding new failure groups, a broken audit chain. Each receiver
-runs inside its cause's transaction, so the alert is in the outbox exactly when its cause is
-committed."""
+steps, a break-glass decision, its review and its review overdue, a role grant waiting), a
+broker source's consumer going down, a refresh finding new failure groups, a broken audit chain.
+Each receiver runs inside its cause's transaction, so the alert is in the outbox exactly when its
+cause is committed."""
 
 import logging
 
@@ -76,6 +76,8 @@ def _from_audit(sender, entry, **kwargs):
         )
     elif entry.action in _BREAK_GLASS:
         _break_glass(entry)
+    elif entry.action == "request.break_glass_reviewed":
+        _break_glass_reviewed(entry)
     elif entry.target_type == "request":
         _request_step(entry)
     elif entry.action == "role_grant.requested":
@@ -113,6 +115,12 @@ def _role_grant_waiting(entry):
     )
 
 
+def _what(request):
+    return (
+        f"request {request.id} ({A.LABELS[request.action].lower()} of {request.count:,} messages)"
+    )
+
+
 def _request_step(entry):
     action = entry.action
     if action not in (
@@ -126,9 +134,7 @@ def _request_step(entry):
     request = ActionRequest.objects.select_related("requester").filter(id=entry.target_id).first()
     if request is None:
         return
-    what = (
-        f"request {request.id} ({A.LABELS[request.action].lower()} of {request.count:,} messages)"
-    )
+    what = _what(request)
     link = reverse("request-detail", args=[request.id])
     common = {
         "about": f"request-{request.id}",
@@ -197,9 +203,7 @@ def _break_glass(entry):
     if request is None or request.break_glass_by is None:
         return
     breaker = request.break_glass_by.get_username()
-    what = (
-        f"request {request.id} ({A.LABELS[request.action].lower()} of {request.count:,} messages)"
-    )
+    what = _what(request)
     due = f"{request.review_due_at:%Y-%m-%d %H:%M} UTC"
     common = {
         "about": f"request-{request.id}",
@@ -239,6 +243,37 @@ def _break_glass(entry):
             exclude=[request.break_glass_by, request.requester],
             **common,
         )
+
+
+def _break_glass_reviewed(entry):
+    """A break-glass decision reviewed: it closes the incident its break-glass opened on a pager
+    (events.INCIDENT). People hear of it if they choose to: no role's default."""
+    request = (
+        ActionRequest.objects.select_related("break_glass_by").filter(id=entry.target_id).first()
+    )
+    if request is None or request.break_glass_by is None:
+        return
+    breaker = request.break_glass_by.get_username()
+    agrees = entry.details.get("agrees") is True
+    comment = entry.details.get("comment", "")
+    alert_raise_safely(
+        kind=E.REQUEST_BREAK_GLASS_REVIEWED,
+        about=f"request-{request.id}",
+        title=f"{entry.actor} reviewed {_what(request)}, executed by {breaker} alone: "
+        + ("agrees" if agrees else "disagrees"),
+        text=f"{entry.actor}: {comment}" if comment else f"{entry.actor} agrees.",
+        link=reverse("request-detail", args=[request.id]),
+        once=True,
+        details={
+            "request": request.id,
+            "action": request.action,
+            "count": request.count,
+            "break_glass_by": breaker,
+            "reviewed_by": entry.actor,
+            "agrees": agrees,
+            "comment": comment,
+        },
+    )
 
 
 @receiver(source_state_changed, dispatch_uid="alerts.source_down")

@@ -1,8 +1,15 @@
-"""Sending what is due in the outbox: email through Django's email backend, webhooks as signed
-JSON. At least once: a delivery is claimed for ALERTS_CLAIM_SECONDS before it is sent, so two
-workers never send it together, and one killed mid-send leaves it due again when the claim runs
-out. Receivers recognize a repeat by its delivery id (the webhook's X-Antidote-Delivery header,
-the email's Message-ID)."""
+"""Sending what is due in the outbox: email through Django's email backend, webhooks in their
+service's format (console.alerts.formats; ours signed). At least once: a delivery is claimed for
+ALERTS_CLAIM_SECONDS before it is sent, so two workers never send it together, and one killed
+mid-send leaves it due again when the claim runs out. Receivers recognize a repeat by its
+delivery id (the webhook's X-Antidote-Delivery header, the email's Message-ID); PagerDuty by the
+incident's dedup key.
+
+A receiver's answer decides what follows: any 2xx is sent (Slack answers 200 "ok", PagerDuty and
+Teams 202); 408, 429 and 5xx are tried again with backoff (no sooner than a Retry-After says);
+any other 4xx is a mistake that no retry mends (a revoked URL, a bad routing key, a payload
+refused), so the delivery fails at once, with the status and the start of the answer as its
+reason, for an administrator to fix and send again."""
 
 import hashlib
 import hmac
@@ -19,16 +26,35 @@ from django.core.mail import EmailMessage
 from django.db.models import F
 from django.utils import timezone
 
-from console.alerts.models import AlertDelivery
+from console.alerts import formats
+from console.alerts.models import AlertDelivery, Webhook
 from console.alerts.services import backoff
 
 log = logging.getLogger(__name__)
 SIGNATURE_HEADER = "X-Antidote-Signature"
 SEND_BATCH = 200
+# How much of a refusal's answer its reason keeps.
+ANSWER_SHOWN = 200
+# The refusals that another attempt may get past: a timeout, too many requests.
+TRANSIENT_4XX = (408, 429)
 
 
 class SecretMissing(RuntimeError):
     pass
+
+
+class Refused(Exception):
+    """The receiver answered, but not with a 2xx: its status, the start of its answer, and the
+    seconds its Retry-After asks for (None if it asks nothing)."""
+
+    def __init__(self, status, reason, answer="", retry_after=None):
+        self.status, self.reason = status, reason
+        self.answer, self.retry_after = answer, retry_after
+        super().__init__(f"HTTP {status} {reason}")
+
+    @property
+    def permanent(self):
+        return 400 <= self.status < 500 and self.status not in TRANSIENT_4XX
 
 
 def alerts_send(*, now=None, limit=SEND_BATCH):
@@ -52,7 +78,7 @@ def alerts_send(*, now=None, limit=SEND_BATCH):
             _send(delivery)
         except Exception as exc:
             failed += 1
-            _failed(delivery, claim, _why(exc))
+            _failed(delivery, claim, exc)
         else:
             sent += 1
             AlertDelivery.objects.filter(id=delivery_id, due_at=claim).update(
@@ -61,8 +87,10 @@ def alerts_send(*, now=None, limit=SEND_BATCH):
     return sent, failed
 
 
-def _failed(delivery, claim, why):
-    gave_up = delivery.attempts >= settings.ALERTS_MAX_ATTEMPTS
+def _failed(delivery, claim, exc):
+    why = _why(exc)
+    permanent = getattr(exc, "permanent", False)
+    gave_up = permanent or delivery.attempts >= settings.ALERTS_MAX_ATTEMPTS
     log.warning(
         "alert delivery %s (%s to %s), attempt %s: %s%s",
         delivery.id,
@@ -72,16 +100,21 @@ def _failed(delivery, claim, why):
         why,
         "; giving up" if gave_up else "",
     )
+    wait = backoff(delivery.attempts)
+    asked = getattr(exc, "retry_after", None)
+    if asked is not None:
+        wait = max(wait, timedelta(seconds=min(asked, 3600)))
     AlertDelivery.objects.filter(id=delivery.id, due_at=claim).update(
         state=AlertDelivery.FAILED if gave_up else AlertDelivery.PENDING,
-        due_at=None if gave_up else timezone.now() + backoff(delivery.attempts),
+        due_at=None if gave_up else timezone.now() + wait,
         last_error=why[:2000],
     )
 
 
 def _why(exc):
-    if isinstance(exc, urllib.error.HTTPError):
-        return f"the receiver answered HTTP {exc.code} {exc.reason}"
+    if isinstance(exc, Refused):
+        said = f": {exc.answer}" if exc.answer else ""
+        return f"the receiver answered HTTP {exc.status} {exc.reason}{said}"
     if isinstance(exc, urllib.error.URLError):
         return f"the receiver could not be reached: {exc.reason}"
     return f"{exc.__class__.__name__}: {exc}"
@@ -96,13 +129,9 @@ def _send(delivery):
         raise ValueError(f"a {delivery.channel} delivery is not sent")
 
 
-def _absolute(link):
-    return f"{settings.CONSOLE_URL}{link}" if link else settings.CONSOLE_URL + "/"
-
-
 def _email(delivery):
     alert = delivery.alert
-    body = f"{alert.text}\n\n{_absolute(alert.link)}\n"
+    body = f"{alert.text}\n\n{formats.absolute(alert.link)}\n"
     if alert.repeats:
         body += f"\n(Raised {alert.repeats} more time(s) since.)\n"
     EmailMessage(
@@ -111,24 +140,6 @@ def _email(delivery):
         to=[delivery.address],
         headers={"Message-ID": f"<alert-delivery-{delivery.id}@antidote>"},
     ).send()
-
-
-def payload(delivery):
-    """The JSON a webhook receives. `text` is Slack's (and Mattermost's) message field."""
-    alert = delivery.alert
-    link = _absolute(alert.link)
-    return {
-        "delivery": delivery.id,
-        "alert": alert.id,
-        "event": alert.kind,
-        "title": alert.title,
-        "text": f"{alert.title}: {alert.text} <{link}>",
-        "link": link,
-        "queue": alert.queue,
-        "details": alert.details,
-        "repeats": alert.repeats,
-        "created_at": alert.created_at.isoformat(),
-    }
 
 
 def signature(secret, timestamp, body):
@@ -149,28 +160,60 @@ _opener = urllib.request.build_opener(_NoRedirects)
 
 def _webhook(delivery):
     hook = delivery.webhook
-    secret = os.environ.get(hook.secret_env, "")
+    secret = _secret(hook)
+    body = json.dumps(formats.body(delivery, secret), sort_keys=True).encode()
+    headers = {
+        "Content-Type": "application/json",
+        "User-Agent": "Antidote-alerts",
+        "X-Antidote-Event": delivery.alert.kind,
+        "X-Antidote-Delivery": str(delivery.id),
+    }
+    if hook.format == Webhook.GENERIC:
+        headers[SIGNATURE_HEADER] = signature(secret, int(time.time()), body)
+    request = urllib.request.Request(  # noqa: S310 - an administrator's http(s) URL (forms)
+        hook.url, data=body, method="POST", headers=headers
+    )
+    try:
+        with _opener.open(request, timeout=settings.ALERTS_WEBHOOK_TIMEOUT_SECONDS) as response:
+            if not 200 <= response.status < 300:
+                raise Refused(response.status, response.reason)
+    except urllib.error.HTTPError as exc:
+        raise Refused(
+            exc.code, exc.reason, _answer(exc), _seconds(exc.headers.get("Retry-After"))
+        ) from exc
+
+
+def _secret(hook):
+    """The webhook's secret from the worker's environment: the signing secret, PagerDuty's
+    routing key; None for the formats that have none."""
+    if hook.format not in Webhook.WITH_SECRET:
+        return None
+    secret = os.environ.get(hook.secret_env, "") if hook.secret_env else ""
     if not secret:
+        what = "routing key" if hook.format == Webhook.PAGERDUTY else "secret"
         raise SecretMissing(
-            f"the environment variable {hook.secret_env}, which holds this webhook's secret, "
+            f"the environment variable {hook.secret_env}, which holds this webhook's {what}, "
             "is not set in the worker"
         )
-    body = json.dumps(payload(delivery), sort_keys=True).encode()
-    request = urllib.request.Request(  # noqa: S310 - an administrator's http(s) URL (forms)
-        hook.url,
-        data=body,
-        method="POST",
-        headers={
-            "Content-Type": "application/json",
-            "User-Agent": "Antidote-alerts",
-            "X-Antidote-Event": delivery.alert.kind,
-            "X-Antidote-Delivery": str(delivery.id),
-            SIGNATURE_HEADER: signature(secret, int(time.time()), body),
-        },
-    )
-    with _opener.open(request, timeout=settings.ALERTS_WEBHOOK_TIMEOUT_SECONDS) as response:
-        if not 200 <= response.status < 300:
-            raise urllib.error.HTTPError(hook.url, response.status, response.reason, None, None)
+    return secret
+
+
+def _answer(exc):
+    """The start of a refusal's answer (Slack says why in words: "invalid_payload"), on one
+    line."""
+    try:
+        start = exc.read(ANSWER_SHOWN)
+    except OSError:
+        return ""
+    return " ".join(start.decode("utf-8", "replace").split())
+
+
+def _seconds(retry_after):
+    # Retry-After in seconds; its other form (an HTTP date) is left to the backoff.
+    try:
+        return max(0, int(retry_after))
+    except (TypeError, ValueError):
+        return None
 
 
 def secret_fingerprint(env_name):

@@ -2,6 +2,7 @@
 their subscriptions, webhooks, inflow thresholds, and sending a failed delivery again."""
 
 from datetime import timedelta
+from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
@@ -26,7 +27,11 @@ def alert_raise(
     about (a queue, a group, a request): one alert per `about` and dedupe period, or ever when
     `once`; a repeat only counts on the first. `to`: its recipients, instead of everyone who may
     hear of `kind` and wants to. Returns the alert (its `pending`: the deliveries left for the
-    worker to send), or None for a repeat."""
+    worker to send), or None for a repeat.
+
+    An event that opens or closes an incident ends the period of the events that act the other
+    way on it: a queue disabled, enabled and disabled again within a period is three alerts, so
+    that a pager which closed the incident on the second hears it open again on the third."""
     now = timezone.now()
     key = f"{kind}:{about}" if once else f"{kind}:{about}:{_period(now)}"
     with transaction.atomic():
@@ -44,6 +49,12 @@ def alert_raise(
         if not created:
             Alert.objects.filter(pk=alert.pk).update(repeats=F("repeats") + 1)
             return None
+        for other in E.opposite(kind):
+            # Its key freed (and kept unique), the next one is a new alert, not a repeat.
+            for pk in Alert.objects.filter(
+                dedupe_key=f"{other}:{about}:{_period(now)}"[:300]
+            ).values_list("pk", flat=True):
+                Alert.objects.filter(pk=pk).update(dedupe_key=f"{other}:closed-by-{alert.pk}:{pk}")
         deliveries = [*_people(alert, to, exclude, now), *_webhooks(alert, now)]
         AlertDelivery.objects.bulk_create(deliveries)
     # What the default worker has to send (email, webhooks); the console's are delivered.
@@ -115,11 +126,20 @@ def channels_for(user, kind, subscription, *, queue=""):
     return True, kind in E.DEFAULT_EMAIL
 
 
+def webhook_hears(hook, *, kind, queue=""):
+    """Whether `hook` receives an alert of `kind` about `queue`: one of its events (or it names
+    none), about one of its queues (or it names none). A pager also receives the events that
+    close the incidents its events open: a queue re-enabled resolves the page of its disabling."""
+    if hook.queues and queue and queue not in hook.queues:
+        return False
+    if not hook.kinds or kind in hook.kinds:
+        return True
+    return hook.format == Webhook.PAGERDUTY and any(k in hook.kinds for k in E.closes(kind))
+
+
 def _webhooks(alert, now):
     for hook in Webhook.objects.filter(active=True):
-        if hook.kinds and alert.kind not in hook.kinds:
-            continue
-        if hook.queues and alert.queue and alert.queue not in hook.queues:
+        if not webhook_hears(hook, kind=alert.kind, queue=alert.queue):
             continue
         yield AlertDelivery(
             alert=alert, channel=AlertDelivery.WEBHOOK, webhook=hook, address=hook.url, due_at=now
@@ -167,10 +187,13 @@ def subscriptions_save(*, user, choices):
     return changes
 
 
-def webhook_create(*, actor, name, url, kinds, queues, secret_env):
+def webhook_create(*, actor, name, url, kinds, queues, secret_env, format=Webhook.GENERIC):
+    """Add a webhook. Only its URL's origin is audited: Slack's and Teams' webhook URLs carry
+    their password in their path or query."""
     with transaction.atomic():
         hook = Webhook.objects.create(
             name=name,
+            format=format,
             url=url,
             kinds=kinds,
             queues=queues,
@@ -182,9 +205,41 @@ def webhook_create(*, actor, name, url, kinds, queues, secret_env):
             action="alerts.webhook_created",
             target_type="webhook",
             target_id=name,
-            details={"url": url, "kinds": kinds, "queues": queues, "secret_env": secret_env},
+            details={
+                "format": format,
+                "url": _origin(url),
+                "kinds": kinds,
+                "queues": queues,
+                "secret_env": secret_env,
+            },
         )
     return hook
+
+
+def webhook_update(*, actor, webhook, url, kinds, queues, secret_env):
+    """Change a webhook's address, events, queues or secret's variable; audited with what
+    changed (the URL by its origin). Returns {field: new value} of what changed."""
+    wanted = {"url": url, "kinds": kinds, "queues": queues, "secret_env": secret_env}
+    changed = {k: v for k, v in wanted.items() if getattr(webhook, k) != v}
+    if not changed:
+        return {}
+    with transaction.atomic():
+        Webhook.objects.filter(pk=webhook.pk).update(**changed)
+        audit_record(
+            actor=actor,
+            action="alerts.webhook_changed",
+            target_type="webhook",
+            target_id=webhook.name,
+            details={k: _origin(v) if k == "url" else v for k, v in changed.items()},
+        )
+    for field, value in changed.items():
+        setattr(webhook, field, value)
+    return changed
+
+
+def _origin(url):
+    parts = urlsplit(url)  # without a user and password, should the URL hold any
+    return f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
 
 
 def webhook_switch(*, actor, webhook, active):

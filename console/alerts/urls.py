@@ -11,6 +11,7 @@ urlpatterns = [
         "alerts/outbox/<int:delivery_id>/retry", views.delivery_retry, name="alert-delivery-retry"
     ),
     path("alerts/webhooks", views.webhook_create, name="alert-webhook-create"),
+    path("alerts/webhooks/<int:webhook_id>", views.webhook_edit, name="alert-webhook-edit"),
     path(
         "alerts/webhooks/<int:webhook_id>/switch", views.webhook_switch, name="alert-webhook-switch"
     ),
@@ -28,5 +29,10 @@ api_urlpatterns = [
     path("alerts/outbox", apis.OutboxApi.as_view(), name="api-alert-outbox"),
     path("alerts/subscriptions", apis.SubscriptionsApi.as_view(), name="api-alert-subscriptions"),
     path("alerts/webhooks", apis.WebhookListApi.as_view(), name="api-alert-webhooks"),
+    path(
+        "alerts/webhooks/<int:webhook_id>",
+        apis.WebhookDetailApi.as_view(),
+        name="api-alert-webhook",
+    ),
     path("alerts/thresholds", apis.ThresholdListApi.as_view(), name="api-alert-thresholds"),
 ]

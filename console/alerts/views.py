@@ -8,7 +8,7 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from console.alerts import selectors, services
-from console.alerts.forms import SubscriptionsForm, ThresholdForm, WebhookForm
+from console.alerts.forms import SubscriptionsForm, ThresholdForm, WebhookEditForm, WebhookForm
 from console.alerts.models import AlertDelivery, Webhook
 from console.permissions import MANAGE_ALERTS, perms_required
 
@@ -96,6 +96,26 @@ def webhook_create(request):
     services.webhook_create(actor=request.user, **data)
     messages.success(request, f"Webhook {data['name']} added.")
     return redirect("alert-outbox")
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+@perms_required(MANAGE_ALERTS)
+def webhook_edit(request, webhook_id):
+    """A webhook's address, events (which alerts it is routed), queues and secret's variable."""
+    hook = get_object_or_404(Webhook, id=webhook_id)
+    posted = request.method == "POST"
+    form = WebhookEditForm(request.POST if posted else None, webhook=hook)
+    if posted and form.is_valid():
+        changed = services.webhook_update(actor=request.user, webhook=hook, **form.cleaned_data)
+        messages.success(request, f"Webhook {hook.name} saved." if changed else "Nothing changed.")
+        return redirect("alert-outbox")
+    return render(
+        request,
+        "alerts/webhook_edit.html",
+        {"form": form, "hook": hook},
+        status=400 if form.errors else 200,
+    )
 
 
 @require_POST

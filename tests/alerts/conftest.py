@@ -76,6 +76,8 @@ class Receiver:
 
     def __init__(self):
         self.answer = 200
+        self.body = b""  # what it answers with (Slack says "ok"; its refusals say why)
+        self.answer_headers = {}
         self.hang = False
         self.release = threading.Event()
         self.got = []  # (headers, payload, signature_ok, status answered or None)
@@ -101,7 +103,11 @@ class Receiver:
                 # test look) before this thread runs another line.
                 row[3] = receiver.answer
                 self.send_response(receiver.answer)
+                for name, value in receiver.answer_headers.items():
+                    self.send_header(name, value)
+                self.send_header("Content-Length", str(len(receiver.body)))
                 self.end_headers()
+                self.wfile.write(receiver.body)
 
             def log_message(self, *args):
                 pass
@@ -110,6 +116,8 @@ class Receiver:
 
     @staticmethod
     def signed(headers, body):
+        if "X-Antidote-Signature" not in headers:
+            return False  # a format other than ours (Slack, Teams, PagerDuty) is not signed
         parts = dict(p.split("=", 1) for p in headers["X-Antidote-Signature"].split(","))
         expected = hmac.new(SECRET.encode(), parts["t"].encode() + b"." + body, hashlib.sha256)
         fresh = abs(time.time() - int(parts["t"])) < 300

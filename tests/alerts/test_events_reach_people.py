@@ -77,16 +77,18 @@ def test_a_queue_the_engine_disables_reaches_admins_in_the_console_by_email_and_
     assert int(headers["X-Antidote-Delivery"]) == payload["delivery"]
     assert not AlertDelivery.objects.filter(state="pending").exists()
 
-    # Enabled again, then disabled again within the period: the second disable is counted on
-    # the first alert, not sent again.
+    # Enabled again, then disabled again within the period: the second disable is an alert of
+    # its own, not a repeat of the first, since the re-enable closed its incident (a pager
+    # resolved its page, and must be paged again).
     queue_reenable(queue_ids=[Queue.objects.get(name="invoices").id], actor=personas["admin"])
     assert bell(personas["admin"])[-1] == (E.QUEUE_ENABLED, "Queue invoices was enabled again")
     assert bell(personas["operator"]) == [(E.QUEUE_DISABLED, alert.title)]  # not its default
     desk.deliver(at=desk.now + timedelta(days=1))
     assert not Queue.objects.get(name="invoices").enabled
-    assert Alert.objects.filter(kind=E.QUEUE_DISABLED).count() == 1
+    assert Alert.objects.filter(kind=E.QUEUE_DISABLED).count() == 2
+    assert bell(personas["operator"]) == [(E.QUEUE_DISABLED, alert.title)] * 2
     alert.refresh_from_db()
-    assert alert.repeats == 1
+    assert alert.repeats == 0
 
 
 @pytest.mark.spark
