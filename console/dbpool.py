@@ -6,6 +6,8 @@ request takes its connection first, before any other middleware or view, and kee
 has been answered (Django gives it back to the pool when the request ends). Taken here, a
 connection that does not come within DB_POOL_TIMEOUT is refused in one place, before anything
 half-done; taken lazily, the wait would end in whichever middleware asked first, as a 500.
+The probes are left alone: /healthz needs no database, and /readyz says itself, as a check among
+its others, when the database does not answer (console.processes.probes).
 """
 
 import logging
@@ -13,6 +15,8 @@ import logging
 from django.db import OperationalError, connection
 from django.http import HttpResponse, JsonResponse
 from django.template.loader import render_to_string
+
+from console.processes.probes import PROBE_PATHS
 
 log = logging.getLogger(__name__)
 
@@ -34,7 +38,7 @@ class ConnectionFirst:
         self.pooled = bool(connection.settings_dict.get("OPTIONS", {}).get("pool"))
 
     def __call__(self, request):
-        if self.pooled:
+        if self.pooled and request.path not in PROBE_PATHS:
             try:
                 connection.ensure_connection()
             except OperationalError as exc:

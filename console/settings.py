@@ -6,6 +6,7 @@ instead of surfacing later as odd behaviour. Without any variable set, the produ
 embedded defaults: SQLite, a lake folder under ./var, local Spark and kombu's filesystem broker.
 """
 
+import ipaddress
 import itertools
 import os
 import secrets
@@ -50,6 +51,13 @@ def envchoice(name, default, *, prefixes):
         raise ImproperlyConfigured(
             f"{name} must start with one of {', '.join(prefixes)}, not {value!r}"
         )
+    return value
+
+
+def envoneof(name, default, *, choices):
+    value = os.environ.get(name, default)
+    if value not in choices:
+        raise ImproperlyConfigured(f"{name} must be one of {', '.join(choices)}, not {value!r}")
     return value
 
 
@@ -106,6 +114,7 @@ INSTALLED_APPS = [
     "console.lakequery",
     "console.retention",
     "console.runs",
+    "console.processes",
     "console.notes",
     "console.alerts",
     "csp",
@@ -114,6 +123,8 @@ INSTALLED_APPS = [
 ]
 
 MIDDLEWARE = [
+    # First: every answer carries its request's id, and every log line of the request too.
+    "console.requestid.RequestId",
     "django.middleware.security.SecurityMiddleware",
     # A database connection before anything else needs one: 503, not 500, when none comes.
     "console.dbpool.ConnectionFirst",
@@ -208,7 +219,9 @@ def _process_name(argv):
     return program if program.isidentifier() else "python"
 
 
-DB_APPLICATION_NAME = os.environ.get("DB_APPLICATION_NAME") or f"antidote-{_process_name(sys.argv)}"
+# What this process is: in its database connections' name and in its JSON log lines.
+PROCESS_NAME = _process_name(sys.argv)
+DB_APPLICATION_NAME = os.environ.get("DB_APPLICATION_NAME") or f"antidote-{PROCESS_NAME}"
 
 if DATABASES["default"]["ENGINE"] == "django.db.backends.sqlite3":
     # WAL lets the web process read while a worker commits; the timeout rides out short locks.
@@ -274,6 +287,9 @@ HTTPS = envbool("HTTPS", "false")
 SESSION_COOKIE_SECURE = HTTPS
 CSRF_COOKIE_SECURE = HTTPS
 SECURE_SSL_REDIRECT = HTTPS
+# Probes ask for these over plain HTTP, from inside the host or the cluster (console.processes),
+# and so does a Prometheus on the host (console.metrics).
+SECURE_REDIRECT_EXEMPT = [r"^healthz$", r"^readyz$", r"^metrics$"]
 SECURE_HSTS_SECONDS = envint("SECURE_HSTS_SECONDS", 31536000 if HTTPS else 0, minimum=0)
 SECURE_HSTS_INCLUDE_SUBDOMAINS = HTTPS
 SECURE_HSTS_PRELOAD = envbool("SECURE_HSTS_PRELOAD", "false")
@@ -302,6 +318,26 @@ CONTENT_SECURITY_POLICY = {
 # is that many entries from its right. 0: REMOTE_ADDR, and X-Forwarded-For, which any client can
 # write, is ignored. Lockouts and anonymous API rates count by this address.
 TRUSTED_PROXY_COUNT = envint("TRUSTED_PROXY_COUNT", 0, minimum=0)
+
+
+def envnetworks(name, default):
+    """Comma-separated addresses or networks (`10.0.0.0/8`, `::1`)."""
+    networks = []
+    for item in os.environ.get(name, default).split(","):
+        if item.strip():
+            try:
+                networks.append(ipaddress.ip_network(item.strip(), strict=False))
+            except ValueError:
+                raise ImproperlyConfigured(
+                    f"{name} must list IP addresses or networks, not {item.strip()!r}"
+                ) from None
+    return networks
+
+
+# /metrics (console.metrics) answers the client addresses (as lockouts see them: client_ip) in
+# these networks, and anyone with `Authorization: Bearer <METRICS_TOKEN>`; unset, no token works.
+METRICS_ALLOWED_IPS = envnetworks("METRICS_ALLOWED_IPS", "127.0.0.1,::1")
+METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
 
 # django-axes: LOGIN_FAILURE_LIMIT failed logins for one user name from one address lock that pair
 # out for LOGIN_LOCKOUT_MINUTES after the last one, or until an administrator lifts it
@@ -470,6 +506,15 @@ DELIVERY_INTERVAL_SECONDS = envint("DELIVERY_INTERVAL_SECONDS", 15, minimum=1)
 # A run whose heartbeat is older than this is treated as dead and swept (R7).
 LEASE_SECONDS = envint("LEASE_SECONDS", 120, minimum=5)
 HEARTBEAT_SECONDS = envint("HEARTBEAT_SECONDS", 10, minimum=1)
+# Every process (web, workers, beat, the sources' consumer) beats as often too
+# (console.processes); one whose last beat is older than this is shown stale, and
+# `manage.py health` fails for it.
+HEARTBEAT_STALE_SECONDS = envint("HEARTBEAT_STALE_SECONDS", 3 * HEARTBEAT_SECONDS, minimum=2)
+if HEARTBEAT_STALE_SECONDS <= HEARTBEAT_SECONDS:
+    raise ImproperlyConfigured(
+        f"HEARTBEAT_STALE_SECONDS ({HEARTBEAT_STALE_SECONDS}) must be more than "
+        f"HEARTBEAT_SECONDS ({HEARTBEAT_SECONDS})"
+    )
 SWEEP_INTERVAL_SECONDS = envint("SWEEP_INTERVAL_SECONDS", 30, minimum=1)
 # Fold event commits into a new state snapshot once this many are outstanding.
 COMPACT_AFTER_COMMITS = envint("COMPACT_AFTER_COMMITS", 20, minimum=1)
@@ -604,14 +649,31 @@ if urlparse(CELERY_BROKER_URL).scheme in ("redis", "rediss"):
     # A task is redelivered only after this; our own sweeper does not wait for it (ARCHITECTURE).
     CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 
+# plain: a line for people; json: one JSON object a line, for a log pipeline, with the request,
+# task, run, decision, queue and message each line is about (workers.logcontext). Celery's
+# worker and beat put their own handler in place of this one: it gets the same format when json
+# and the same filter (workers.celery), and keeps Celery's plain lines otherwise.
+LOG_FORMAT = envoneof("LOG_FORMAT", "plain", choices=("plain", "json"))
 LOGGING = {
     "version": 1,
     "disable_existing_loggers": False,
-    "formatters": {"plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"}},
-    # Django's record of a refused request (a traceback for each 403 of a screen) is dropped:
-    # console.refusals writes one line for it instead.
-    "filters": {"refusals": {"()": "console.refusals.DjangoRefusals"}},
-    "handlers": {"console": {"class": "logging.StreamHandler", "formatter": "plain"}},
+    "formatters": {
+        "plain": {"format": "%(asctime)s %(levelname)s %(name)s: %(message)s"},
+        "json": {"()": "workers.logcontext.JsonFormatter", "process_name": PROCESS_NAME},
+    },
+    "filters": {
+        # Django's record of a refused request (a traceback for each 403 of a screen) is
+        # dropped: console.refusals writes one line for it instead.
+        "refusals": {"()": "console.refusals.DjangoRefusals"},
+        "context": {"()": "workers.logcontext.LogContext"},
+    },
+    "handlers": {
+        "console": {
+            "class": "logging.StreamHandler",
+            "formatter": LOG_FORMAT,
+            "filters": ["context"],
+        }
+    },
     "root": {"handlers": ["console"], "level": os.environ.get("LOG_LEVEL", "INFO")},
     "loggers": {
         # Through the root's handler only: Django's default config gives `django` a console

@@ -17,6 +17,7 @@ from console.decisions.urls import api_urlpatterns as decisions_api
 from console.delivery.urls import api_urlpatterns as poison_list_api
 from console.lakequery.urls import api_urlpatterns as lakequery_api
 from console.notes.urls import api_urlpatterns as notes_api
+from console.processes.urls import api_urlpatterns as processes_api
 from console.retention.urls import api_urlpatterns as retention_api
 from console.runs.urls import api_urlpatterns as runs_api
 
@@ -46,6 +47,7 @@ urlpatterns = [
     path("api/v1/", include(access_api)),
     path("api/v1/", include(alerts_api)),
     path("api/v1/", include(runs_api)),
+    path("api/v1/", include(processes_api)),
     path("help/glossary/", views.glossary, name="glossary"),
     path("", include("console.audit.urls")),
     path("", include("console.alerts.urls")),
@@ -53,6 +55,8 @@ urlpatterns = [
     path("", include("console.accounts.lockout_urls")),
     path("", include("console.access.urls")),
     path("", include("console.runs.urls")),
+    path("", include("console.processes.urls")),
+    path("", include("console.metrics.urls")),
     path("", include("console.lakequery.urls")),
     path("", include("console.notes.urls")),
     path("", include("console.decisions.urls")),

@@ -19,6 +19,8 @@ _OURS = (
     "CELERY_BROKER_URL",
     "LEASE_SECONDS",
     "CELERY_TASK_ALWAYS_EAGER",
+    "HEARTBEAT_SECONDS",
+    "HEARTBEAT_STALE_SECONDS",
 )
 
 
@@ -55,6 +57,11 @@ def test_it_starts_on_embedded_defaults(tmp_path):
         ("DEBUG", "maybe", "DEBUG must be a boolean (true/false/1/0), not 'maybe'"),
         ("CELERY_TASK_ALWAYS_EAGER", "sometimes", "CELERY_TASK_ALWAYS_EAGER must be a boolean"),
         ("CELERY_BROKER_URL", "sqs://queue", "CELERY_BROKER_URL must start with one of"),
+        (
+            "HEARTBEAT_STALE_SECONDS",
+            "10",
+            "HEARTBEAT_STALE_SECONDS (10) must be more than HEARTBEAT_SECONDS (10)",
+        ),
     ],
 )
 def test_a_bad_value_stops_the_start_with_improperly_configured(tmp_path, name, value, says):

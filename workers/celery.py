@@ -10,8 +10,18 @@ import os
 import threading
 
 from celery import Celery
-from celery.signals import worker_init, worker_ready, worker_shutdown
+from celery.signals import (
+    after_setup_logger,
+    after_setup_task_logger,
+    task_postrun,
+    task_prerun,
+    worker_init,
+    worker_ready,
+    worker_shutdown,
+)
 from kombu import Exchange, Queue
+
+from workers.logcontext import JsonFormatter, LogContext, log_bind, log_unbind
 
 log = logging.getLogger(__name__)
 
@@ -141,6 +151,37 @@ def _pool_fits(sender=None, **kwargs):
             concurrency,
             needed,
         )
+
+
+@after_setup_logger.connect
+@after_setup_task_logger.connect
+def _log_format(logger=None, **kwargs):
+    """Celery's worker and beat put their own handler on the root logger (and on celery.task)
+    in place of settings' LOGGING: it gets the log context, and the JSON format when
+    LOG_FORMAT is json. Plain, Celery's own lines (and its -l level) are kept."""
+    from django.conf import settings
+
+    for handler in logger.handlers:
+        handler.addFilter(LogContext())
+        if settings.LOG_FORMAT == "json":
+            handler.setFormatter(JsonFormatter(process_name=settings.PROCESS_NAME))
+
+
+# A task's log context, by task and thread: a task delivered twice may run twice at once.
+_task_logs = {}
+
+
+@task_prerun.connect
+def _task_log_context(task_id=None, **kwargs):
+    """Every line a task logs carries its id (and, through the services it calls, its run)."""
+    _task_logs[task_id, threading.get_ident()] = log_bind(task_id=task_id)
+
+
+@task_postrun.connect
+def _task_log_context_end(task_id=None, **kwargs):
+    token = _task_logs.pop((task_id, threading.get_ident()), None)
+    if token is not None:
+        log_unbind(token)
 
 
 SPARK_QUEUE = "spark"

@@ -104,7 +104,12 @@ def _row(message_id, version, *, with_body):
             .to_pylist()
         )
     except FileNotFoundError:
-        log.warning("message %r: body version %s is not in the lake", message_id, version.version)
+        log.warning(
+            "message %r: body version %s is not in the lake",
+            message_id,
+            version.version,
+            extra={"message_id": message_id},
+        )
         return None
     return rows[0] if rows else None
 

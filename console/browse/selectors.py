@@ -393,7 +393,12 @@ def _stored_row(*, path, message_id, version, with_body):
             rows.sort(key=lambda r: r["version"])
     except FileNotFoundError:
         # Purged (R15) or compacted away since the last refresh: the page says the body is gone.
-        log.warning("message %r: its body directory %s is not in the lake", message_id, path)
+        log.warning(
+            "message %r: its body directory %s is not in the lake",
+            message_id,
+            path,
+            extra={"message_id": message_id},
+        )
         return {}
     return rows[-1] if rows else {}
 

@@ -51,6 +51,7 @@ from console.permissions import (
     VIEW_STATS,
     perms_required,
 )
+from console.processes.selectors import process_warnings
 from console.queues.models import Queue
 from console.queues.selectors import source_status_list
 from console.queues.services import queue_pause, queue_reenable
@@ -123,6 +124,7 @@ def dashboard(request):
         "inflow_peak": max((n for _, n in series), default=0),
         "first_run": None if stats["updated_at"] else selectors.first_run(),
         "demo": demo_progress(),
+        "processes_missing": process_warnings(),
     }
     return render(request, "browse/dashboard.html", ctx)
 

@@ -62,6 +62,7 @@ from console.readmodels.selectors import read_models_folded_upto
 from workers.jobs import decisions as D
 from workers.lake.schema import MESSAGE_SCHEMA
 from workers.lake.store import conform, messages_rows_in
+from workers.logcontext import log_context
 
 log = logging.getLogger(__name__)
 
@@ -121,6 +122,11 @@ def action_request_claim_for_execution(*, request_id, worker="", now=None):
 def action_request_execute(*, request_id, spark=None, sleep=time.sleep, clock=time.monotonic):
     """Run (or go on with) an approved request. Returns the request as it ended up, or None when
     this caller did not get it (not approved, expired, or held by a live worker)."""
+    with log_context(action_request_id=request_id, run_id=D.request_run_id(request_id)):
+        return _execute(request_id, spark, sleep, clock)
+
+
+def _execute(request_id, spark, sleep, clock):
     worker = _worker_token()
     request = action_request_claim_for_execution(request_id=request_id, worker=worker)
     if request is None:
@@ -655,6 +661,15 @@ def _stop(request, worker, *, status, error=""):
             target_id=request.id,
             details={**_counts(request), **({"error": error[:1000]} if error else {})},
         )
+    log.info(
+        "request %s %s: %s of %s done, %s skipped, %s failed",
+        request.id,
+        status,
+        request.done,
+        request.count,
+        request.skipped,
+        request.failed,
+    )
 
 
 def _counts(request):

@@ -30,7 +30,12 @@ class DeliveryRun(models.Model):
 
     class Meta:
         ordering = ["-id"]
-        indexes = [models.Index(fields=["status", "id"], name="ix_delivery_status")]
+        indexes = [
+            models.Index(fields=["status", "id"], name="ix_delivery_status"),
+            # The metrics read the runs finished since their last fold (console.runs.totals), and
+            # runs_forget those finished before its cutoff: neither reads the whole table.
+            models.Index(fields=["finished_at"], name="ix_delivery_finished"),
+        ]
 
     def __str__(self):
         return f"run {self.id} ({self.status})"

@@ -31,6 +31,7 @@ from console.readmodels.selectors import read_models_due_queues
 from workers.engine import rules
 from workers.engine import states as S
 from workers.lake.schema import CLAIM_SCHEMA, EVENT_SCHEMA
+from workers.logcontext import log_context
 
 log = logging.getLogger(__name__)
 
@@ -151,10 +152,6 @@ def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, s
 
     Returns the DeliveryRun, or None when another run is in progress. `now` and `fixed_clock`
     let tests and simulations choose the time the run happens at."""
-    from console.spark import spark_from_settings
-    from workers.jobs.delivery import DeliveryParams, run_delivery
-    from workers.jobs.delivery_local import due_rows, run_delivery_local
-
     enabled = list(Queue.objects.filter(enabled=True).values_list("name", flat=True))
     if queues:
         unknown = set(queues) - set(Queue.objects.values_list("name", flat=True))
@@ -172,6 +169,19 @@ def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, s
     if run is None:
         log.info("every queue of this run is held by another run; this one is skipped")
         return None
+    # The run's id as its events in the lake carry it (run_id), and a message's history shows.
+    with log_context(run_id=str(run.id), queue=",".join(run.queues)):
+        return _run_deliver(
+            run, inputs, now=now, fixed_clock=fixed_clock, partitions=partitions, spark=spark
+        )
+
+
+def _run_deliver(run, inputs, *, now, fixed_clock, partitions, spark):
+    """A run that holds its queues: its due messages delivered, and the outcome committed."""
+    from console.spark import spark_from_settings
+    from workers.jobs.delivery import DeliveryParams, run_delivery
+    from workers.jobs.delivery_local import due_rows, run_delivery_local
+
     store = lake()
     at = now or datetime.now(UTC)
     policies = _policies()
@@ -271,6 +281,9 @@ def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, s
     heartbeat.stop()
     _run_commit(run, result, paths)
     run.refresh_from_db()
+    if result.claimed and run.status == DeliveryRun.COMMITTED:
+        outcomes = ", ".join(f"{state} {n}" for state, n in sorted(result.outcomes.items()))
+        log.info("delivery run %s: %s claimed; %s", run.id, result.claimed, outcomes or "none")
     return run
 
 

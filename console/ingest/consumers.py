@@ -14,6 +14,7 @@ than its connector: errors name where the broker is, never the URL or its passwo
 """
 
 import contextlib
+import contextvars
 import logging
 import os
 import random
@@ -31,6 +32,7 @@ from console.ingest.services import messages_ingest
 from console.queues.models import CONSUMER_STATES, BrokerSource
 from console.queues.sources import source_drained, source_heartbeat, source_state_set
 from workers.brokers.connector import KIND_TITLES, SourceConfig, SourceDown, connector_loaded
+from workers.logcontext import log_context
 
 log = logging.getLogger(__name__)
 
@@ -253,7 +255,9 @@ class _Consumer:
                     self._finish()
                     last_beat = time.monotonic()
                 if batch and due:
-                    self.pending = (batch, storer.submit(self._store, batch))
+                    # In this thread's log context: the source and its queue.
+                    stored = storer.submit(contextvars.copy_context().run, self._store, batch)
+                    self.pending = (batch, stored)
                     batch, size = [], 0
             if stopping:
                 if self.pending is not None:
@@ -328,7 +332,8 @@ class _Consumer:
 def source_consume(source, *, stop, say=log.info):
     """Drain one BrokerSource until `stop` (a threading.Event) is set, reconnecting with backoff
     whenever the broker is away. `say` is called with a line per state change."""
-    _Consumer(source, stop, say).run()
+    with log_context(source=source.name, queue=source.queue.name):
+        _Consumer(source, stop, say).run()
 
 
 # --- Every source: one thread each ---------------------------------------------------------------

@@ -21,12 +21,14 @@ import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 from django.conf import settings
 from django.db import IntegrityError, connection, transaction
+from django.db.models import F
 from django.utils import timezone
 
 from console.heartbeat import Heartbeat, worker_name
 from console.readmodels.counts import by_key, counts_moved, queue_counts_move
 from console.readmodels.models import (
     FailureGroup,
+    FlowPurged,
     MessageIndex,
     MessageState,
     QuarantineInflow,
@@ -472,6 +474,17 @@ def _body_paths_move(cursor, index, body_paths):
     cursor.execute(f"DROP TABLE IF EXISTS {PURGED_PATHS}")
 
 
+def _flows_purged_add(inflow):
+    """What the purge takes off the flows, kept (FlowPurged): the metrics' counters add it back."""
+    purged = Counter()
+    for queue, _, flow, n in inflow:
+        purged[(queue, flow)] += n
+    for (queue, flow), n in sorted(purged.items()):
+        if n:
+            row, _ = FlowPurged.objects.get_or_create(queue=queue, flow=flow)
+            FlowPurged.objects.filter(id=row.id).update(count=F("count") + n)
+
+
 def _inflow_forget(inflow):
     table = _q(QuarantineInflow._meta.db_table)
     count, queue, hour, flow = _q("count"), _q("queue"), _q("hour"), _q("flow")
@@ -492,6 +505,7 @@ def _inflow_forget(inflow):
         )
         below = cursor.fetchall()
         cursor.execute(f"DELETE FROM {table} WHERE {count} = 0")  # noqa: S608
+    _flows_purged_add(inflow)
     if below:
         shown = [f"{q} {h} {f}: {n}" for q, h, f, n in below[:20]]
         log.error("hourly flows went below zero after a purge: %s", "; ".join(shown))

@@ -234,6 +234,25 @@ class QuarantineInflow(models.Model):
         return f"{self.queue} {self.hour:%Y-%m-%d %H}:00 {self.flow} {self.count}"
 
 
+class FlowPurged(models.Model):
+    """What purges took off the hourly flows (QuarantineInflow), per queue and flow, kept for
+    good: the metrics add it back (console.metrics), so their flow counters do not go down when
+    old messages are purged. A full refresh recounts the flows from the lake, which no longer
+    holds the purged messages, so the two still add up to every message ever counted."""
+
+    queue = models.CharField(max_length=100)
+    flow = models.CharField(max_length=12)
+    count = models.BigIntegerField(default=0)
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["queue", "flow"], name="one_purged_count_per_flow")
+        ]
+
+    def __str__(self):
+        return f"{self.queue} {self.flow}: {self.count} purged"
+
+
 class RefreshRun(models.Model):
     """One refresh of the read models; the newest committed one's cursor is where the next
     starts. Heartbeat as for delivery runs: a dead refresh is simply done again."""

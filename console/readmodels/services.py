@@ -47,6 +47,7 @@ from console.readmodels.models import (
 from console.readmodels.signals import groups_appeared
 from console.sql import in_values
 from workers.engine.states import DLVD, NDLV, WAIT
+from workers.logcontext import log_context
 
 log = logging.getLogger(__name__)
 
@@ -178,7 +179,6 @@ def read_models_refresh(*, full=False, spark=None):
     holds the lock (the next tick of beat comes back for what it leaves). Raises AlreadyFolded
     if it was about to fold a commit a second time (the run is recorded as failed)."""
     from console.spark import spark_from_settings
-    from workers.jobs.refresh import RefreshParams, run_refresh
 
     if not full and not _has_new_commits():
         return None
@@ -189,6 +189,14 @@ def read_models_refresh(*, full=False, spark=None):
     if run is None:
         log.info("a refresh is already in progress; this one is skipped")
         return None
+    with log_context(run_id=f"refresh:{run.id}"):
+        return _run_refresh(run, full=full, spark=spark)
+
+
+def _run_refresh(run, *, full, spark):
+    """A refresh that holds the lock: plan, fold, load."""
+    from workers.jobs.refresh import RefreshParams, run_refresh
+
     try:
         plan = _plan(full=full)
     except Exception as exc:

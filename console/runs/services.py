@@ -7,17 +7,20 @@ are kept for good (they are what remains of the purged messages)."""
 from datetime import timedelta
 
 from django.conf import settings
+from django.db import transaction
 from django.utils import timezone
 
 from console.delivery.models import DeliveryRun
 from console.readmodels.models import RefreshRun
+from console.runs.totals import delivery_runs_fold
 
 
 def runs_forget(*, now=None):
     """Delete the delivery runs and refreshes that finished more than RUNS_KEEP_DAYS ago.
     Never one in progress, a dead delivery run whose claims were not recovered yet (R7: the
     sweeper still needs it), nor the newest committed refresh (its position is where the next
-    refresh starts). Returns {"delivery": n, "refresh": n}."""
+    refresh starts). What the delivery runs counted is folded into the metrics' totals first
+    (console.runs.totals). Returns {"delivery": n, "refresh": n}."""
     cutoff = (now or timezone.now()) - timedelta(days=settings.RUNS_KEEP_DAYS)
     deliveries = (
         DeliveryRun.objects.filter(finished_at__lt=cutoff)
@@ -35,7 +38,10 @@ def runs_forget(*, now=None):
         .exclude(status=RefreshRun.RUNNING)
         .exclude(id=newest)
     )
+    with transaction.atomic():
+        delivery_runs_fold(upto=cutoff)
+        forgotten = deliveries.delete()[1].get(DeliveryRun._meta.label, 0)
     return {
-        "delivery": deliveries.delete()[1].get(DeliveryRun._meta.label, 0),
+        "delivery": forgotten,
         "refresh": refreshes.delete()[1].get(RefreshRun._meta.label, 0),
     }

@@ -17,7 +17,7 @@ ROOT = Path(__file__).resolve().parents[2]
 DOCS = ROOT / "docs"
 # How console/settings.py reads a variable: its helpers, the key files, or os.environ itself.
 _READ = re.compile(
-    r"\b(?:env(?:bool|int|path|choice|rate)|_key|os\.environ\.get|os\.getenv)\(\s*\"([A-Z][A-Z0-9_]*)\""
+    r"\b(?:env(?:bool|int|path|choice|oneof|rate)|_key|os\.environ\.get|os\.getenv)\(\s*\"([A-Z][A-Z0-9_]*)\""
 )
 
 

@@ -124,6 +124,7 @@ def shipping_exceptions(message):
         "shipment %s moved to manual booking after %d failed attempts",
         message.id,
         message.delivery_count,
+        extra={"message_id": message.id},
     )
 
 

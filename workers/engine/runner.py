@@ -17,6 +17,7 @@ from workers.engine import states as S
 from workers.engine.handlers import HandlerImportError, Message, handler_build
 from workers.engine.poison_feed import PoisonFeed
 from workers.lake.schema import EVENT_SCHEMA, MESSAGE_CONTENT_COLUMNS, STATE_FIELDS
+from workers.logcontext import log_context
 
 
 @dataclass
@@ -250,9 +251,13 @@ def _attempt(view, attempts, handlers, ctx, streaks, start, slow):
     def call(message):
         return handlers[message.queue](message)
 
-    result = iso.run_isolated(
-        messages, call, timeout=ctx.handler_timeout, streaks=streaks.snapshot()
-    )
+    # What a handler logs names its run and queue (an isolation batch is of one queue), where
+    # logging is set up: in the worker's process, not in a Spark executor's Python. Per batch,
+    # not per message: the engine calls handlers millions of times.
+    with log_context(run_id=ctx.run_id, queue=messages[0].queue):
+        result = iso.run_isolated(
+            messages, call, timeout=ctx.handler_timeout, streaks=streaks.snapshot()
+        )
     actor = f"{result.worker}/run {ctx.run_id}"
     run_actor = f"{ctx.host}/run {ctx.run_id}"
     fast, fast_streaks = [], []

@@ -471,6 +471,11 @@ def _sibling_events(ending, decision, *, chunk, at):
 _KEPT = [name for name in STATE_FIELDS if name != "next_attempt_at"]
 
 
+def request_run_id(request_id):
+    """The run_id of a request's events and notifications (and of its execution's log lines)."""
+    return f"request:{request_id}"
+
+
 def _decision_events(rows, decision, *, to_state, first_step, at, reason, changes=None):
     """The events of a request taking `rows` from their current state to `to_state`, numbered
     from `first_step` in their order; `changes`: columns that replace the state they keep."""
@@ -485,7 +490,7 @@ def _decision_events(rows, decision, *, to_state, first_step, at, reason, change
         "attempt": _column(0, n, pa.int32()),
         **{name: rows.column(name) for name in _KEPT},
         "actor": _column(decision.actor, n, pa.string()),
-        "run_id": _column(f"request:{decision.request_id}", n, pa.string()),
+        "run_id": _column(request_run_id(decision.request_id), n, pa.string()),
         "reason": reason,
         **(changes or {}),
     }
@@ -502,7 +507,7 @@ def _notifications(acted, decision, *, at):
             "code": _column(decision.error_code, n, pa.string()),
             "description": _column(decision.error_description, n, pa.string()),
             "at": _column(at, n, NOTIFICATION_SCHEMA.field("at").type),
-            "run_id": _column(f"request:{decision.request_id}", n, pa.string()),
+            "run_id": _column(request_run_id(decision.request_id), n, pa.string()),
         },
         schema=NOTIFICATION_SCHEMA,
     )

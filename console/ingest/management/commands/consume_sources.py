@@ -13,6 +13,8 @@ import threading
 from django.core.management.base import BaseCommand
 
 from console.ingest.consumers import consumers_run
+from console.processes.beating import beating_start, beating_stop
+from console.processes.models import SOURCES
 from console.queues.models import SOURCE_KINDS
 
 
@@ -54,5 +56,10 @@ class Command(BaseCommand):
                 self.stdout.write(line)
                 self.stdout.flush()
 
-        consumers_run(stop=stop, only=sources, kinds=self.kinds or kinds, say=say)
+        # The process's own heartbeat (the Processes page); each source beats on its own row.
+        beating_start(SOURCES)
+        try:
+            consumers_run(stop=stop, only=sources, kinds=self.kinds or kinds, say=say)
+        finally:
+            beating_stop()
         say("stopped")
