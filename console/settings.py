@@ -434,6 +434,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "RequestStatusEnum": "console.decisions.models.ActionRequest.STATUSES",
         "AlertEventEnum": "console.alerts.events.KINDS",
+        "ProcessKindEnum": "console.processes.models.KINDS",
     },
     # Then the getting-started introduction, and the 429 every operation may answer.
     "POSTPROCESSING_HOOKS": [

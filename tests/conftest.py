@@ -41,6 +41,8 @@ _DATABASE_FIXTURES = {"db", "transactional_db", "live_server", "django_db_setup"
 def _database_blind(item):
     if item.get_closest_marker("spark_deployment") or item.path.parent.name == "browser":
         return True
+    if item.get_closest_marker("database_blind"):
+        return True
     uses_database = item.get_closest_marker("django_db") or _DATABASE_FIXTURES & set(
         getattr(item, "fixturenames", ())
     )

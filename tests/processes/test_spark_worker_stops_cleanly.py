@@ -14,7 +14,8 @@ from console.queues.models import Queue
 from tests.processes.conftest import wait_for
 from workers.celery import app
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+# Signals, process groups and tracebacks: the same whatever the database.
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.database_blind]
 
 # As the Procfile starts it.
 WORKER = ["-m", "celery", "-A", "workers", "worker", "-Q", "spark", "-P", "threads", "-c", "4"]
