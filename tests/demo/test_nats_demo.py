@@ -5,7 +5,6 @@ the shared server (deleted afterwards)."""
 
 import subprocess
 import uuid
-from io import StringIO
 from pathlib import Path
 
 import pytest
@@ -15,11 +14,10 @@ from django.core.management import call_command
 from console.queues.models import BrokerSource, Queue
 from tests.brokers.nats.conftest import SHARED_URL, Client, free_port, nats_server_path
 from tests.conftest import require_service
-from tests.demo.sources import source_drain
+from tests.demo.sources import demo_seed, other_demos_off, source_drain
 from tests.processes.conftest import port_open, wait_for
 from workers.brokers.dead_letters import dead_letter_of
 from workers.demo import nats as demo
-from workers.demo import redis_streams as demo_redis
 
 pytestmark = pytest.mark.django_db
 
@@ -28,9 +26,7 @@ pytestmark = pytest.mark.django_db
 def _demo_dirs(settings, tmp_path, lake_root, monkeypatch):
     settings.VAR_DIR = tmp_path / "var"
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    # Only the broker under test: the other demos stay off whatever the shell has set.
-    monkeypatch.delenv("ANTIDOTE_AMQP_URL", raising=False)
-    monkeypatch.delenv(demo_redis.URL_ENV, raising=False)
+    other_demos_off(monkeypatch, but=demo.URL_ENV)
 
 
 @pytest.fixture
@@ -48,9 +44,7 @@ def names(monkeypatch):
 
 
 def _seed():
-    out = StringIO()
-    call_command("seed_demo", "--orders", "10", stdout=out)
-    return out.getvalue()
+    return demo_seed()
 
 
 def _waiting(names):

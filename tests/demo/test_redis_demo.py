@@ -5,7 +5,6 @@ tests' database of the shared Redis (deleted afterwards)."""
 
 import time
 import uuid
-from io import StringIO
 from pathlib import Path
 
 import pytest
@@ -16,9 +15,8 @@ from django.core.management import call_command
 from console.queues.models import BrokerSource, Queue
 from tests.brokers.redis_streams.conftest import SHARED_URL
 from tests.conftest import require_service
-from tests.demo.sources import source_drain
+from tests.demo.sources import demo_seed, other_demos_off, source_drain
 from workers.brokers.dead_letters import dead_letter_of
-from workers.demo import nats as demo_nats
 from workers.demo import redis_streams as demo
 
 pytestmark = pytest.mark.django_db
@@ -28,9 +26,7 @@ pytestmark = pytest.mark.django_db
 def _demo_dirs(settings, tmp_path, lake_root, monkeypatch):
     settings.VAR_DIR = tmp_path / "var"
     settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    # Only the broker under test: the other demos stay off whatever the shell has set.
-    monkeypatch.delenv("ANTIDOTE_AMQP_URL", raising=False)
-    monkeypatch.delenv(demo_nats.URL_ENV, raising=False)
+    other_demos_off(monkeypatch, but=demo.URL_ENV)
 
 
 @pytest.fixture
@@ -46,9 +42,7 @@ def names(monkeypatch):
 
 
 def _seed():
-    out = StringIO()
-    call_command("seed_demo", "--orders", "10", stdout=out)
-    return out.getvalue()
+    return demo_seed()
 
 
 def _pending(names):
