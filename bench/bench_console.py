@@ -17,7 +17,7 @@ import time
 from datetime import timedelta
 from urllib.parse import quote, urlencode
 
-from bench.support import django_setup, fresh_state, messages_from_env
+from bench.support import django_setup, messages_from_env
 
 WARMUP = 3
 PAGE = 1_000
@@ -41,17 +41,6 @@ def _time(client, urls, requests):
         if i >= WARMUP:
             samples.append(elapsed)
     return samples
-
-
-def _operator():
-    from django.contrib.auth.models import Group, User
-
-    from console.accounts.roles import OPERATOR, roles_seed
-
-    roles_seed()
-    user, _ = User.objects.get_or_create(username="bench-operator")
-    user.groups.set([Group.objects.get(name=OPERATOR)])
-    return user
 
 
 def _page_cursor(page):
@@ -82,8 +71,6 @@ def run():
     from django.test import Client
 
     from bench import console_seed
-    from console.lake.services import epoch_allocate, lake
-    from console.queues.models import Queue
     from console.readmodels.models import MessageIndex
 
     n = messages_from_env(1_000_000)
@@ -92,18 +79,13 @@ def run():
     cores = os.cpu_count()
     settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
 
-    fresh_state("console")
-    console_seed.clear()
-    for q in range(console_seed.QUEUES):
-        Queue.objects.create(name=f"bench.q{q:02d}", handler="workers.demo.handlers.noop")
     started = time.perf_counter()
-    seeded = console_seed.seed(n, lake_store=lake(), epoch=epoch_allocate(purpose="bench"))
-    console_seed.analyze()
+    seeded = console_seed.seed_fresh("console", n)
     seed_seconds = time.perf_counter() - started
     assert MessageIndex.objects.count() == n
 
     client = Client()
-    client.force_login(_operator())
+    client.force_login(console_seed.operator_user())
 
     by_size = sorted(seeded.groups, key=lambda g: g.count, reverse=True)
     group = by_size[len(by_size) // 4]  # a middling group

@@ -385,3 +385,31 @@ def analyze():
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("VACUUM ANALYZE")
+
+
+def seed_fresh(name, n):
+    """A benchmark's fresh state (bench.support fresh_state `name`) holding the seed: N messages
+    in QUEUES queues, the read models analyzed as autovacuum would have. Returns the Seeded."""
+    from bench.support import fresh_state
+    from console.lake.services import epoch_allocate, lake
+    from console.queues.models import Queue
+
+    fresh_state(name)
+    clear()
+    for q in range(QUEUES):
+        Queue.objects.create(name=f"bench.q{q:02d}", handler="workers.demo.handlers.noop")
+    seeded = seed(n, lake_store=lake(), epoch=epoch_allocate(purpose="bench"))
+    analyze()
+    return seeded
+
+
+def operator_user():
+    """The signed-in operator the benchmarks request pages as."""
+    from django.contrib.auth.models import Group, User
+
+    from console.accounts.roles import OPERATOR, roles_seed
+
+    roles_seed()
+    user, _ = User.objects.get_or_create(username="bench-operator")
+    user.groups.set([Group.objects.get(name=OPERATOR)])
+    return user

@@ -295,6 +295,7 @@ def _run_commit(run, result, paths):
         "conversation_events": result.conversation_events,
         "notifications": result.notifications,
         "disabled": result.disabled,
+        "handler_seconds": result.handler_times,
     }
     with transaction.atomic():
         if not _run_leave(run, status=DeliveryRun.COMMITTED, outcomes=outcomes):

@@ -18,11 +18,16 @@ from console.runs.totals import (
     DURATION_COUNT,
     DURATION_LE,
     DURATION_SUM,
+    HANDLER_COUNT,
+    HANDLER_LE,
+    HANDLER_SUM,
     OUTCOMES,
     RUNS,
     bucket_label,
+    handler_label,
 )
 from workers.engine.states import FLOW_QUARANTINED, FLOW_RELEASED, NDLV, STATES
+from workers.engine.timings import HANDLER_BUCKETS
 
 # Every metric's name and what it says, in words (the HELP line; docs/guides/production.md lists
 # them too).
@@ -42,12 +47,17 @@ HELP = {
     "each was left in (DLVD delivered, WAIT to retry, NDLV quarantined, TBDL handed back, ...).",
     "antidote_delivery_run_duration_seconds": "How long finished delivery runs took, from start "
     "to leaving running (claim, handlers and commit).",
+    "antidote_handler_duration_seconds": "How long each queue's handler took per call, in the "
+    "delivery runs committed (from the call to its return; calls of an isolation batch whose "
+    "process died are not counted).",
     "antidote_refresh_lag_seconds": "Seconds since the oldest lake events commit the read models "
     "have not folded yet was committed; 0 when they hold every commit.",
     "antidote_action_requests": "Action requests not finished yet, by status (pending: waiting "
     "for approval).",
     "antidote_action_request_pending_oldest_age_seconds": "Seconds since the oldest action "
     "request still waiting for approval was asked; 0 when none waits.",
+    "antidote_break_glass_unreviewed": "Decisions carried out by break-glass (R17) still waiting "
+    "for their review, by whether the review is overdue (past BREAK_GLASS_REVIEW_HOURS).",
     "antidote_alert_outbox_pending": "Alert deliveries (email, webhook, the console's bell) not "
     "sent yet.",
     "antidote_queue_disabled": "1 if the queue is disabled (by R11 or by a person), else 0.",
@@ -118,7 +128,7 @@ class AntidoteCollector(Collector):
             buckets=[*buckets, ("+Inf", count)],
             sum_value=totals.get((DURATION_SUM, ""), 0),
         )
-        yield from (runs, attempts, durations)
+        yield from (runs, attempts, durations, _handler_durations(totals))
 
     def _requests(self, now):
         counts = selectors.action_request_counts()
@@ -129,6 +139,10 @@ class AntidoteCollector(Collector):
         name = "antidote_action_request_pending_oldest_age_seconds"
         age = max((now - oldest).total_seconds(), 0.0) if oldest else 0.0
         yield from (requests, GaugeMetricFamily(name, HELP[name], value=age))
+        unreviewed = _gauge("antidote_break_glass_unreviewed", ["overdue"])
+        for overdue, n in selectors.break_glass_unreviewed_counts(now=now).items():
+            unreviewed.add_metric(["true" if overdue else "false"], n)
+        yield unreviewed
 
     def _operations(self, now):
         name = "antidote_refresh_lag_seconds"
@@ -145,6 +159,22 @@ class AntidoteCollector(Collector):
         for (kind, host, pid), seconds in sorted(selectors.heartbeat_ages(now=now).items()):
             beats.add_metric([kind, f"{host}:{pid}"], seconds)
         yield from (disabled, lag, beats)
+
+
+def _handler_durations(totals):
+    name = "antidote_handler_duration_seconds"
+    family = HistogramMetricFamily(name, HELP[name], labels=["queue"])
+    queues = sorted(label for metric, label in totals if metric == HANDLER_COUNT)
+    for queue in queues:
+        count = totals[(HANDLER_COUNT, queue)]
+        buckets = [
+            (le, totals.get((HANDLER_LE, handler_label(queue, le)), 0))
+            for le in map(bucket_label, HANDLER_BUCKETS)
+        ]
+        family.add_metric(
+            [queue], [*buckets, ("+Inf", count)], sum_value=totals[(HANDLER_SUM, queue)]
+        )
+    return family
 
 
 def _gauge(name, labels):

@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.db import connection
-from django.db.models import Count
+from django.db.models import Count, Q
 from django.utils import timezone
 
 from console.alerts.models import AlertDelivery
@@ -99,6 +99,16 @@ def action_request_counts():
         .first()
     )
     return RequestCounts(by_status=by_status, oldest_pending=oldest)
+
+
+def break_glass_unreviewed_counts(*, now=None):
+    """{overdue: decisions carried out by break-glass whose review is still to come}, False and
+    True each present; along the partial index of the unreviewed ones."""
+    now = now or timezone.now()
+    counted = ActionRequest.objects.filter(
+        break_glass_at__isnull=False, reviewed_at__isnull=True
+    ).aggregate(waiting=Count("id"), overdue=Count("id", filter=Q(review_due_at__lte=now)))
+    return {False: counted["waiting"] - counted["overdue"], True: counted["overdue"]}
 
 
 def alert_outbox_backlog():

@@ -152,26 +152,35 @@ def kinds_missing(*, kinds=None, now=None):
     return missing
 
 
-def process_find(*, kind, host=None, max_age, now=None):
-    """The newest process of `kind` (on `host`, or any) that has not stopped and beat within
-    `max_age` seconds; None if there is none."""
+def process_find(*, kind, host=None, pid=None, max_age, now=None):
+    """The newest process of `kind` (on `host`, or any; with `pid`, if given) that has not
+    stopped and beat within `max_age` seconds; None if there is none."""
     now = now or timezone.now()
-    found = ProcessBeat.objects.filter(
-        kind=kind, stopped_at__isnull=True, beat_at__gte=now - timedelta(seconds=max_age)
+    found = _where(
+        ProcessBeat.objects.filter(
+            kind=kind, stopped_at__isnull=True, beat_at__gte=now - timedelta(seconds=max_age)
+        ),
+        host=host,
+        pid=pid,
     )
-    if host is not None:
-        found = found.filter(host=host)
     row = found.order_by("-beat_at").first()
     return _shown(row, now) if row is not None else None
 
 
-def process_last(*, kind, host=None, now=None):
-    """The process of `kind` (on `host`, or any) that beat last, whatever its state."""
-    found = ProcessBeat.objects.filter(kind=kind)
-    if host is not None:
-        found = found.filter(host=host)
+def process_last(*, kind, host=None, pid=None, now=None):
+    """The process of `kind` (on `host`, or any; with `pid`, if given) that beat last, whatever
+    its state."""
+    found = _where(ProcessBeat.objects.filter(kind=kind), host=host, pid=pid)
     row = found.order_by("-beat_at").first()
     return _shown(row, now or timezone.now()) if row is not None else None
+
+
+def _where(rows, *, host, pid):
+    if host is not None:
+        rows = rows.filter(host=host)
+    if pid is not None:
+        rows = rows.filter(pid=pid)
+    return rows
 
 
 def process_warnings(*, now=None):

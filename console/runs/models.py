@@ -24,7 +24,8 @@ class RunTotal(models.Model):
     label's value ("" for none)."""
 
     metric = models.CharField(max_length=60)
-    label = models.CharField(max_length=60, blank=True, default="")
+    # A queue's name (up to 100) and a bucket's bound, for the handlers' durations.
+    label = models.CharField(max_length=200, blank=True, default="")
     value = models.FloatField(default=0)
 
     class Meta:

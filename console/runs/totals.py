@@ -19,6 +19,7 @@ from prometheus_client.utils import floatToGoString
 from console.delivery.models import DeliveryRun
 from console.runs.models import RunFold, RunTotal
 from workers.engine.states import STATES
+from workers.engine.timings import HANDLER_BUCKETS
 
 FOLD_MARGIN = timedelta(hours=1)
 FOLD_STEP = timedelta(minutes=10)
@@ -32,6 +33,10 @@ OUTCOMES = "outcomes"  # label: a state a committed run left messages in
 DURATION_LE = "duration_le"  # label: a bucket's upper bound; runs that took at most that long
 DURATION_COUNT = "duration_count"
 DURATION_SUM = "duration_sum"  # seconds
+# How long handlers took (workers.engine.timings), per queue.
+HANDLER_LE = "handler_le"  # label: "<queue> <bucket's upper bound>"; calls that took at most that
+HANDLER_COUNT = "handler_count"  # label: the queue
+HANDLER_SUM = "handler_sum"  # label: the queue; seconds
 
 _BEGINNING = datetime(1970, 1, 1, tzinfo=UTC)
 
@@ -41,10 +46,16 @@ def bucket_label(seconds):
     return floatToGoString(seconds)
 
 
+def handler_label(queue, le):
+    """HANDLER_LE's label: queue names have no space (workers.engine.policy)."""
+    return f"{queue} {le}"
+
+
 def _tally(runs):
     """{(metric, label): value} over the finished runs of `runs`."""
     runs = runs.exclude(status=DeliveryRun.RUNNING).exclude(finished_at=None).order_by()
     totals = {}
+    _tally_handler_times(runs, totals)
     for status, n in runs.values_list("status").annotate(n=Count("id")):
         totals[(RUNS, status)] = n
     sums = runs.filter(status=DeliveryRun.COMMITTED).aggregate(
@@ -73,6 +84,22 @@ def _tally(runs):
         for i, bound in enumerate(DURATION_BUCKETS):
             totals[(DURATION_LE, bucket_label(bound))] = durations[f"le{i}"]
     return totals
+
+
+def _tally_handler_times(runs, totals):
+    """Add the handlers' times the committed runs of `runs` kept (per queue, a count per
+    workers.engine.timings slot) to `totals`, as a Prometheus histogram counts: cumulative."""
+    kept = runs.filter(status=DeliveryRun.COMMITTED, outcomes__has_key="handler_seconds")
+    for per_queue in kept.values_list("outcomes__handler_seconds", flat=True):
+        for queue, held in (per_queue or {}).items():
+            counts = held["counts"]
+            cumulative = 0
+            for bound, n in zip(HANDLER_BUCKETS, counts, strict=False):
+                cumulative += n
+                key = (HANDLER_LE, handler_label(queue, bucket_label(bound)))
+                totals[key] = totals.get(key, 0) + cumulative
+            totals[(HANDLER_COUNT, queue)] = totals.get((HANDLER_COUNT, queue), 0) + sum(counts)
+            totals[(HANDLER_SUM, queue)] = totals.get((HANDLER_SUM, queue), 0) + held["sum"]
 
 
 def _fold_held():

@@ -303,6 +303,29 @@ def test_unreviewed_decisions_are_listed_until_they_are_reviewed(on, personas, a
     assert break_glass_unreviewed() == []
 
 
+def test_metrics_count_the_unreviewed_decisions_and_the_overdue_ones(on, personas, approver2, own):
+    from tests.metrics.conftest import scrape, value
+
+    def unreviewed():
+        scraped = scrape()
+        return [
+            value(scraped, "antidote_break_glass_unreviewed", overdue=overdue)
+            for overdue in ("false", "true")
+        ]
+
+    assert unreviewed() == [0, 0]
+    request = _break(personas, own)
+    assert unreviewed() == [1, 0]
+
+    ActionRequest.objects.filter(id=request.id).update(
+        review_due_at=request.break_glass_at - timedelta(minutes=1)
+    )
+    assert unreviewed() == [0, 1]
+
+    break_glass_review(actor=personas["approver2"], request=request, agrees=True)
+    assert unreviewed() == [0, 0]
+
+
 def test_the_overdue_check_runs_on_the_default_worker_with_the_alert_watches(settings, db):
     from console.decisions.tasks import break_glass_overdue_task
     from workers.celery import app

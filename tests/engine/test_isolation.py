@@ -70,3 +70,32 @@ def test_the_child_stops_calling_a_queue_once_it_reaches_disable_after():
     streaks = QueueStreaks(policies)
     result = iso.run_isolated(_messages([b"transient"] * 5), _call, streaks=streaks.snapshot())
     assert result.codes == [iso.TRANSIENT, iso.TRANSIENT, iso.SKIPPED, iso.SKIPPED, iso.SKIPPED]
+
+
+def test_each_call_is_timed_into_its_bucket_failures_included():
+    from workers.engine.timings import HANDLER_BUCKETS, slot
+
+    def call(message):
+        time.sleep(float(message.body.split(b":")[1]))
+        if message.body.startswith(b"fail"):
+            raise ConnectionError("down")
+
+    bodies = [b"ok:0", b"ok:0.03", b"fail:0.03", b"ok:0.3"]
+    result = iso.run_isolated(_messages(bodies), call)
+
+    assert result.codes == [iso.SUCCESS, iso.SUCCESS, iso.TRANSIENT, iso.SUCCESS]
+    counts = list(result.time_counts)
+    assert sum(counts) == 4
+    assert counts[slot(0.0)] >= 1  # the call that did nothing (a loaded machine may slow it)
+    # 30 ms lands above the 25 ms bound, at most in the 100 ms bucket on a loaded machine.
+    assert sum(counts[slot(0.026) : slot(0.1) + 1]) >= 2
+    assert counts[slot(0.3)] + sum(counts[slot(0.3) + 1 :]) >= 1
+    assert HANDLER_BUCKETS[slot(0.3)] == 0.5
+    assert 0.36 <= result.time_sum < 5
+
+
+def test_a_batch_whose_child_died_has_no_times():
+    result = iso.run_isolated(_messages([b"ok", b"exit"]), _call)
+
+    assert result.crash == "process exited with code 3"
+    assert sum(result.time_counts) == 0 and result.time_sum == 0

@@ -1,11 +1,12 @@
 """Fixtures for /metrics: a scrape through the real view, parsed by the Prometheus library's own
 parser, and the delivery engine's fixtures (tests/delivery) for real runs."""
 
-import pytest
 from django.test import Client
 from prometheus_client.parser import text_string_to_metric_families
 
-from tests.delivery.conftest import Engine
+# The delivery engine's fixture: runs as Spark jobs, or without Spark too where a test says so
+# (tests.delivery both_paths).
+from tests.delivery.conftest import delivery_path, engine  # noqa: F401 - fixtures used here
 
 
 def scrape(client=None, **headers):
@@ -25,9 +26,3 @@ def samples(text):
 
 def value(scraped, name, **labels):
     return scraped.get((name, frozenset(labels.items())), 0)
-
-
-@pytest.fixture
-def engine(transactional_db, lake_root, spark, settings):
-    settings.DELIVERY_LOCAL_MAX = 0  # every run a Spark job
-    return Engine(spark)

@@ -8,6 +8,7 @@ import pytest
 from console.browse.selectors import dashboard_stats
 from console.delivery.models import DeliveryRun
 from console.readmodels.services import read_models_refresh
+from tests.delivery.conftest import both_paths
 from tests.metrics.conftest import scrape, value
 
 pytestmark = [pytest.mark.spark]
@@ -15,6 +16,7 @@ pytestmark = [pytest.mark.spark]
 SEQUENCE = "tests.handlers_for_tests.sequence"
 
 
+@both_paths
 def test_a_run_moves_the_attempt_counters_by_what_it_did(engine):
     engine.queue("orders", handler=SEQUENCE, max_failed_deliveries=5)
     engine.ingest("orders", ["ok"] * 3, prefix="fine")
@@ -40,6 +42,11 @@ def test_a_run_moves_the_attempt_counters_by_what_it_did(engine):
     took = (run.finished_at - run.started_at).total_seconds()
     assert moved("antidote_delivery_run_duration_seconds_sum") == pytest.approx(took)
     assert moved("antidote_delivery_run_duration_seconds_bucket", le="+Inf") == 1
+    # Every handler call of the run, timed: 9 calls (the failures too) in the queue's histogram.
+    assert moved("antidote_handler_duration_seconds_count", queue="orders") == 9
+    assert moved("antidote_handler_duration_seconds_bucket", queue="orders", le="+Inf") == 9
+    assert 0 < moved("antidote_handler_duration_seconds_sum", queue="orders") < took
+    assert moved("antidote_handler_duration_seconds_bucket", queue="orders", le="300.0") == 9
 
 
 def test_after_a_refresh_quarantined_per_queue_is_the_dashboards(engine):

@@ -100,3 +100,43 @@ def test_without_a_process_it_names_the_kinds_that_are_down(beats, stale_seconds
 def test_it_fails_when_the_database_is_gone(tmp_path):
     with database_gone(tmp_path), pytest.raises(CommandError, match="does not answer"):
         _health("--process", "web")
+
+
+def test_with_a_pid_only_that_process_counts(beats, stale_seconds):
+    beats.process("spark", pid=4242, beat=timedelta(seconds=2))
+
+    assert "alive (pid 4242" in _health("--process", "spark", "--pid", "4242")
+    with pytest.raises(CommandError) as failed:
+        _health("--process", "spark", "--pid", "5151")
+    assert str(failed.value) == (
+        f"No spark worker on {HOST} with pid 5151 has beaten in the last 30 s (none ever reported)."
+    )
+
+
+def test_a_pid_without_a_process_is_refused(beats):
+    with pytest.raises(CommandError, match="--pid needs --process"):
+        _health("--pid", "4242")
+
+
+def test_wait_asks_again_each_second_until_the_process_beats(beats, stale_seconds, monkeypatch):
+    from console.processes.management.commands import health
+
+    pauses = []
+
+    def pause(seconds):
+        # The unit's process comes up while the command waits: its first beat lands now.
+        pauses.append(seconds)
+        if len(pauses) == 2:
+            beats.process("spark", pid=4242, beat=timedelta(0))
+
+    monkeypatch.setattr(health.time, "sleep", pause)
+
+    said = _health("--process", "spark", "--pid", "4242", "--wait", "30")
+
+    assert pauses == [1, 1]
+    assert "alive (pid 4242" in said
+
+
+def test_wait_gives_up_with_the_last_answer_when_its_time_is_up(beats, stale_seconds):
+    with pytest.raises(CommandError, match=rf"No scheduler \(beat\) on {HOST} "):
+        _health("--process", "beat", "--wait", "2")

@@ -1,6 +1,7 @@
 """A real spark worker (Celery, as the Procfile starts it) beats from the moment it is ready; the
-Processes page lists it alive. SIGKILLed, it cannot say it stopped: its heartbeat ages, and the
-page says it is stale within two heartbeats, and the dashboard that no spark worker runs."""
+Processes page lists it alive. SIGKILLed, it cannot say it stopped: its heartbeat ages, and
+within two heartbeats the page says it is stale, /metrics gives its heartbeat an age past the stale
+one, and the dashboard says no spark worker runs."""
 
 import re
 import time
@@ -10,6 +11,7 @@ from django.urls import reverse
 
 from console.processes.models import ProcessBeat
 from tests.browse.conftest import login
+from tests.metrics.conftest import scrape
 from tests.processes.conftest import wait_for
 from tests.processes.test_spark_worker_killed import WORKER
 
@@ -28,6 +30,12 @@ def _state(client, pid):
     return found[1] if found else None
 
 
+def _age(process):
+    """The spark worker's heartbeat age as /metrics says it; None when it says nothing of it."""
+    labels = frozenset({"kind": "spark", "process": process}.items())
+    return scrape().get(("antidote_process_heartbeat_age_seconds", labels))
+
+
 def test_a_killed_spark_worker_is_shown_stale_within_two_heartbeats(
     processes, personas, settings, tmp_path
 ):
@@ -44,14 +52,20 @@ def test_a_killed_spark_worker_is_shown_stale_within_two_heartbeats(
     # It keeps beating: still alive past the stale age.
     time.sleep(3 * BEAT_SECONDS)
     assert _state(admin, worker.pid) == "alive"
-    assert ProcessBeat.objects.get(pid=worker.pid).stopped_at is None
+    row = ProcessBeat.objects.get(pid=worker.pid)
+    assert row.stopped_at is None
+    process = f"{row.host}:{row.pid}"
+    assert 0 <= _age(process) < settings.HEARTBEAT_STALE_SECONDS
 
     processes.kill(worker)
     killed = time.monotonic()
     wait_for(
-        lambda: _state(admin, worker.pid) == "stale",
+        lambda: (
+            _state(admin, worker.pid) == "stale"
+            and (_age(process) or 0) > settings.HEARTBEAT_STALE_SECONDS
+        ),
         timeout=2 * BEAT_SECONDS + 1,
-        what="the page to show the killed spark worker stale",
+        what="the page and /metrics to show the killed spark worker stale",
     )
 
     assert time.monotonic() - killed <= 2 * BEAT_SECONDS + 1

@@ -5,7 +5,9 @@ must not take the delivery run down with it, and the engine must know exactly wh
 finished before it did (R7, R8, R10). So each batch runs in a child forked from the Spark Python
 worker: the child writes its progress into a shared memory page (the index of the message in
 flight, then one outcome byte per message), which survives the child's death, and sends the
-details of failures (rare) through a pipe. Successes cost two memory writes and nothing else.
+details of failures (rare) through a pipe. Successes cost two memory writes and nothing else,
+but the clock: the child times each call and, once the batch is done, writes the batch's
+histogram of call durations (workers.engine.timings) after the outcome bytes.
 """
 
 import mmap
@@ -18,6 +20,7 @@ import time
 import traceback
 from dataclasses import dataclass, field
 
+from workers.engine import timings
 from workers.engine.handlers import (
     Deferred,
     OutcomeUnknown,
@@ -36,6 +39,8 @@ _HEADER = struct.Struct("qd")  # index in flight, monotonic time its call starte
 IDLE = -1  # no call running: between calls, or the batch is done
 SETTLING = -2  # the calls are made; their deferred outcomes are being waited for
 _LEN = struct.Struct("I")
+# The batch's call durations: a count per histogram slot, and their sum in seconds.
+_TIMES = struct.Struct(f"{timings.SLOTS}Id")
 MAX_REASON = 2000
 MAX_STACK = 8000
 
@@ -49,6 +54,10 @@ class BatchResult:
     in_flight: int | None = None  # the message whose handler was running when the child died
     crash: str | None = None  # how the child died; None if it finished normally
     worker: str = ""
+    # How long the calls took: a count per workers.engine.timings slot (all 0 if the child
+    # died), and their sum in seconds.
+    time_counts: tuple = ()
+    time_sum: float = 0.0
 
 
 def describe_exit(status):
@@ -114,15 +123,23 @@ def _settle(deferred, messages, streaks, shm, wfd):
             streaks.record(messages[index].queue, code)
 
 
+def _times_at(n):
+    """Where the durations go: after the header and n outcome bytes, on an 8-byte boundary."""
+    return -(-(_HEADER.size + n) // 8) * 8
+
+
 def _child(messages, call, streaks, shm, wfd):
     codes_at = _HEADER.size
     deferred = []
+    counts = [0] * timings.SLOTS
+    took = 0.0
     try:
         for index, message in enumerate(messages):
             if streaks is not None and streaks.disabled(message.queue):
                 shm[codes_at + index] = SKIPPED
                 continue
-            _HEADER.pack_into(shm, 0, index, time.monotonic())
+            started = time.monotonic()
+            _HEADER.pack_into(shm, 0, index, started)
             try:
                 outcome = call(message)
             except SystemExit as exc:
@@ -132,15 +149,19 @@ def _child(messages, call, streaks, shm, wfd):
             except BaseException as exc:
                 code = _failed(index, exc, wfd)
             else:
-                if type(outcome) is Deferred:
-                    deferred.append((index, outcome))
-                    continue
-                code = SUCCESS
+                code = SUCCESS if type(outcome) is not Deferred else None
+            seconds = time.monotonic() - started
+            counts[timings.slot(seconds)] += 1
+            took += seconds
+            if code is None:
+                deferred.append((index, outcome))
+                continue
             shm[codes_at + index] = code
             if streaks is not None:
                 streaks.record(message.queue, code)
         if deferred:
             _settle(deferred, messages, streaks, shm, wfd)
+        _TIMES.pack_into(shm, _times_at(len(messages)), *counts, took)
         _HEADER.pack_into(shm, 0, IDLE, 0.0)
     finally:
         os._exit(0)
@@ -166,7 +187,7 @@ def run_isolated(messages, call, *, timeout=300.0, streaks=None):
 
     `streaks` (a QueueStreaks) lets the child stop calling a queue's handler once the queue
     reaches its disable_after threshold within this batch (R11)."""
-    size = _HEADER.size + len(messages)
+    size = _times_at(len(messages)) + _TIMES.size
     shm = mmap.mmap(-1, max(size, mmap.PAGESIZE))
     _HEADER.pack_into(shm, 0, IDLE, 0.0)
     rfd, wfd = os.pipe()
@@ -195,8 +216,14 @@ def run_isolated(messages, call, *, timeout=300.0, streaks=None):
     _, status = os.waitpid(pid, 0)
     codes = list(shm[_HEADER.size : _HEADER.size + len(messages)])
     index, _ = _HEADER.unpack_from(shm, 0)
+    *time_counts, time_sum = _TIMES.unpack_from(shm, _times_at(len(messages)))
     shm.close()
-    result = BatchResult(codes=codes, worker=f"{os.uname().nodename}:{pid}")
+    result = BatchResult(
+        codes=codes,
+        worker=f"{os.uname().nodename}:{pid}",
+        time_counts=tuple(time_counts),
+        time_sum=time_sum,
+    )
     for rec_index, reason, exc_type, stack, retry_after in _read_records(buffer):
         result.failures[rec_index] = (reason, exc_type, stack)
         if retry_after is not None:

@@ -16,6 +16,7 @@ from workers.engine import rules
 from workers.engine import states as S
 from workers.engine.handlers import HandlerImportError, Message, handler_build
 from workers.engine.poison_feed import PoisonFeed
+from workers.engine.timings import HandlerTimes, times_write
 from workers.lake.schema import EVENT_SCHEMA, MESSAGE_CONTENT_COLUMNS, STATE_FIELDS
 from workers.logcontext import log_context
 
@@ -35,6 +36,9 @@ class RunContext:
     # entries added since reach the run through the feed in this directory ("" for none).
     poison_cursor: int = 0
     poison_feed_dir: str = ""
+    # Where each partition writes how long its handlers took (workers.engine.timings); "" for
+    # nowhere.
+    timings_dir: str = ""
     host: str = field(default_factory=lambda: os.uname().nodename)
 
     def clock(self):
@@ -183,7 +187,7 @@ def _taken(view, i, ctx):
     return current
 
 
-def _deliver_group(view, group, ctx, streaks, sequence, feed=None):
+def _deliver_group(view, group, ctx, streaks, sequence, feed=None, times=None):
     """Deliver one isolation batch. Returns its events as one Arrow table: each message's
     events together, in order; messages numbered in the order they were processed."""
     start = ctx.clock()
@@ -238,11 +242,13 @@ def _deliver_group(view, group, ctx, streaks, sequence, feed=None):
         attempts.append(i)
     fast, fast_streaks, worker = [], [], run_actor
     if attempts:
-        fast, fast_streaks, worker = _attempt(view, attempts, handlers, ctx, streaks, start, slow)
+        fast, fast_streaks, worker = _attempt(
+            view, attempts, handlers, ctx, streaks, start, slow, times
+        )
     return _events_table(view, group, fast, fast_streaks, slow, ctx, worker, sequence)
 
 
-def _attempt(view, attempts, handlers, ctx, streaks, start, slow):
+def _attempt(view, attempts, handlers, ctx, streaks, start, slow, times=None):
     """Call the handlers of one batch in isolation. The common outcome, a message delivered,
     is returned as an index to be written column-wise; every other outcome goes through the
     rules into `slow`."""
@@ -258,6 +264,8 @@ def _attempt(view, attempts, handlers, ctx, streaks, start, slow):
         result = iso.run_isolated(
             messages, call, timeout=ctx.handler_timeout, streaks=streaks.snapshot()
         )
+    if times is not None:
+        times.add(messages[0].queue, result.time_counts, result.time_sum)
     actor = f"{result.worker}/run {ctx.run_id}"
     run_actor = f"{ctx.host}/run {ctx.run_id}"
     fast, fast_streaks = [], []
@@ -367,6 +375,7 @@ def deliver_batches(batches, ctx, *, partition=0):
     # Only what changes from the run's cursor on: the claims carry the verdict of the list as it
     # was then. Entries removed meanwhile take effect at the next run.
     feed = PoisonFeed(ctx.poison_feed_dir, ctx.poison_cursor) if ctx.poison_feed_dir else None
+    times = HandlerTimes()
     for batch in batches:
         if batch.num_rows == 0:
             continue
@@ -374,6 +383,8 @@ def deliver_batches(batches, ctx, *, partition=0):
         for group in _groups(view, ctx):
             if feed is not None:
                 feed.refresh()  # R9: before every batch
-            table = _deliver_group(view, group, ctx, streaks, sequence, feed)
+            table = _deliver_group(view, group, ctx, streaks, sequence, feed, times)
             if table is not None and table.num_rows:
                 yield table
+    if ctx.timings_dir:
+        times_write(times, ctx.timings_dir, partition)

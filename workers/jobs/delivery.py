@@ -31,6 +31,7 @@ from pyspark.sql import functions as F
 from workers.engine import states as S
 from workers.engine.policy import policy_from_mapping
 from workers.engine.runner import RunContext, deliver_batches
+from workers.engine.timings import times_read
 from workers.jobs.conversations import end_conversations
 from workers.jobs.state import EVENT_COLUMNS, extract_events, extract_messages, fold_state
 from workers.lake.schema import (
@@ -93,6 +94,8 @@ class DeliveryResult:
     streaks: dict = field(default_factory=dict)  # queue -> failed attempts in a row (R11)
     disabled: dict = field(default_factory=dict)  # queue -> reason (R11)
     quarantined: list = field(default_factory=list)  # [(id, queue, reason, body_sha256)] (R9)
+    # How long the handlers took, per queue (workers.engine.timings HandlerTimes.as_dict).
+    handler_times: dict = field(default_factory=dict)
 
 
 def due_state(state: DataFrame, *, queues, now) -> DataFrame:
@@ -219,7 +222,14 @@ def run_context(params: DeliveryParams) -> RunContext:
         handler_timeout=params.handler_timeout,
         poison_cursor=params.poison_cursor,
         poison_feed_dir=params.poison_feed_dir,
+        timings_dir=timings_dir(params),
     )
+
+
+def timings_dir(params: DeliveryParams):
+    """Where the run's partitions write their handlers' times: in its scratch folder, which the
+    executors reach as they reach the lake."""
+    return os.path.join(params.scratch_path, "handler-times") if params.scratch_path else ""
 
 
 def run_delivery(spark, params: DeliveryParams, *, on_claimed=None) -> DeliveryResult:
@@ -288,6 +298,7 @@ def run_delivery(spark, params: DeliveryParams, *, on_claimed=None) -> DeliveryR
         with_bodies(claims, messages), policies, result.claimed, params.max_batch, params.partitions
     )
     deliver(partitioned, ctx).write.parquet(params.events_path)
+    result.handler_times = times_read(ctx.timings_dir).as_dict()
     summarize_run(params.events_path, policies, result)
     if result.outcomes.get(S.ENDED):
         # The conversations' other messages may be anywhere in the lake.

@@ -24,6 +24,7 @@ import pyarrow.parquet as pq
 
 from workers.engine import states as S
 from workers.engine.runner import deliver_batches
+from workers.engine.timings import times_read
 from workers.jobs.delivery import (
     CLAIM_COLUMNS,
     DeliveryParams,
@@ -193,6 +194,7 @@ def run_delivery_local(params: DeliveryParams, due: pa.Table, *, on_claimed=None
     batches = rows.to_batches(max_chunksize=max(10_000, params.max_batch))
     outcome = [t.cast(EVENT_SCHEMA) for t in deliver_batches(batches, ctx, partition=0)]
     _write(pa.concat_tables(outcome) if outcome else EVENT_SCHEMA.empty_table(), params.events_path)
+    result.handler_times = times_read(ctx.timings_dir).as_dict()
     summarize_run(params.events_path, policies, result)
     if result.outcomes.get(S.ENDED):
         from workers.jobs.delivery import end_conversations_of_run

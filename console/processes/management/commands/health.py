@@ -1,12 +1,17 @@
-"""manage.py health [--process KIND] [--host HOST] [--max-age SECONDS]: exit 0 when all is well,
-1 with one sentence on stderr when not, for systemd and Kubernetes probes.
+"""manage.py health [--process KIND [--pid PID]] [--host HOST] [--max-age SECONDS] [--wait SECONDS]:
+exit 0 when all is well, 1 with one sentence on stderr when not, for systemd and Kubernetes
+probes.
 
 With --process: the database answers and a process of KIND on this host (--host another, or
 `any`) has beaten within --max-age seconds (HEARTBEAT_STALE_SECONDS by default) and not stopped.
-Without: the database answers and every kind the deployment runs has such a process on any
-host; a table of them is printed."""
+With --pid too: that very process (systemd's $MAINPID, so a unit's start waits for its own
+process rather than the one it replaces). Without --process: the database answers and every kind
+the deployment runs has such a process on any host; a table of them is printed. --wait asks
+again every second for up to SECONDS until the answer is yes (a unit's ExecStartPost: the start
+succeeds once the process beats)."""
 
 import socket
+import time
 
 from django.core.management.base import BaseCommand, CommandError
 from django.db import connection
@@ -33,13 +38,41 @@ class Command(BaseCommand):
             help="the host it runs on: this one by default with --process, 'any' for any host",
         )
         parser.add_argument(
+            "--pid", type=int, help="with --process: that process only (systemd's $MAINPID)"
+        )
+        parser.add_argument(
+            "--wait",
+            type=int,
+            default=0,
+            metavar="SECONDS",
+            help="ask again every second for up to this long until all is well",
+        )
+        parser.add_argument(
             "--max-age",
             type=int,
             metavar="SECONDS",
             help="its last heartbeat at most this old (HEARTBEAT_STALE_SECONDS by default)",
         )
 
-    def handle(self, *args, process=None, host=None, max_age=None, **options):
+    def handle(self, *args, process=None, pid=None, wait=0, **options):
+        if pid is not None and process is None:
+            raise CommandError("--pid needs --process.")
+        if wait < 0:
+            raise CommandError("--wait must be 0 or more seconds.")
+        deadline = time.monotonic() + wait
+        while True:
+            try:
+                return self._check(process, pid, options["host"], options["max_age"])
+            except CommandError:
+                if time.monotonic() + 1 > deadline:
+                    raise
+            # A connection kept across the pause could be one that went away (never inside a
+            # transaction, which closing would end).
+            if not connection.in_atomic_block:
+                connection.close()
+            time.sleep(1)
+
+    def _check(self, process, pid, host, max_age):
         database = database_check(connection)
         if not database.ok:
             raise CommandError(f"{database.detail}.")
@@ -49,15 +82,17 @@ class Command(BaseCommand):
         if process is not None:
             if host is None:
                 host = socket.gethostname()
-            self._one(process, None if host == ANY_HOST else host, max_age)
+            self._one(process, None if host == ANY_HOST else host, max_age, pid)
         else:
             self._every(None if host in (None, ANY_HOST) else host, max_age)
 
-    def _one(self, kind, host, max_age):
+    def _one(self, kind, host, max_age, pid=None):
         where = f" on {host}" if host else ""
-        found = selectors.process_find(kind=kind, host=host, max_age=max_age)
+        if pid is not None:
+            where += f" with pid {pid}"
+        found = selectors.process_find(kind=kind, host=host, pid=pid, max_age=max_age)
         if found is None:
-            last = selectors.process_last(kind=kind, host=host)
+            last = selectors.process_last(kind=kind, host=host, pid=pid)
             raise CommandError(
                 f"No {KIND_TITLES[kind]}{where} has beaten in the last {max_age} s "
                 f"({_last_said(last)})."

@@ -1,0 +1,155 @@
+"""/metrics benchmark (issue 33): the server time of a Prometheus scrape over N quarantined
+messages (default 1M, the console benchmark's seed: 20 queues, 50 failure groups), and what
+scraping costs the dashboard, measured side by side.
+
+Rows: the scrape alone (p50, p95 of BENCH_REQUESTS requests after a few warm-up ones, and the CPU
+seconds of this process and the database server per scrape); the dashboard alone; the dashboard
+again while another thread scrapes without pause (far more often than any Prometheus would:
+the upper bound of the cost), and the ratio of the two. Then the case the oldest-quarantined
+probe does worst on: a queue whose older rows are all failed (FAIL), so the probe walks past
+them to its newest quarantined message. Runs on SQLite, then on PostgreSQL when it answers.
+
+Goal on PostgreSQL at 1M: scrape p95 <= 100 ms. BENCH_MESSAGES overrides N (e.g. 50000)."""
+
+import os
+import threading
+import time
+
+from bench.broker_cpu import POSTGRES, Timed
+from bench.support import (
+    django_setup,
+    messages_from_env,
+    on_both_databases,
+    rows_print,
+)
+
+WARMUP = 3
+PROCESS_KINDS = ("web", "spark", "worker", "beat", "sources")
+
+
+def _percentile(samples, p):
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+def _timed_gets(client, url, requests, **extra):
+    """Milliseconds of each GET after the warm-up, and the CPU seconds they took in all (this
+    process and the database server)."""
+    for _ in range(WARMUP):
+        client.get(url, **extra)
+    samples = []
+    with Timed(POSTGRES) as spent:
+        for _ in range(requests):
+            started = time.perf_counter()
+            response = client.get(url, **extra)
+            samples.append((time.perf_counter() - started) * 1000)
+            assert response.status_code == 200, (url, response.status_code)
+    return samples, spent.cpu
+
+
+def _scrape_without_pause(stop, scrapes):
+    from django.db import connection
+    from django.test import Client
+
+    client = Client()
+    try:
+        while not stop.is_set():
+            assert client.get("/metrics", REMOTE_ADDR="127.0.0.1").status_code == 200
+            scrapes.append(1)
+    finally:
+        connection.close()
+
+
+def _beats():
+    """A process of each kind, beating: their rows are part of every scrape."""
+    from console.processes.services import process_beat_start
+
+    for pid, kind in enumerate(PROCESS_KINDS, start=1000):
+        process_beat_start(kind=kind, host="bench-host", pid=pid)
+
+
+def _history_queue(queue):
+    """All but the newest quarantined message of `queue` failed: the oldest-quarantined probe
+    walks the queue's failure index past every one of them."""
+    from console.readmodels.models import MessageIndex, MessageState
+    from workers.engine.states import NDLV
+
+    rows = MessageIndex.objects.filter(queue=queue, state=NDLV).order_by("-last_failure_at")
+    newest = rows.values_list("message_id", flat=True).first()
+    ids = MessageIndex.objects.filter(queue=queue).exclude(message_id=newest)
+    changed = MessageState.objects.filter(message_id__in=ids.values("message_id")).update(
+        state="FAIL"
+    )
+    return changed
+
+
+def run_here():
+    django_setup()
+    from django.conf import settings
+    from django.db import connection
+    from django.test import Client
+
+    from bench import console_seed
+
+    n = messages_from_env(1_000_000)
+    requests = int(os.environ.get("BENCH_REQUESTS", 40))
+    backend = connection.vendor
+    cores = os.cpu_count()
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
+
+    console_seed.seed_fresh("metrics", n)
+    _beats()
+
+    scraper = Client()
+    operator = Client()
+    operator.force_login(console_seed.operator_user())
+    rows = []
+
+    def row(name, samples=None, cpu=None, **more):
+        found = {"benchmark": name, "backend": backend, "messages": n}
+        if samples is not None:
+            found.update(
+                requests=len(samples),
+                p50_ms=round(_percentile(samples, 50), 1),
+                p95_ms=round(_percentile(samples, 95), 1),
+                cpu_ms_per_request=round(cpu / len(samples) * 1000, 1),
+            )
+        rows.append({**found, **more, "cores": cores})
+
+    scrape, cpu = _timed_gets(scraper, "/metrics", requests, REMOTE_ADDR="127.0.0.1")
+    row("scrape /metrics", scrape, cpu, goal="p95 <= 100 ms (PostgreSQL, 1M)")
+    alone, cpu = _timed_gets(operator, "/", requests)
+    row("dashboard alone", alone, cpu)
+
+    stop, scrapes = threading.Event(), []
+    thread = threading.Thread(target=_scrape_without_pause, args=(stop, scrapes), daemon=True)
+    thread.start()
+    try:
+        beside, cpu = _timed_gets(operator, "/", requests)
+    finally:
+        stop.set()
+        thread.join()
+    row("dashboard, scraped without pause", beside, cpu, scrapes_meanwhile=len(scrapes))
+    row(
+        "dashboard p95: scraped / alone",
+        ratio=round(_percentile(beside, 95) / _percentile(alone, 95), 2),
+    )
+
+    failed = _history_queue("bench.q00")
+    console_seed.analyze()
+    worst, cpu = _timed_gets(scraper, "/metrics", requests, REMOTE_ADDR="127.0.0.1")
+    row(
+        f"scrape /metrics, one queue's {failed:,} older rows failed",
+        worst,
+        cpu,
+        goal="p95 <= 100 ms (PostgreSQL, 1M)",
+    )
+    return rows
+
+
+def run():
+    return on_both_databases(run_here, "bench.bench_metrics")
+
+
+if __name__ == "__main__":
+    rows_print(run_here())
