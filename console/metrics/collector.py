@@ -37,7 +37,7 @@ HELP = {
     "antidote_quarantined": "Messages quarantined (NDLV) now, by queue, as the dashboard counts "
     "them.",
     "antidote_quarantine_oldest_age_seconds": "Seconds since the oldest quarantined message of "
-    "the queue last failed.",
+    "the queue last failed, as the refresh's task last found it.",
     "antidote_quarantine_inflow": "Messages that entered quarantine (NDLV), by queue, as the "
     "read models' hourly flows count them.",
     "antidote_quarantine_outflow": "Messages that left quarantine by a decision (reprocessed, "

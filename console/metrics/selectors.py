@@ -15,10 +15,9 @@ from console.decisions.models import ActionRequest
 from console.lake.models import LakeCommit
 from console.processes.selectors import process_heartbeat_ages
 from console.queues.models import BrokerSource, Queue
-from console.readmodels.models import FlowPurged, MessageIndex, QuarantineInflow, QueueStat
+from console.readmodels.models import FlowPurged, QuarantineInflow, QueueStat
 from console.readmodels.selectors import read_models_folded_upto
 from console.runs.totals import delivery_run_totals
-from workers.engine.states import NDLV
 
 
 def queue_state_counts():
@@ -29,20 +28,14 @@ def queue_state_counts():
 
 def quarantine_oldest(*, queues, now=None):
     """{queue: seconds since its oldest quarantined message last failed} for each of `queues`
-    (those with a quarantined message). One probe a queue, along the index on (queue, last
-    failure): it stops at the first NDLV row it meets."""
+    (those with a quarantined message), as the refresh's task last found it
+    (console.readmodels.oldest): one query, whatever the queues hold."""
     now = now or timezone.now()
-    oldest = {}
-    for queue in queues:
-        at = (
-            MessageIndex.objects.filter(queue=queue, state=NDLV, last_failure_at__isnull=False)
-            .order_by("last_failure_at")
-            .values_list("last_failure_at", flat=True)
-            .first()
-        )
-        if at is not None:
-            oldest[queue] = max((now - at).total_seconds(), 0.0)
-    return oldest
+    found = QueueStat.objects.filter(queue__in=queues, oldest_quarantined_at__isnull=False)
+    return {
+        queue: max((now - at).total_seconds(), 0.0)
+        for queue, at in found.values_list("queue", "oldest_quarantined_at")
+    }
 
 
 def flow_totals():

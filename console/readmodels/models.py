@@ -207,6 +207,11 @@ class QueueStat(models.Model):
     queue = models.CharField(max_length=100, primary_key=True)
     counts = models.JSONField(default=dict)  # state -> messages
     updated_at = models.DateTimeField()
+    # When the queue's oldest quarantined message last failed, as found for the counts of
+    # `oldest_checked_at` (their updated_at then): console.readmodels.oldest keeps it, off the
+    # request path, since finding it may walk many rows of other states.
+    oldest_quarantined_at = models.DateTimeField(null=True, blank=True)
+    oldest_checked_at = models.DateTimeField(null=True, blank=True)
 
     def __str__(self):
         return self.queue

@@ -44,6 +44,7 @@ from console.readmodels.models import (
     QueueStat,
     RefreshRun,
 )
+from console.readmodels.oldest import quarantine_oldest_keep
 from console.readmodels.signals import groups_appeared
 from console.sql import in_values
 from workers.engine.states import DLVD, NDLV, WAIT
@@ -262,6 +263,8 @@ def _run_refresh(run, *, full, spark):
             "refresh %s lost its lease before loading; its work is left to the next", run.id
         )
     _next_refresh_ask(plan.upto)
+    if won:
+        quarantine_oldest_keep()  # the counts it moved go with their oldest quarantined message
     run.refresh_from_db()
     return run
 

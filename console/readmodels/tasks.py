@@ -5,6 +5,7 @@ Its name is kept from when every task lived in workers.tasks: the routes and bea
 
 from celery import shared_task
 
+from console.readmodels.oldest import quarantine_oldest_keep
 from console.readmodels.services import read_models_refresh
 from console.readmodels.verify import counts_verify_scheduled
 
@@ -18,8 +19,11 @@ from console.readmodels.verify import counts_verify_scheduled
 def browse_refresh_task(full=False):
     """Fold the lake's new events into the console's read models. Returns the refresh's id, or
     None when there was nothing new or another refresh was running (beat comes back on its next
-    tick; a lost task only delays the index until then)."""
+    tick; a lost task only delays the index until then). Then, on every tick, the oldest
+    quarantined message of each queue whose counts moved (a decision moves them without a
+    refresh)."""
     run = read_models_refresh(full=full)
+    quarantine_oldest_keep()
     return run.id if run else None
 
 
