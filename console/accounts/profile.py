@@ -1,0 +1,81 @@
+"""One's own account: the e-mail address alerts go to (console.alerts sends to `user.email`),
+and the roles one holds, where each came from, and what each lets one do, in words."""
+
+from dataclasses import dataclass
+from datetime import datetime
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.core.exceptions import ValidationError
+from django.core.validators import validate_email
+from django.db import transaction
+
+from console.access.models import RoleGrant
+from console.access.selectors import role_permissions
+from console.audit.services import audit_record
+
+EMAIL_MAX = 254  # Django's User.email
+
+
+@dataclass(frozen=True)
+class HeldRole:
+    name: str
+    permissions: list  # what it lets one do, in words
+    # Where it came from: the grant that gave it (the administrator who granted it, the second
+    # one who confirmed it, when), or None for a role given without a grant (one that needs no
+    # confirmation, the demo's accounts, Django's admin).
+    granted_by: str | None = None
+    confirmed_by: str | None = None
+    granted_at: datetime | None = None
+
+
+def account_roles(user):
+    """Each role `user` holds, by name, with where it came from and its permissions in words."""
+    held = []
+    for role in Group.objects.filter(user=user).order_by("name"):
+        grant = (
+            RoleGrant.objects.select_related("requested_by", "decided_by")
+            .filter(user=user, role=role, status=RoleGrant.CONFIRMED)
+            .order_by("-decided_at")
+            .first()
+        )
+        where = {}
+        if grant is not None:
+            where = {
+                "granted_by": grant.requested_by.get_username(),
+                "confirmed_by": grant.decided_by.get_username() if grant.decided_by else None,
+                "granted_at": grant.decided_at,
+            }
+        held.append(HeldRole(name=role.name, permissions=role_permissions(role), **where))
+    return held
+
+
+def account_email_set(*, actor, email):
+    """Set `actor`'s own e-mail address ("" removes it): checked as an address, audited with the
+    one it replaces. Returns the address kept."""
+    email = (email or "").strip()
+    if len(email) > EMAIL_MAX:
+        raise ValidationError(f"An e-mail address has at most {EMAIL_MAX} characters.")
+    if email:
+        try:
+            validate_email(email)
+        except ValidationError:
+            raise ValidationError(f"{email!r} is not an e-mail address.") from None
+        # The domain is not case-sensitive; the part before the @ may be, so it is kept.
+        local, domain = email.rsplit("@", 1)
+        email = f"{local}@{domain.lower()}"
+    User = get_user_model()
+    with transaction.atomic():
+        before = User.objects.select_for_update().get(pk=actor.pk).email
+        if before == email:
+            return email
+        User.objects.filter(pk=actor.pk).update(email=email)
+        audit_record(
+            actor=actor,
+            action="account.email_changed",
+            target_type="user",
+            target_id=actor.get_username(),
+            details={"before": before, "after": email},
+        )
+    actor.email = email
+    return email
