@@ -28,8 +28,10 @@ def quarantine_oldest_keep():
     """Find the oldest quarantined message again for each queue whose counts moved since it was
     last found; returns the queues looked at. Counts that move meanwhile leave theirs for the
     next pass (the write is conditional on the counts it was found for)."""
+    # Not "checked before updated": the writers' clocks are those of their hosts, and a move
+    # stamped earlier than the last check must not be missed.
     moved = QueueStat.objects.filter(
-        Q(oldest_checked_at__isnull=True) | Q(oldest_checked_at__lt=F("updated_at"))
+        Q(oldest_checked_at__isnull=True) | ~Q(oldest_checked_at=F("updated_at"))
     ).values_list("queue", "counts", "updated_at")
     looked = []
     for queue, counts, updated_at in moved:

@@ -89,7 +89,7 @@ def test_each_unit_starts_once_its_process_beats_and_a_timer_restarts_it_when_it
     assert _unit("antidote-restart@.service")["Service"]["ExecStart"] == (
         "/bin/systemctl try-restart antidote-%i.service"
     )
-    assert _unit("antidote-health@.timer")["Timer"]["OnUnitActiveSec"] == "1min"
+    assert _unit("antidote-health@.timer")["Timer"]["OnCalendar"] == "minutely"
 
 
 def test_the_environment_example_sets_only_documented_settings():

@@ -90,3 +90,20 @@ def test_the_refresh_task_keeps_it_on_every_tick_even_with_nothing_to_refresh(in
     assert tasks.browse_refresh_task() is None
 
     assert _oldest("orders") == now - timedelta(hours=3)
+
+
+def test_a_move_stamped_by_a_host_whose_clock_is_behind_is_not_missed(index):
+    now = timezone.now()
+    index.stats("orders", NDLV=1)
+    index.row("o1", last_failure_at=now - timedelta(hours=5))
+    quarantine_oldest_keep()
+    checked = QueueStat.objects.get(queue="orders").oldest_checked_at
+
+    # Another worker, its clock a minute behind, fails the message and moves the counts.
+    MessageState.objects.filter(message_id="o1").update(state="FAIL")
+    QueueStat.objects.filter(queue="orders").update(
+        counts={"FAIL": 1}, updated_at=checked - timedelta(minutes=1)
+    )
+
+    assert quarantine_oldest_keep() == ["orders"]
+    assert _oldest("orders") is None
