@@ -17,15 +17,10 @@ import time
 from datetime import timedelta
 from urllib.parse import quote, urlencode
 
-from bench.support import django_setup, messages_from_env
+from bench.support import django_setup, messages_from_env, percentile
 
 WARMUP = 3
 PAGE = 1_000
-
-
-def _percentile(samples, p):
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
 def _time(client, urls, requests):
@@ -136,14 +131,14 @@ def run():
     p95 = {}
     for name, urls in measured:
         samples = _time(client, urls, requests)
-        p95[name] = _percentile(samples, 95)
+        p95[name] = percentile(samples, 95)
         rows.append(
             {
                 "benchmark": name,
                 "backend": backend,
                 "messages": n,
                 "requests": len(samples),
-                "p50_ms": round(_percentile(samples, 50), 1),
+                "p50_ms": round(percentile(samples, 50), 1),
                 "p95_ms": round(p95[name], 1),
                 "goal": _goal(name),
                 "cores": cores,

@@ -22,16 +22,12 @@ from bench.support import (
     django_setup,
     messages_from_env,
     on_both_databases,
+    percentile,
     rows_print,
 )
 
 WARMUP = 3
 PROCESS_KINDS = ("web", "spark", "worker", "beat", "sources")
-
-
-def _percentile(samples, p):
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
 
 
 def _timed_gets(client, url, requests, **extra):
@@ -127,8 +123,8 @@ def run_here():
         if samples is not None:
             found.update(
                 requests=len(samples),
-                p50_ms=round(_percentile(samples, 50), 1),
-                p95_ms=round(_percentile(samples, 95), 1),
+                p50_ms=round(percentile(samples, 50), 1),
+                p95_ms=round(percentile(samples, 95), 1),
                 cpu_ms_per_request=round(cpu / len(samples) * 1000, 1),
             )
         rows.append({**found, **more, "cores": cores})
@@ -150,7 +146,7 @@ def run_here():
     row("dashboard, scraped without pause", beside, cpu, scrapes_meanwhile=len(scrapes))
     row(
         "dashboard p95: scraped / alone",
-        ratio=round(_percentile(beside, 95) / _percentile(alone, 95), 2),
+        ratio=round(percentile(beside, 95) / percentile(alone, 95), 2),
     )
 
     failed = _history_queue("bench.q00")

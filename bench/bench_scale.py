@@ -22,7 +22,14 @@ import statistics
 import subprocess
 import time
 
-from bench.support import PeakMemory, django_setup, fresh_state, messages_from_env, order_line
+from bench.support import (
+    PeakMemory,
+    django_setup,
+    fresh_state,
+    messages_from_env,
+    order_line,
+    percentile,
+)
 
 GOOD, BAD = "bench.scale", "bench.scale.bad"
 POISON_EVERY = 1_000
@@ -61,11 +68,6 @@ def _ingest(folder, n, *, queue, prefix, broken):
     return accepted
 
 
-def _percentile(samples, p):
-    ordered = sorted(samples)
-    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
-
-
 def _pages(urls):
     """p50 and p95 in milliseconds of GETting the urls in turn, after a warm-up round."""
     from django.test import Client
@@ -82,7 +84,7 @@ def _pages(urls):
         assert response.status_code == 200, (urls[i % len(urls)], response.status_code)
         if i >= len(urls):
             samples.append(elapsed)
-    return round(_percentile(samples, 50), 1), round(_percentile(samples, 95), 1)
+    return round(percentile(samples, 50), 1), round(percentile(samples, 95), 1)
 
 
 def _people():

@@ -126,6 +126,12 @@ class PeakMemory:
         return round(self.peak / 2**20)
 
 
+def percentile(samples, p):
+    """The p-th percentile of `samples`, nearest rank (the benchmarks' p50 and p95)."""
+    ordered = sorted(samples)
+    return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
 def messages_from_env(default):
     return int(os.environ.get("BENCH_MESSAGES", default))
 
