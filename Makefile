@@ -21,8 +21,11 @@ $(PY):
 		echo "Set PYTHON=python3.12 (say) to use another interpreter."; exit 1; }
 	$(PYTHON) -m venv $(VENV)
 
-$(STAMP): requirements.txt requirements-dev.txt | $(PY)
+$(STAMP): requirements.txt requirements-dev.txt requirements-ldap.txt | $(PY)
 	$(PY) -m pip install --disable-pip-version-check -q -r requirements-dev.txt
+	@$(PY) -m pip install --disable-pip-version-check -q -r requirements-ldap.txt 2>/dev/null \
+		|| echo "LDAP sign-in left out: python-ldap needs OpenLDAP's headers to build" \
+			"(Debian: apt-get install libldap2-dev libsasl2-dev); everything else works."
 	@touch $(STAMP)
 
 # Web, spark worker, default worker, beat and the broker sources' consumer under one supervisor (Procfile):
@@ -50,7 +53,12 @@ run: venv
 # Tests keep their own VAR_DIR (test database, broker folder) apart from `make run`'s data;
 # TEST_VAR_DIR lets two runs (CI's SQLite and PostgreSQL ones) go side by side.
 TEST_VAR_DIR ?= $(CURDIR)/var/test
+# tests/sso's OpenID provider is an npm package: installed when npm is there (its tests skip
+# without Node.js, outside CI).
+OIDC_PROVIDER := tests/sso/oidc_provider
 test: venv
+	@if command -v npm >/dev/null && [ ! -d $(OIDC_PROVIDER)/node_modules/oidc-provider ]; then \
+		npm ci --prefix $(OIDC_PROVIDER) --no-audit --no-fund --loglevel=error; fi
 	VAR_DIR=$(TEST_VAR_DIR) $(PY) -m pytest $(PYTEST_ARGS)
 
 # ruff, then the import rules of pyproject.toml: workers never imports console, and no circle.

@@ -117,6 +117,7 @@ INSTALLED_APPS = [
     "console.processes",
     "console.notes",
     "console.alerts",
+    "console.sso",
     "csp",
     "drf_spectacular",
     "drf_spectacular_sidecar",
@@ -138,9 +139,13 @@ MIDDLEWARE = [
     "django.contrib.auth.middleware.AuthenticationMiddleware",
     # Who is acting, for the writes that record it from a signal (console.access).
     "console.access.actor.ActorMiddleware",
+    # A session signed in with OpenID Connect asks the provider again now and then (console.sso).
+    "console.sso.middleware.ProviderRecheck",
     "django.contrib.messages.middleware.MessageMiddleware",
     "django.middleware.clickjacking.XFrameOptionsMiddleware",
     "csp.middleware.CSPMiddleware",
+    # Inside it: forms may lead to the sign-in provider's sign-out page (console.sso).
+    "console.sso.middleware.ProviderFormAction",
     # Last, as django-axes asks: it turns a login it refused into the lockout page.
     "axes.middleware.AxesMiddleware",
 ]
@@ -344,7 +349,8 @@ METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
 # (/lockouts/). The counts are in the database, shared by every process.
 AUTHENTICATION_BACKENDS = [
     "console.accounts.lockouts.LockoutBackend",
-    "django.contrib.auth.backends.ModelBackend",
+    # Django's password check, refused to all but LOCAL_PASSWORD_USERS when LOCAL_PASSWORDS is off.
+    "console.sso.backends.LocalPasswordBackend",
 ]
 # Axes' database handler, with the address throttle on top.
 AXES_HANDLER = "console.accounts.lockouts.LockoutHandler"
@@ -366,6 +372,65 @@ AXES_RESET_ON_SUCCESS = False
 AXES_DISABLE_ACCESS_LOG = True
 AXES_CLIENT_IP_CALLABLE = "console.accounts.lockouts.client_ip"
 AXES_LOCKOUT_CALLABLE = "console.accounts.lockout_views.lockout_page"
+
+# Signing in with the company's identity (console.sso, docs/guides/sign-in.md). OpenID Connect is
+# on when OIDC_ISSUER is set: the provider's metadata is read from its
+# /.well-known/openid-configuration; the client's id and secret are the provider's for this site.
+OIDC_ISSUER = os.environ.get("OIDC_ISSUER", "").rstrip("/")
+OIDC_CLIENT_ID = os.environ.get("OIDC_CLIENT_ID", "")
+OIDC_CLIENT_SECRET = os.environ.get("OIDC_CLIENT_SECRET", "")
+# "Sign in with <name>" on the login page.
+OIDC_PROVIDER_NAME = os.environ.get("OIDC_PROVIDER_NAME", "single sign-on")
+OIDC_SCOPES = os.environ.get("OIDC_SCOPES", "openid email profile groups")
+# The ID token's claim that lists the person's groups, and the one that names their account here.
+OIDC_GROUPS_CLAIM = os.environ.get("OIDC_GROUPS_CLAIM", "groups")
+OIDC_USERNAME_CLAIM = os.environ.get("OIDC_USERNAME_CLAIM", "preferred_username")
+# How often a signed-in session asks the provider again (its refresh token): a person the provider
+# refuses is signed out and deactivated, a change of groups takes effect.
+OIDC_RECHECK_MINUTES = envint("OIDC_RECHECK_MINUTES", 15, minimum=1)
+# Clock skew allowed on an ID token's times, in seconds.
+OIDC_LEEWAY_SECONDS = envint("OIDC_LEEWAY_SECONDS", 60, minimum=0)
+OIDC_TIMEOUT_SECONDS = envint("OIDC_TIMEOUT_SECONDS", 10, minimum=1)
+# The provider groups that give Antidote's roles, as code (YAML, like the queues): read at every
+# sign-in. Unset, no group gives a role and every provider sign-in is refused.
+SSO_GROUP_ROLES = os.environ.get("SSO_GROUP_ROLES", "")
+# A group that gives the right to approve or to grant roles waits for an administrator's
+# confirmation the first time, unless the organisation trusts its provider for those.
+SSO_TRUST_PRIVILEGED_GROUPS = envbool("SSO_TRUST_PRIVILEGED_GROUPS", "false")
+# LDAP or Active Directory (console.sso.directory, django-auth-ldap; requirements-ldap.txt): on
+# when LDAP_SERVER_URI is set. Antidote binds as LDAP_BIND_DN to find the person, then as the
+# person to check their password, over STARTTLS unless told otherwise (or with ldaps://).
+LDAP_SERVER_URI = os.environ.get("LDAP_SERVER_URI", "")
+LDAP_START_TLS = envbool("LDAP_START_TLS", "true")
+LDAP_CA_FILE = os.environ.get("LDAP_CA_FILE", "")
+LDAP_BIND_DN = os.environ.get("LDAP_BIND_DN", "")
+LDAP_BIND_PASSWORD = os.environ.get("LDAP_BIND_PASSWORD", "")
+LDAP_USER_SEARCH_BASE = os.environ.get("LDAP_USER_SEARCH_BASE", "")
+LDAP_USER_FILTER = os.environ.get("LDAP_USER_FILTER", "(uid=%(user)s)")
+LDAP_GROUP_SEARCH_BASE = os.environ.get("LDAP_GROUP_SEARCH_BASE", "")
+LDAP_GROUP_TYPE = envoneof(
+    "LDAP_GROUP_TYPE",
+    "groupOfNames",
+    choices=(
+        "groupOfNames",
+        "nestedGroupOfNames",
+        "groupOfUniqueNames",
+        "posixGroup",
+        "activeDirectory",
+        "nestedActiveDirectory",
+    ),
+)
+LDAP_TIMEOUT_SECONDS = envint("LDAP_TIMEOUT_SECONDS", 10, minimum=1)
+# How often beat looks each LDAP account up in the directory: one whose entry is gone is
+# deactivated.
+LDAP_CHECK_MINUTES = envint("LDAP_CHECK_MINUTES", 60, minimum=1)
+if LDAP_SERVER_URI:
+    AUTHENTICATION_BACKENDS.append("console.sso.directory.DirectoryBackend")
+# Local passwords for everyone (the default), or, off, only for the break-glass accounts named.
+LOCAL_PASSWORDS = envbool("LOCAL_PASSWORDS", "true")
+LOCAL_PASSWORD_USERS = [
+    name.strip() for name in os.environ.get("LOCAL_PASSWORD_USERS", "").split(",") if name.strip()
+]
 
 
 def envrate(name, default):

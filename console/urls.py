@@ -1,5 +1,4 @@
 from django.contrib import admin
-from django.contrib.auth import views as auth_views
 from django.contrib.auth.decorators import login_required
 from django.urls import include, path
 from django.views.generic import TemplateView
@@ -20,13 +19,16 @@ from console.notes.urls import api_urlpatterns as notes_api
 from console.processes.urls import api_urlpatterns as processes_api
 from console.retention.urls import api_urlpatterns as retention_api
 from console.runs.urls import api_urlpatterns as runs_api
+from console.sso.views import LogoutView as SsoLogoutView
 
 # A path no route takes: JSON under /api/, the 404 page elsewhere.
 handler404 = "console.views.page_not_found"
 
 urlpatterns = [
     path("login/", LoginView.as_view(), name="login"),  # an auditor lands on the audit trail
-    path("logout/", auth_views.LogoutView.as_view(), name="logout"),  # POST only (Django 5)
+    # POST only (Django 5); after a provider's sign-in, on to the provider's sign-out.
+    path("logout/", SsoLogoutView.as_view(), name="logout"),
+    path("", include("console.sso.urls")),
     path("admin/", admin.site.urls),
     path("api/schema/", SpectacularAPIView.as_view(), name="api-schema"),
     # Swagger UI from our static files, started by static/js/api_docs.js: no inline script.

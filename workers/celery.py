@@ -129,6 +129,12 @@ def _schedule(sender, **kwargs):
             "schedule": float(settings.INBOX_POLL_SECONDS),
         },
     }
+    if settings.LDAP_SERVER_URI:
+        # Accounts whose directory entry is gone (the person left) deactivated (console.sso).
+        sender.conf.beat_schedule["directory-check"] = {
+            "task": "workers.tasks.directory_accounts_check_task",
+            "schedule": float(settings.LDAP_CHECK_MINUTES * 60),
+        }
 
 
 @worker_init.connect

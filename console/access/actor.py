@@ -29,7 +29,11 @@ class ActorMiddleware:
 
 
 def acting_user():
-    """The signed-in user of the request being served, or None (no request, or anonymous)."""
+    """The signed-in user of the request being served, or None (no request, or anonymous; or
+    someone else acts inside it, by `acting_as`: a sign-in provider changing a person's roles
+    while that person's own request is served)."""
+    if _named.get() is not None:
+        return None
     request = _request.get()
     user = getattr(request, "user", None) if request is not None else None
     return user if user is not None and user.is_authenticated else None
@@ -44,7 +48,8 @@ def in_request():
 
 @contextlib.contextmanager
 def acting_as(name):
-    """Name the actor of the writes inside, where there is no request (a command, a task)."""
+    """Name the actor of the writes inside, where there is no request (a command, a task) or
+    where the request's user is not the one acting (a sign-in provider, console.sso)."""
     token = _named.set(name)
     try:
         yield
@@ -55,13 +60,13 @@ def acting_as(name):
 def acting_name():
     """The actor to record: the request's user, a name set by `acting_as`, the server account
     running a management command ("cli:<account>"), or "system"."""
+    if (named := _named.get()) is not None:
+        return named
     user = acting_user()
     if user is not None:
         return user.get_username()
     if _request.get() is not None:
         return "anonymous"
-    if (named := _named.get()) is not None:
-        return named
     if os.path.basename(sys.argv[0]) == "manage.py":
         return cli_actor()
     return "system"

@@ -29,7 +29,7 @@ class GrantSerializer(serializers.Serializer):
     user = serializers.CharField(source="user.username")
     role = serializers.CharField(source="role.name")
     status = serializers.CharField()
-    requested_by = serializers.CharField(source="requested_by.username")
+    requested_by = serializers.CharField(source="asked_by")
     requested_at = serializers.DateTimeField()
     comment = serializers.CharField()
     expires_at = serializers.DateTimeField()

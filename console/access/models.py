@@ -1,4 +1,5 @@
-"""Role grants waiting for a second administrator, and when an account's rights last changed."""
+"""Role grants waiting for a second administrator, roles held because of a sign-in provider's
+groups, and when an account's rights last changed."""
 
 from django.conf import settings
 from django.contrib.auth.models import Group
@@ -7,8 +8,8 @@ from django.db import models
 
 class RoleGrant(models.Model):
     """A role that gives the right to approve, or to grant roles, asked for one user by one
-    administrator: it takes effect only when another administrator confirms it (four eyes, as
-    for a bulk action)."""
+    administrator, or by a sign-in provider's group (console.sso): it takes effect only when an
+    administrator (another one) confirms it (four eyes, as for a bulk action)."""
 
     PENDING = "pending"
     CONFIRMED = "confirmed"
@@ -28,9 +29,17 @@ class RoleGrant(models.Model):
     )
     role = models.ForeignKey(Group, on_delete=models.CASCADE, related_name="+")
     status = models.CharField(max_length=10, choices=STATUSES, default=PENDING)
+    # The administrator who asked; none when a provider's group asked (`source` says which).
     requested_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="role_grants_requested"
+        settings.AUTH_USER_MODEL,
+        on_delete=models.PROTECT,
+        null=True,
+        blank=True,
+        related_name="role_grants_requested",
     )
+    # "" for an administrator's grant; the provider ("oidc", "ldap") whose groups asked for it.
+    source = models.CharField(max_length=10, blank=True, default="")
+    source_groups = models.JSONField(default=list, blank=True)  # the provider's groups that asked
     requested_at = models.DateTimeField()
     comment = models.TextField(blank=True, default="")
     expires_at = models.DateTimeField()
@@ -57,6 +66,44 @@ class RoleGrant(models.Model):
 
     def __str__(self):
         return f"grant of {self.role.name} to {self.user.get_username()} ({self.status})"
+
+    @property
+    def asked_by(self):
+        """Who asked, as shown and recorded: the administrator, or the provider."""
+        if self.requested_by_id is not None:
+            return self.requested_by.get_username()
+        return f"provider:{self.source}"
+
+
+class ProviderRole(models.Model):
+    """A role a user holds because a sign-in provider (console.sso) put them in a group that
+    maps to it: taken away at the sign-in that no longer shows that group. A role granted by an
+    administrator has no row here, and no provider takes it away."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="provider_roles"
+    )
+    role = models.ForeignKey(Group, on_delete=models.CASCADE, related_name="+")
+    provider = models.CharField(max_length=10)
+    groups = models.JSONField(default=list)  # the provider's groups that give it
+    since = models.DateTimeField()
+    # The administrator who confirmed it, for a role that needs four eyes (None: it needs none,
+    # or the organisation trusts its provider for those: SSO_TRUST_PRIVILEGED_GROUPS).
+    confirmed_by = models.ForeignKey(
+        settings.AUTH_USER_MODEL,
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="+",
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "role"], name="uq_provider_role"),
+        ]
+
+    def __str__(self):
+        return f"{self.role.name} of user {self.user_id} from {self.provider}"
 
 
 class AccountRights(models.Model):

@@ -13,6 +13,7 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
+from console.access.models import ProviderRole
 from console.access.models import RoleGrant as G
 from console.access.receivers import confirmed_grant
 from console.access.rights import approver_cooldown_check, role_is_sensitive
@@ -20,11 +21,11 @@ from console.audit.services import audit_record
 from console.permissions import MANAGE_USERS
 
 
-def _grant_details(grant, comment=""):
+def grant_details(grant, comment=""):
     return {
         "user": grant.user.get_username(),
         "role": grant.role.name,
-        "requested_by": grant.requested_by.get_username(),
+        "requested_by": grant.asked_by,
         "comment": comment,
     }
 
@@ -62,7 +63,7 @@ def role_grant_request(*, actor, user, role, comment=""):
                 action="role_grant.requested",
                 target_type="role_grant",
                 target_id=grant.id,
-                details=_grant_details(grant, comment or ""),
+                details=grant_details(grant, comment or ""),
             )
     except IntegrityError:
         raise ValidationError(
@@ -93,12 +94,24 @@ def _decide(*, actor, grant, to_status, audit_action, comment):
         if to_status == G.CONFIRMED:
             with confirmed_grant():
                 grant.user.groups.add(grant.role)
+            if grant.source:
+                # Asked for by a provider's group: held while the group is, not for good.
+                ProviderRole.objects.update_or_create(
+                    user=grant.user,
+                    role=grant.role,
+                    defaults={
+                        "provider": grant.source,
+                        "groups": grant.source_groups,
+                        "since": now,
+                        "confirmed_by": actor,
+                    },
+                )
         audit_record(
             actor=actor,
             action=audit_action,
             target_type="role_grant",
             target_id=grant.id,
-            details=_grant_details(grant, comment or ""),
+            details=grant_details(grant, comment or ""),
         )
     return grant
 
@@ -142,7 +155,7 @@ def role_grant_withdraw(*, actor, grant, comment=""):
             action="role_grant.withdrawn",
             target_type="role_grant",
             target_id=grant.id,
-            details=_grant_details(grant, comment or ""),
+            details=grant_details(grant, comment or ""),
         )
     grant.refresh_from_db()
     return grant

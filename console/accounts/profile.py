@@ -10,7 +10,7 @@ from django.core.exceptions import ValidationError
 from django.core.validators import validate_email
 from django.db import transaction
 
-from console.access.models import RoleGrant
+from console.access.models import ProviderRole, RoleGrant
 from console.access.selectors import role_permissions
 from console.audit.services import audit_record
 
@@ -27,12 +27,37 @@ class HeldRole:
     granted_by: str | None = None
     confirmed_by: str | None = None
     granted_at: datetime | None = None
+    # Or a sign-in provider ("oidc", "ldap") put them in groups that give it (console.sso): held
+    # while they are in one of those groups.
+    provider: str | None = None
+    groups: tuple = ()
+
+    @property
+    def provider_name(self):
+        return {"oidc": "your OpenID provider", "ldap": "your directory (LDAP)"}.get(
+            self.provider, self.provider
+        )
 
 
 def account_roles(user):
     """Each role `user` holds, by name, with where it came from and its permissions in words."""
     held = []
+    from_provider = {
+        r.role_id: r for r in ProviderRole.objects.select_related("confirmed_by").filter(user=user)
+    }
     for role in Group.objects.filter(user=user).order_by("name"):
+        if (given := from_provider.get(role.id)) is not None:
+            held.append(
+                HeldRole(
+                    name=role.name,
+                    permissions=role_permissions(role),
+                    provider=given.provider,
+                    groups=tuple(given.groups),
+                    confirmed_by=given.confirmed_by.get_username() if given.confirmed_by else None,
+                    granted_at=given.since,
+                )
+            )
+            continue
         grant = (
             RoleGrant.objects.select_related("requested_by", "decided_by")
             .filter(user=user, role=role, status=RoleGrant.CONFIRMED)
@@ -42,7 +67,7 @@ def account_roles(user):
         where = {}
         if grant is not None:
             where = {
-                "granted_by": grant.requested_by.get_username(),
+                "granted_by": grant.asked_by,
                 "confirmed_by": grant.decided_by.get_username() if grant.decided_by else None,
                 "granted_at": grant.decided_at,
             }

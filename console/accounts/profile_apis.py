@@ -24,6 +24,14 @@ class _RoleSerializer(serializers.Serializer):
         allow_null=True, help_text="The second administrator, who confirmed it."
     )
     granted_at = serializers.DateTimeField(allow_null=True, help_text="When it was confirmed.")
+    provider = serializers.CharField(
+        allow_null=True,
+        help_text="The sign-in provider (oidc, ldap) whose groups give it; null for a role "
+        "granted here. Held while one is in one of those groups.",
+    )
+    groups = serializers.ListField(
+        child=serializers.CharField(), help_text="The provider's groups that give it."
+    )
     permissions = serializers.ListField(
         child=serializers.CharField(), help_text="What the role lets one do, in words."
     )
@@ -56,6 +64,8 @@ _ACCOUNT = {
             "granted_by": "admin",
             "confirmed_by": "admin2",
             "granted_at": "2026-11-27T07:30:00Z",
+            "provider": None,
+            "groups": [],
             "permissions": ["reading message bodies", "asking for decisions"],
         }
     ],

@@ -95,7 +95,7 @@ def _role_grant_waiting(entry):
     )
     if grant is None or grant.status != RoleGrant.PENDING:
         return
-    asker, grantee = grant.requested_by.get_username(), grant.user.get_username()
+    asker, grantee = grant.asked_by, grant.user.get_username()
     alert_raise_safely(
         kind=E.ROLE_GRANT_WAITING,
         about=f"role-grant-{grant.id}",
@@ -105,7 +105,7 @@ def _role_grant_waiting(entry):
         else f"{asker} asks a second administrator to confirm it.",
         link=reverse("role-grant-detail", args=[grant.id]),
         once=True,
-        exclude=[grant.requested_by, grant.user],
+        exclude=[u for u in (grant.requested_by, grant.user) if u is not None],
         details={
             "grant": grant.id,
             "user": grantee,

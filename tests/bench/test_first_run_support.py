@@ -19,11 +19,19 @@ def test_a_child_that_ended_still_counts_in_its_parents_cpu_seconds():
 
 
 def test_a_living_child_counts_under_its_parent():
-    child = subprocess.Popen([sys.executable, "-c", BURN + "\ninput()"], stdin=subprocess.PIPE)
+    # The child says when it has burnt its half second; polling /proc for 0.5 s instead could
+    # wait for ever, as user and system time are each cut to whole ticks.
+    child = subprocess.Popen(
+        [sys.executable, "-c", BURN + "\nprint('burnt', flush=True)\ninput()"],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
-        while process_tree_cpu(child.pid) < 0.5:
-            pass
-        assert process_tree_cpu(os.getpid()) >= process_tree_cpu(child.pid)
+        assert child.stdout.readline() == "burnt\n"
+        burnt = process_tree_cpu(child.pid)
+        assert burnt >= 0.45  # two ticks of rounding at most
+        assert process_tree_cpu(os.getpid()) >= burnt
     finally:
         child.kill()
         child.wait()
