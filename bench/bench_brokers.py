@@ -20,6 +20,10 @@ two identical batches of N dead letters (default 100k, 200-byte bodies) are made
    wall time and CPU. Goal: at most 1.2 x the floor in both (what the broker adds).
 4. RabbitMQ's shovel moving N between two durable queues (the goal of issue 13), when RabbitMQ
    is benchmarked.
+5. The drains' floor, once per database: the same N stored by `messages_ingest` with no broker
+   at all, in the consumer's batches. A drain stores before it acknowledges, so no drain is
+   faster: `store_bound_ratio` is the best drain/bare ratio any consumer could reach,
+   `vs_store_floor` how close the drain comes to it.
 
 Every timed phase also reports the CPU µs a message of every process involved
 (bench.broker_cpu): this one's tree (with Spark's JVM and its Python workers, where the delivery
@@ -157,7 +161,7 @@ def _bare_drain(broker, n):
     return timed
 
 
-def _drain_row(broker, n, db, product, bare, cores):
+def _drain_row(broker, n, db, product, bare, cores, stored):
     ratio = (n / product.seconds) / (n / bare.seconds)
     return {
         "benchmark": f"drain {n:,} dead letters from {broker.title} ({db})",
@@ -166,8 +170,56 @@ def _drain_row(broker, n, db, product, bare, cores):
         "reference": f"bare loop: {broker.bare_drain_said}",
         **_prefixed("ref_", bare.figures(n)),
         "ratio": round(ratio, 2),
+        # The most any drain that stores before it acknowledges could reach against the bare
+        # loop (its rate if taking from the broker cost nothing), and the drain against that.
+        "store_bound_ratio": round(bare.seconds / stored.seconds, 2),
+        "vs_store_floor": round(stored.seconds / product.seconds, 2),
         "goal": f">= {DRAIN_GOAL} x the bare loop's rate",
         "goal_met": "yes" if ratio >= DRAIN_GOAL else "no",
+        "cores": cores,
+    }
+
+
+STORE_FLOOR_QUEUE = "bench-store-floor"
+
+
+def _store_floor(n, servers):
+    """The same n stored with no broker at all: messages_ingest in the consumer's batches (half
+    the prefetch), from records shaped as a drained dead letter's (the 200-byte body, a dozen
+    headers). Every drain costs at least this, since nothing is acknowledged before it is
+    stored: the drains' rates are bounded by it whatever the broker's client does."""
+    from console.ingest.services import messages_ingest
+    from console.queues.services import queues_load
+    from console.queues.sources import INTAKE_HANDLER
+
+    queues_load(data={"queues": [{"name": STORE_FLOOR_QUEUE, "handler": INTAKE_HANDLER}]})
+    headers = {f"x-origin-{i}": f"origin value {i}" for i in range(12)}
+    batch = BATCH // 2
+    with Timed(servers) as timed:
+        for start in range(0, n, batch):
+            result = messages_ingest(
+                records=[
+                    {
+                        "id": f"floor-{i}",
+                        "queue": STORE_FLOOR_QUEUE,
+                        "body": BODY,
+                        "headers": headers,
+                    }
+                    for i in range(start, min(n, start + batch))
+                ],
+                source="bench:store-floor",
+                errors_kept=None,
+            )
+            assert result.accepted == min(n, start + batch) - start, result.errors[:3]
+    return timed
+
+
+def _store_floor_row(n, db, stored, cores):
+    return {
+        "benchmark": f"store {n:,} messages with no broker: the drains' floor ({db})",
+        "messages": n,
+        **stored.figures(n),
+        "goal": "(reference: what every drain stores before it acknowledges)",
         "cores": cores,
     }
 
@@ -354,6 +406,7 @@ class _Bench:
     def drains(self, kinds):
         from console.queues.services import queues_load
 
+        self.stored = _store_floor(self.n, self.db_servers)
         for kind in kinds:
             module = import_module(BROKERS[kind])
             if not _answers(module.HOST, module.PORT):
@@ -413,7 +466,11 @@ class _Bench:
                 rows.append(_failed_row(title, n, db, self.failed[kind]))
                 continue
             figures, broker = self.figures[kind], self.brokers[kind]
-            rows.append(_drain_row(broker, n, db, figures["drain"], figures["bare_drain"], cores))
+            rows.append(
+                _drain_row(
+                    broker, n, db, figures["drain"], figures["bare_drain"], cores, self.stored
+                )
+            )
             rows.append(
                 _redrive_row(
                     broker,
@@ -426,6 +483,7 @@ class _Bench:
                     cores,
                 )
             )
+        rows.append(_store_floor_row(n, db, self.stored, cores))
         rows.append(_floor_row(n, db, floor, floor_decided, cores))
         return rows
 

@@ -197,7 +197,9 @@ def _id_order(entry_id):
 
 
 def _pairs(flat):
-    return [(flat[i], flat[i + 1]) for i in range(0, len(flat) - 1, 2)]
+    # Slices and zip, not an index loop: this runs for every entry a source claims. An odd last
+    # item (a name without its value) is left out, as it always was.
+    return list(zip(flat[0::2], flat[1::2], strict=False))
 
 
 class RedisStreamsLink:
@@ -298,7 +300,8 @@ class RedisStreamsLink:
                     entry_id, flat = _text(entry[0]), entry[1]
                     deliveries.append(self._delivery(group, listed[entry_id], flat, None))
             if deliveries:
-                deliveries.sort(key=lambda d: _id_order(d.raw.entry_id))
+                if len(by_count) > 1:  # one claim comes back in the order it was listed
+                    deliveries.sort(key=lambda d: _id_order(d.raw.entry_id))
                 return deliveries
         return []
 
@@ -307,6 +310,10 @@ class RedisStreamsLink:
         often enough, not Antidote's. Continues from where the last listing stopped."""
         found, scanned = [], 0
         start = self.cursors[group]
+        # A listing that began mid-list may go round once: entries before its start (claimed
+        # from, or made due, since) are as due as any, and finding none at the end is no reason
+        # to wait a poll before looking there.
+        may_wrap = start != "-"
         # A page no longer than what is asked for: most of a page past it would be read for
         # nothing when most pending entries are due (a backlog of them, after an outage).
         page = min(SCAN_PAGE, max(limit, 100))
@@ -325,7 +332,10 @@ class RedisStreamsLink:
             if len(rows) < page:
                 # The end of the list: the next listing starts again from the beginning.
                 self.cursors[group] = "-"
-                return found
+                if found or not may_wrap:
+                    return found
+                start, may_wrap = "-", False
+                continue
             start = "(" + _text(rows[-1][0])
             self.cursors[group] = start
         return found
@@ -334,6 +344,7 @@ class RedisStreamsLink:
         """The Delivery of an entry listed by XPENDING as `row`, with its fields `flat`; its
         last consumer is `consumer`, or the one `row` names when None."""
         fields = None if flat is None else _pairs(flat)
+        size = sum(map(len, flat[: len(flat) // 2 * 2])) if fields else 0
         if consumer is None:
             consumer = _text(row[1])
         entry = _Entry(
@@ -344,7 +355,6 @@ class RedisStreamsLink:
             deliveries=row[3],
             idle_ms=row[2],
         )
-        size = sum(len(n) + len(v) for n, v in fields) if fields else 0
         return Delivery(token=(group, entry.entry_id), body=b"", raw=entry, size=size)
 
     def record(self, delivery):

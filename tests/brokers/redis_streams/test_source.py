@@ -143,6 +143,26 @@ def test_it_drains_every_group_named_and_a_long_pending_list_in_slices(streams, 
     assert set(streams.pending(stream, "a")) == set(healthy)
 
 
+def test_a_listing_that_began_mid_list_goes_round_once_before_it_waits(streams):
+    stream, group = streams.key("orders"), "billing"
+    early = streams.poisoned(stream, group, {"body": "early"}, reads=1)
+    later = streams.poisoned(stream, group, {"body": "later"}, reads=3)
+    idle()
+
+    with link_of(stream, group=group, min_deliveries=3, min_idle_ms=IDLE_MS) as link:
+        (first,) = link.fetch(limit=1, timeout=0)
+        assert first.raw.entry_id == later
+        # Left at the end of the list; meanwhile the group reads `early` twice more.
+        for _ in range(2):
+            streams.client.xclaim(stream, group, "worker-1", 0, [early])
+        idle()
+
+        # One look, no waiting (timeout 0): found by going round, not left for the next poll.
+        (second,) = link.fetch(limit=1, timeout=0)
+
+    assert second.raw.entry_id == early
+
+
 def test_a_link_killed_after_claiming_loses_nothing_the_next_link_takes_the_entries_again(
     streams, tmp_path
 ):
