@@ -22,6 +22,19 @@ def sso_configuration(app_configs, **kwargs):
                 id="sso.E002",
             )
         )
+    if settings.LDAP_SERVER_URI:
+        try:
+            import django_auth_ldap  # noqa: F401
+            import ldap  # noqa: F401
+        except ImportError:
+            errors.append(
+                checks.Error(
+                    "LDAP_SERVER_URI is set but django-auth-ldap and python-ldap are not "
+                    "installed: pip install -r requirements-ldap.txt (python-ldap builds against "
+                    "OpenLDAP's headers: Debian's libldap2-dev and libsasl2-dev)",
+                    id="sso.E003",
+                )
+            )
     if not settings.LOCAL_PASSWORDS and not settings.LOCAL_PASSWORD_USERS:
         errors.append(
             checks.Warning(

@@ -60,12 +60,14 @@ class ProviderRecheck:
     def __call__(self, request):
         session = getattr(request, "session", None)
         user = getattr(request, "user", None)
+        # The session's mark first: asking `user` loads the account, which most requests
+        # (/metrics, /healthz, a token's API call) never need.
         if (
             session is not None
-            and user is not None
-            and user.is_authenticated
             and session.get("sso_provider") == "oidc"
             and oidc_enabled()
+            and user is not None
+            and user.is_authenticated
         ):
             due = session.get("sso_checked_at", 0) + settings.OIDC_RECHECK_MINUTES * 60
             now = time.time()
