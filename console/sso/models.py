@@ -18,8 +18,8 @@ class ProviderAccount(models.Model):
     )
     provider = models.CharField(max_length=10, choices=PROVIDERS)
     subject = models.CharField(max_length=255)
-    groups = models.JSONField(default=list)  # as the last sign-in saw them
-    last_sign_in_at = models.DateTimeField()
+    # The groups each sign-in saw are in its audit entry (sso.signed_in), and when it was in the
+    # user's last_login: not kept here a second time.
     # Deactivated because the provider refused the person: a later sign-in the provider accepts
     # makes the account active again. An account an administrator deactivated stays so.
     deactivated_by_provider = models.BooleanField(default=False)

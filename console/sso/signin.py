@@ -49,7 +49,7 @@ def _refuse(provider, claims, reason):
     raise SignInRefused(reason)
 
 
-def _account(provider, claims, now):
+def _account(provider, claims):
     """(user, link) for the provider's identity: found by its link, or made with one."""
     User = get_user_model()
     link = (
@@ -66,9 +66,7 @@ def _account(provider, claims, now):
     user.first_name, user.last_name = claims.first_name, claims.last_name
     user.set_unusable_password()  # signs in through the provider only
     user.save()
-    link = ProviderAccount.objects.create(
-        user=user, provider=provider, subject=claims.subject, last_sign_in_at=now
-    )
+    link = ProviderAccount.objects.create(user=user, provider=provider, subject=claims.subject)
     return user, link
 
 
@@ -170,7 +168,7 @@ def provider_sign_in(provider, claims):
     now = timezone.now()
     refusal = None
     with acting_as(provider_actor(provider)), transaction.atomic():
-        user, link = _account(provider, claims, now)
+        user, link = _account(provider, claims)
         if user is None:
             refusal = (
                 f"an account named {claims.username!r} exists here already and is not linked to "
@@ -184,9 +182,8 @@ def provider_sign_in(provider, claims):
                 user.save(update_fields=["is_active"])
             _profile_update(user, claims)
             changes = roles_apply(user, provider, claims.groups, now=now)
-            ProviderAccount.objects.filter(pk=link.pk).update(
-                groups=list(claims.groups), last_sign_in_at=now, deactivated_by_provider=False
-            )
+            if link.deactivated_by_provider:
+                ProviderAccount.objects.filter(pk=link.pk).update(deactivated_by_provider=False)
             audit_record(
                 actor=provider_actor(provider),
                 action="sso.signed_in",

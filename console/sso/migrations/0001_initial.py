@@ -20,8 +20,6 @@ class Migration(migrations.Migration):
                 ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
                 ('provider', models.CharField(choices=[('oidc', 'OpenID Connect'), ('ldap', 'LDAP')], max_length=10)),
                 ('subject', models.CharField(max_length=255)),
-                ('groups', models.JSONField(default=list)),
-                ('last_sign_in_at', models.DateTimeField()),
                 ('deactivated_by_provider', models.BooleanField(default=False)),
                 ('user', models.OneToOneField(on_delete=django.db.models.deletion.CASCADE, related_name='provider_account', to=settings.AUTH_USER_MODEL)),
             ],
