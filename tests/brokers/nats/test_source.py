@@ -8,6 +8,7 @@ import time
 import pytest
 
 from tests.brokers.nats.conftest import source_config
+from tests.processes.conftest import wait_for
 from workers.brokers import nats as N
 from workers.brokers import nats_message as M
 from workers.brokers.connector import SourceDown
@@ -121,8 +122,14 @@ def test_advisories_wait_in_the_capture_stream_while_no_antidote_consumer_runs(
         b"order 2",
     ]
     link.ack(deliveries)
-    # Drained advisories leave the capture stream: it holds what waits, not a history.
-    assert client.stream_info(f"ANTIDOTE_ADVISORIES_{orders}").state.messages == 0
+    # Drained advisories leave the capture stream: it holds what waits, not a history. The
+    # server has read every acknowledgement when `ack` returns, but a work-queue stream lets
+    # go of an acknowledged message in the consumer's own time, so this waits for it.
+    wait_for(
+        lambda: client.stream_info(f"ANTIDOTE_ADVISORIES_{orders}").state.messages == 0,
+        timeout=30,
+        what="the capture stream to let go of three acknowledged advisories",
+    )
 
 
 def test_a_link_that_dies_before_its_acknowledgement_gets_the_same_records_again(
