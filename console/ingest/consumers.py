@@ -251,14 +251,20 @@ class _Consumer:
                     or now - first_delivery >= max_age
                     or stopping
                 )
-                if self.pending is not None and (self.pending[1].done() or (batch and due)):
-                    self._finish()
-                    last_beat = time.monotonic()
                 if batch and due:
+                    if self.pending is not None:
+                        # Batches are acknowledged in order: the one before goes first.
+                        self._finish()
+                        last_beat = time.monotonic()
                     # In this thread's log context: the source and its queue.
                     stored = storer.submit(contextvars.copy_context().run, self._store, batch)
                     self.pending = (batch, stored)
                     batch, size = [], 0
+            # Once a fetch, not once a delivery (a future's `done` takes a lock): a stored batch
+            # is acknowledged as soon as the consumer looks up from the broker.
+            if self.pending is not None and self.pending[1].done():
+                self._finish()
+                last_beat = time.monotonic()
             if stopping:
                 if self.pending is not None:
                     self._finish()
