@@ -214,14 +214,26 @@ def _store_floor(n, servers):
     return timed
 
 
-def _store_floor_row(n, db, stored, cores):
+def _reference_row(benchmark, n, timed, goal, cores, **extra):
+    """A row of one of the references the drains and redrives are compared with."""
     return {
-        "benchmark": f"store {n:,} messages with no broker: the drains' floor ({db})",
+        "benchmark": benchmark,
         "messages": n,
-        **stored.figures(n),
-        "goal": "(reference: what every drain stores before it acknowledges)",
+        **timed.figures(n),
+        **extra,
+        "goal": goal,
         "cores": cores,
     }
+
+
+def _store_floor_row(n, db, stored, cores):
+    return _reference_row(
+        f"store {n:,} messages with no broker: the drains' floor ({db})",
+        n,
+        stored,
+        "(reference: what every drain stores before it acknowledges)",
+        cores,
+    )
 
 
 def _prefixed(prefix, figures):
@@ -360,16 +372,16 @@ def _redrive_row(broker, n, db, redrive, decided, bare, floor, cores):
 
 
 def _floor_row(n, db, floor, decided, cores):
-    return {
-        "benchmark": f"redrive floor: {n:,} reprocessed to a no-op handler ({db})",
-        "messages": n,
-        **floor.figures(n),
+    return _reference_row(
+        f"redrive floor: {n:,} reprocessed to a no-op handler ({db})",
+        n,
+        floor,
+        "(none: what every redrive is compared with)",
+        cores,
         # Of `seconds`: to the end of the decision, and of the delivery runs.
-        "decision_s": round(decided[0], 2),
-        "delivered_s": round(decided[1], 2),
-        "goal": "(none: what every redrive is compared with)",
-        "cores": cores,
-    }
+        decision_s=round(decided[0], 2),
+        delivered_s=round(decided[1], 2),
+    )
 
 
 def _failed_row(broker_title, n, db, why):
