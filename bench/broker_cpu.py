@@ -68,3 +68,16 @@ class Timed:
             "cpu_us_per_msg": round(self.cpu / n * 1e6, 1),
             "servers_cpu_us_per_msg": round(self.servers_cpu / n * 1e6, 1),
         }
+
+
+def settled(names, *, share=0.05, window=0.5, patience=30.0):
+    """Wait until the servers named are quiet (below `share` of a core over `window` seconds),
+    `patience` seconds at most: RabbitMQ goes on writing a burst of persistent messages after
+    confirming them, and the next phase timed must not be charged for it."""
+    roots = server_roots(names)
+    deadline = time.monotonic() + patience
+    while time.monotonic() < deadline:
+        before = sum(process_tree_cpu(pid) for pid in roots)
+        time.sleep(window)
+        if sum(process_tree_cpu(pid) for pid in roots) - before < share * window:
+            return

@@ -5,8 +5,9 @@ before, as workers/demo/nats.py makes it); the bare client loops beside the prod
 captured advisories, get each message by its sequence, acknowledge the advisory; publish with
 JetStream acknowledgements, pipelined) and what confirms a redrive (the stream's message count).
 
-Two identical streams: `p` for the product, `b` for the bare loops; `close` deletes them and
-their capture streams. nats-py is asyncio: this class runs a private event loop."""
+Three identical streams: `p` for the product, `b` for the bare loops, `f` for the redrive's floor
+(drained by the product, then reprocessed to a handler that does nothing); `close` deletes them
+and their capture streams. nats-py is asyncio: this class runs a private event loop."""
 
 import asyncio
 import base64
@@ -44,12 +45,12 @@ class Nats:
 
         self.body = body
         self.loop = asyncio.new_event_loop()
-        self.streams = {b: f"BENCH_{tag.upper()}_{b.upper()}" for b in "pb"}
-        self.subjects = {b: f"bench.{tag}.{b}.orders" for b in "pb"}
+        self.streams = {b: f"BENCH_{tag.upper()}_{b.upper()}" for b in "pbf"}
+        self.subjects = {b: f"bench.{tag}.{b}.orders" for b in "pbf"}
         self.captures = {b: capture_stream_name(s) for b, s in self.streams.items()}
         self.nc = self._run(nats.connect(URL, allow_reconnect=False, max_reconnect_attempts=1))
         self.js = self.nc.jetstream(timeout=30, publish_async_max_pending=PUBLISH_WINDOW)
-        for batch in "pb":
+        for batch in self.streams:
             self._run(self._streams_add(batch))
 
     def _run(self, coroutine, timeout=600):
@@ -111,8 +112,8 @@ class Nats:
     def _messages(self, stream):
         return self._run(self.js.stream_info(stream)).state.messages
 
-    def source(self):
-        return {"broker_queue": self.streams["p"]}
+    def source(self, batch):
+        return {"broker_queue": self.streams[batch]}
 
     def bare_drain(self, n):
         return self._run(self._bare_drain(n))
@@ -153,11 +154,10 @@ class Nats:
             )
         return base64.b64decode(json.loads(reply.data)["message"]["data"])
 
-    def drained(self):
-        info = self._run(self.js.consumer_info(self.captures["p"], self._durable))
+    def drained(self, batch, source):
+        # The source's durable consumer on the capture stream, named after the source.
+        info = self._run(self.js.consumer_info(self.captures[batch], "antidote-" + source))
         return info.num_pending == 0 and info.num_ack_pending == 0
-
-    _durable = "antidote-bench-nats"  # the source's durable consumer: its name, bench-nats
 
     def origin_count(self):
         """Messages in the p batch's stream: drained ones stay (the source's `remove` is off)

@@ -3,8 +3,9 @@ queue's consumer, dead-lettered with their x-death record into a DLQ), the bare 
 beside the product's (pika consume + ack; py-amqp publish with pipelined confirms) and what
 confirms a redrive (the original queue's depth).
 
-Two identical batches: `p` for the product, `b` for the bare loops. Queue names carry a tag of
-the run's own; `close` deletes them."""
+Three identical batches: `p` for the product, `b` for the bare loops, `f` for the redrive's floor
+(drained by the product, then reprocessed to a handler that does nothing). Queue names carry a
+tag of the run's own; `close` deletes them."""
 
 import time
 
@@ -33,7 +34,7 @@ class RabbitMQ:
 
         self.body = body
         self.queues = {
-            b: (f"bench.brokers.{tag}.{b}", f"bench.brokers.{tag}.{b}.dlq") for b in "pb"
+            b: (f"bench.brokers.{tag}.{b}", f"bench.brokers.{tag}.{b}.dlq") for b in "pbf"
         }
         self.connection = pika.BlockingConnection(pika.URLParameters(URL + "?heartbeat=0"))
         self.channel = self.connection.channel()
@@ -72,9 +73,9 @@ class RabbitMQ:
     def _depth(self, queue):
         return self.channel.queue_declare(queue, passive=True).method.message_count
 
-    def source(self):
-        """The source's entry in the queue file, but for its name and queues."""
-        return {"broker_queue": self.queues["p"][1]}
+    def source(self, batch):
+        """The batch's source's entry in the queue file, but for its name and queues."""
+        return {"broker_queue": self.queues[batch][1]}
 
     def bare_drain(self, n):
         """The bare loop: consume the b batch's DLQ with pika and acknowledge (every 1,000, as
@@ -93,8 +94,8 @@ class RabbitMQ:
         channel.cancel()
         return taken
 
-    def drained(self):
-        return self._depth(self.queues["p"][1]) == 0
+    def drained(self, batch, source):
+        return self._depth(self.queues[batch][1]) == 0
 
     def origin_count(self):
         """Messages in the p batch's original queue: where its redrive lands."""

@@ -4,8 +4,9 @@ read again until delivered MIN_DELIVERIES times, as workers/demo/redis_streams.p
 bare client loops beside the product's (XAUTOCLAIM + XACK; pipelined XADD) and what confirms a
 redrive (XLEN of the stream).
 
-Two identical streams: `p` for the product, `b` for the bare loops; `close` deletes them and
-their parking streams."""
+Three identical streams: `p` for the product, `b` for the bare loops, `f` for the redrive's floor
+(drained by the product, then reprocessed to a handler that does nothing); `close` deletes them
+and their parking streams."""
 
 import time
 
@@ -47,7 +48,7 @@ class Redis:
         import redis
 
         self.body = body
-        self.streams = {b: f"bench:brokers:{tag}:{b}" for b in "pb"}
+        self.streams = {b: f"bench:brokers:{tag}:{b}" for b in "pbf"}
         self.client = redis.Redis.from_url(URL, socket_timeout=60)
         # Replies as Redis sends them, as the product's source reads them.
         for command in ("XAUTOCLAIM", "XREADGROUP"):
@@ -83,9 +84,9 @@ class Redis:
                     last = entries[-1][0]
         time.sleep(MIN_IDLE_MS / 1000 + 0.1)
 
-    def source(self):
+    def source(self, batch):
         return {
-            "broker_queue": self.streams["p"],
+            "broker_queue": self.streams[batch],
             "options": {
                 "group": GROUP,
                 "min_deliveries": MIN_DELIVERIES,
@@ -109,8 +110,8 @@ class Redis:
             if cursor in (b"0-0", "0-0"):
                 return taken
 
-    def drained(self):
-        return self.client.xpending(self.streams["p"], GROUP)["pending"] == 0
+    def drained(self, batch, source):
+        return self.client.xpending(self.streams[batch], GROUP)["pending"] == 0
 
     def origin_count(self):
         """Entries of the p batch's stream: drained ones stay (the source's `delete` is off)
