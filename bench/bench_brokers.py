@@ -33,7 +33,8 @@ way (bench/broker_<kind>.py says how), then:
 5. The drains' floor, once per database: the same N stored by `messages_ingest` with no broker
    at all, in the consumer's batches. A drain stores before it acknowledges, so no drain is
    faster: `store_bound_ratio` is the best drain/bare ratio any consumer could reach,
-   `vs_store_floor` how close the drain comes to it.
+   `vs_store_floor` how close the drain comes to it. `cores_bound_ratio` is the best the drain
+   could reach at its own CPU a message with every core busy.
 
 Every timed phase also reports the CPU µs a message of every process involved
 (bench.broker_cpu): this one's tree (with Spark's JVM and its Python workers, where the delivery
@@ -196,6 +197,9 @@ def _drain_row(broker, n, db, product, bare, cores, stored):
         # loop (its rate if taking from the broker cost nothing), and the drain against that.
         "store_bound_ratio": round(bare.seconds / stored.seconds, 2),
         "vs_store_floor": round(stored.seconds / product.seconds, 2),
+        # The best ratio the drain could reach on this machine at its CPU a message (the
+        # servers' included) if it kept every core busy: beyond it, only less CPU helps.
+        "cores_bound_ratio": round(bare.seconds / (product.cpu / cores), 2),
         "goal": f">= {DRAIN_GOAL} x the bare loop's rate",
         "goal_met": "yes" if ratio >= DRAIN_GOAL else "no",
         "cores": cores,
