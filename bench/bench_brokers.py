@@ -309,13 +309,14 @@ def _vacuumed():
             cursor.execute("VACUUM ANALYZE")
 
 
-def _request(people, filters, target, n):
-    """A "reprocess to `target`" request of the n quarantined messages `filters` select."""
+def _request(people, filters, target, n, scope=None):
+    """A "reprocess to `target`" request of the n quarantined messages `filters` select (or
+    `scope` names)."""
     from console.decisions.services import Action, action_request_create
 
     request = action_request_create(
         actor=people["operator"],
-        scope={"kind": "filter", "filters": filters},
+        scope=scope or {"kind": "filter", "filters": filters},
         action=Action(kind="reprocess", target_queue=target),
         comment=f"bench: reprocess to {target}",
     )
@@ -323,19 +324,19 @@ def _request(people, filters, target, n):
     return request
 
 
-def _carry_out(people, spark, request, target, n, timed):
-    """Approve and execute `request`, then deliver `target`: the seconds from the start of
-    `timed` to the end of the decision and to the end of the delivery runs, and how many the
-    delivery runs delivered."""
+def _carry_out(people, spark, request, target, n, started):
+    """Approve and execute `request`, then deliver `target`: the seconds from `started` (a
+    perf_counter) to the end of the decision and to the end of the delivery runs, and how many
+    the delivery runs delivered."""
     from console.decisions.execution import action_request_execute
     from console.decisions.services import action_request_approve
 
     action_request_approve(actor=people["approver"], request=request)
     request = action_request_execute(request_id=request.id, spark=spark)
     assert request.status == "done", request.status
-    decided = time.perf_counter() - timed.started_at()
+    decided = time.perf_counter() - started
     delivered = _deliver(spark, target, n)
-    return decided, time.perf_counter() - timed.started_at(), delivered
+    return decided, time.perf_counter() - started, delivered
 
 
 def _redrive(broker, people, spark, n, servers):
@@ -344,7 +345,7 @@ def _redrive(broker, people, spark, n, servers):
     request = _request(people, {"queue": f"bench-{broker.kind}-dead"}, target, n)
     before = broker.origin_count()
     with Timed(servers) as timed:
-        decided = _carry_out(people, spark, request, target, n, timed)
+        decided = _carry_out(people, spark, request, target, n, timed.started_at())
         _wait(lambda: broker.origin_count() >= before + n, n, f"the {broker.title} redrive")
     assert broker.origin_count() == before + n, broker.origin_count()
     return timed, decided
@@ -363,7 +364,7 @@ def _same_floor(broker, people, spark, n, servers):
     target = f"bench-{broker.kind}-noop"
     request = _request(people, {"queue": DEAD["f"].format(kind=broker.kind)}, target, n)
     with Timed(servers) as timed:
-        decided = _carry_out(people, spark, request, target, n, timed)
+        decided = _carry_out(people, spark, request, target, n, timed.started_at())
     assert decided[2] == n, decided[2]
     return timed, decided
 
@@ -372,22 +373,15 @@ def _warm_up(broker, people, spark):
     """WARM of the floor's batch reprocessed to the no-op handler, not timed: the first decision
     and delivery on a broker's messages take a second longer than the next (Spark and the
     interpreter warming to their shape), and the floor that comes next must not pay for it."""
-    from console.decisions.execution import action_request_execute
-    from console.decisions.services import Action, action_request_approve, action_request_create
     from console.readmodels.models import MessageIndex
     from workers.engine.states import NDLV
 
     target = f"bench-{broker.kind}-noop"
     ids = MessageIndex.objects.filter(queue=DEAD["f"].format(kind=broker.kind), state=NDLV)
-    request = action_request_create(
-        actor=people["operator"],
-        scope={"kind": "selection", "ids": list(ids.values_list("message_id", flat=True)[:WARM])},
-        action=Action(kind="reprocess", target_queue=target),
-        comment="bench: warming up",
-    )
-    action_request_approve(actor=people["approver"], request=request)
-    action_request_execute(request_id=request.id, spark=spark)
-    assert _deliver(spark, target, WARM) == WARM
+    selection = {"kind": "selection", "ids": list(ids.values_list("message_id", flat=True)[:WARM])}
+    request = _request(people, None, target, WARM, scope=selection)
+    _, _, delivered = _carry_out(people, spark, request, target, WARM, time.perf_counter())
+    assert delivered == WARM, delivered
 
 
 def _floor(people, spark, n, servers):
@@ -405,7 +399,7 @@ def _floor(people, spark, n, servers):
     _vacuumed()
     request = _request(people, _window(0, n), "bench-floor", n)
     with Timed(servers) as timed:
-        decided = _carry_out(people, spark, request, "bench-floor", n, timed)
+        decided = _carry_out(people, spark, request, "bench-floor", n, timed.started_at())
     read_models_refresh(spark=spark)
     delivered = QueueStat.objects.get(queue="bench-floor").counts.get("DLVD", 0)
     assert delivered == n, delivered

@@ -76,8 +76,10 @@ def settled(names, *, share=0.05, window=0.5, patience=30.0):
     confirming them, and the next phase timed must not be charged for it."""
     roots = server_roots(names)
     deadline = time.monotonic() + patience
+    before = sum(process_tree_cpu(pid) for pid in roots)
     while time.monotonic() < deadline:
-        before = sum(process_tree_cpu(pid) for pid in roots)
         time.sleep(window)
-        if sum(process_tree_cpu(pid) for pid in roots) - before < share * window:
+        now = sum(process_tree_cpu(pid) for pid in roots)
+        if now - before < share * window:
             return
+        before = now
