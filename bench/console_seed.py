@@ -291,6 +291,7 @@ def _messages_table(rows):
             "conversation_id": pa.array(conversations, pa.string()),
             "sender": pa.array(senders, pa.string()),
             "enqueued_at": pa.array(enqueued, MESSAGE_SCHEMA.field("enqueued_at").type),
+            "redrive_target": pa.nulls(k, pa.string()),
         },
         schema=MESSAGE_SCHEMA,
     )

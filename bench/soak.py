@@ -6,12 +6,14 @@ worker, the default worker and beat as the Procfile does, on a PostgreSQL databa
 database of their own (made afresh) and a VAR_DIR and lake in a temporary folder. Then, for the
 soak's duration:
 
-- a sender posts messages through the API in batches at a steady rate, with an API token, to
+- a sender posts messages through the API in batches at a steady rate, with a service
+  account's API token, to
   three queues whose handler (bench/soak_handlers.py) succeeds, fails transiently, fails
   permanently or ends its process as each message's body says, and writes each successful call
   down outside the product;
 - an operator asks, every minute, to reprocess a quarantined failure group and a selection of
-  quarantined messages, through the API, and an approver (another person) approves;
+  quarantined messages, through the API (signed in: a person has no token), and an approver
+  (another person) approves;
 - a killer SIGKILLs each process in turn, with everything it started (the JVM, Spark's Python
   workers, the handlers' children), and starts it again.
 
@@ -293,13 +295,13 @@ class Api:
     """One user's calls. An answer of the server's errors (5xx) or a throttle's (429) is taken
     as no answer, to be tried again, and counted: the soak reports them."""
 
-    def __init__(self, base, token):
+    def __init__(self, base, headers):
         import requests
 
         self.base = base
         self.http = requests.Session()
         self.http.trust_env = False
-        self.http.headers["Authorization"] = f"Token {token}"
+        self.http.headers.update(headers)
         self.errors = Counter()  # status -> answers
         self.examples = []  # (method, path, status, the answer's start)
 
@@ -318,22 +320,44 @@ class Api:
         return r
 
 
+def _signed_in(user):
+    """The headers of `user`'s calls signed in: their session's cookie, and a CSRF token for
+    the unsafe methods (any 32 letters and digits, the same in the cookie and the header)."""
+    import secrets
+
+    from django.conf import settings
+    from django.test import Client
+
+    browser = Client()
+    browser.force_login(user)
+    session = browser.cookies[settings.SESSION_COOKIE_NAME].value
+    csrf = secrets.token_hex(16)
+    return {
+        "Cookie": f"{settings.SESSION_COOKIE_NAME}={session}; {settings.CSRF_COOKIE_NAME}={csrf}",
+        "X-CSRFToken": csrf,
+    }
+
+
 def api_users(base):
-    """A sender, an operator and an approver (two people: four eyes), each with an API token;
-    returns {name: Api}."""
+    """A sender (a producer's service account, with its API token), an operator and an approver
+    (two people, signed in: four eyes; a token acts only for a service account); returns
+    {name: Api}."""
     from django.contrib.auth.models import Group, User
 
     from console.access.actor import cli_actor
-    from console.accounts.roles import APPROVER, OPERATOR, roles_seed
+    from console.accounts.roles import APPLICATION, APPROVER, OPERATOR, roles_seed
     from console.accounts.tokens import token_create
 
     roles_seed()
     apis = {}
-    for name, role in (("sender", OPERATOR), ("operator", OPERATOR), ("approver", APPROVER)):
+    for name, role in (("sender", APPLICATION), ("operator", OPERATOR), ("approver", APPROVER)):
         user = User.objects.create_user(f"soak-{name}")
         user.groups.add(Group.objects.get(name=role))
-        _, clear = token_create(actor=cli_actor(), user=user, name="soak")
-        apis[name] = Api(base, clear)
+        if role == APPLICATION:
+            _, clear = token_create(actor=cli_actor(), user=user, name="soak")
+            apis[name] = Api(base, {"Authorization": f"Token {clear}"})
+        else:
+            apis[name] = Api(base, _signed_in(user))
     return apis
 
 

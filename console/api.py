@@ -30,8 +30,8 @@ def _error(name, detail):
 
 
 NO_CREDENTIALS = (
-    "no credentials: send Authorization: Token <key> (make one under API tokens in the console, "
-    "or ask an administrator for a service token), or sign in"
+    "no credentials: send Authorization: Token <key> (an application: its service account's "
+    "token, which an administrator makes under Service tokens), or sign in (a person)"
 )
 
 

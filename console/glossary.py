@@ -1,8 +1,8 @@
-"""The words of the console's screens, each in a sentence: the message states, the rules R1-R17
+"""The words of the console's screens, each in a sentence: the message states, the rules R1-R19
 of SEMANTICS.md (in our own words, shorter), and the other words the screens use.
 
 One data structure, read by the glossary page (/help/glossary/) and by its test, which checks that
-every state and every rule R1..R17 is here. The state codes come from workers.engine.states, the
+every state and every rule R1..R19 is here. The state codes come from workers.engine.states, the
 one home of the states."""
 
 from workers.engine import states as S
@@ -136,6 +136,18 @@ RULES = (
         "A second person approves large decisions and every one that edits a body, moves a "
         "message or ends a conversation, and anyone's decisions past an hourly budget.",
     ),
+    (
+        "R18",
+        "what a producer wrote never steers",
+        "Bodies, headers and reasons are data: where a message goes is decided only by "
+        "configuration and by people's recorded decisions.",
+    ),
+    (
+        "R19",
+        "rights are never borrowed",
+        "A token acts only for a service account, with its rights at each call; a person's "
+        "rights grow only through a second administrator; secrets go only to their owner.",
+    ),
 )
 
 # (word, sentence): the other words of the screens, alphabetically.
@@ -210,5 +222,10 @@ TERMS = (
     (
         "request",
         "A decision asked for on a set of messages, executed at once or after approval.",
+    ),
+    (
+        "set aside",
+        "A header the producer sent under a name that is Antidote's own (antidote-, amqp-, "
+        "nats-, redis-): kept as x-foreign-<name> for people to read, never used (R18).",
     ),
 )

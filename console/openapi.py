@@ -1,27 +1,31 @@
 """What the OpenAPI document (/api/schema/, shown at /api/docs/) says besides the operations: its
-introduction (how to get a token and send a first message), and what every operation shares
-(the 429 of the rates, with its Retry-After). SPECTACULAR_SETTINGS runs `schema_postprocess`
-after drf-spectacular's own hooks."""
+introduction (who calls how, with a token or signed in, and a first message sent), and what
+every operation shares (the 429 of the rates, with its Retry-After). SPECTACULAR_SETTINGS runs
+`schema_postprocess` after drf-spectacular's own hooks."""
 
 from console.api import ERRORS
 
 INTRO = """
 ## Getting started
 
-**1. A token.** Make your own under **API tokens** in the console (the user menu). An
-application signs in as a service account, a user with the `application` role: an
-administrator makes its token under **Service tokens**, or on the server with
-`manage.py token_create <user> --name <what for>`. A token is shown once, and expires (90 days
-by default). Send it with every call, as `Authorization: Token <key>`.
+**1. Who calls.** An *application* calls with a token: it acts through a service account, an
+account with the `application` role and nothing else, which never signs in. An administrator
+makes the account under **Service tokens** (a second administrator confirms its role), then its
+token there, or on the server with `manage.py token_create <account> --name <what for>`. A token
+is shown once, expires (90 days by default), and acts only for its service account, with that
+account's rights at each call. Send it with every call, as `Authorization: Token <key>`.
+A *person* has no token: signed in to the console, their session calls the API (as this page's
+"Try it out" does), with their roles' rights.
 
 **2. A first call.** With `ANTIDOTE` set to this console's address (`https://antidote.example.com`)
-and `TOKEN` to the token:
+and `TOKEN` to a service account's token:
 
 ```sh
-curl -H "Authorization: Token $TOKEN" "$ANTIDOTE/api/v1/queues"
+curl -H "Authorization: Token $TOKEN" "$ANTIDOTE/api/v1/poison-list"
 ```
 
-**3. Send a message** (the `application`, `operator` or `approver` role):
+**3. Send a message** (a service account, into any queue; a person signed in, only into a queue
+an administrator let them send into by hand, confirmed by a second one):
 
 ```sh
 curl -X POST "$ANTIDOTE/api/v1/messages" \\
@@ -34,20 +38,18 @@ It answers `201` with `{"accepted": 1, "duplicates": 0, "refused": 0, "errors": 
 the same message again is safe: it is counted as a duplicate. A batch is a list of messages, or
 `{"messages": [...]}`.
 
-**4. List messages** (any role that sees them): `GET /api/v1/messages`, with the console's
-filters, a page at a time (pass the answer's `next` as `after` for the next page):
-
-```sh
-curl -H "Authorization: Token $TOKEN" "$ANTIDOTE/api/v1/messages?state=NDLV&page_size=50"
-```
+**4. List messages** (a person signed in, with a role that sees them):
+`GET /api/v1/messages?state=NDLV&page_size=50`, with the console's filters, a page at a time
+(pass the answer's `next` as `after` for the next page).
 
 ## When a call is refused
 
 Every refusal is JSON, `{"detail": "..."}`, saying what is wrong in words; a 400 adds the
 messages by field, `{"detail": "...", "errors": {"field": ["..."]}}`. A 401 means no token, or
-one that expired or was revoked; a 403 names the permission missing and the roles that hold it;
-a 405 names the methods the path takes; a 429 (too many calls: `API_THROTTLE_RATE` per token,
-600 a minute by default) comes with `Retry-After`, in seconds.
+one that expired, was revoked, or whose account is no longer a service account; a 403 names the
+permission missing and the roles that hold it; a 405 names the methods the path takes; a 429
+(too many calls: `API_THROTTLE_RATE` per token, 600 a minute by default) comes with
+`Retry-After`, in seconds.
 
 ## Moved
 

@@ -16,7 +16,9 @@ VIEW_STATS = "readmodels.view_queuestat"
 VIEW_QUEUES = "queues.view_queue"
 CHANGE_QUEUE = "queues.change_queue"
 
-# Adding a message key is what accepting a message does.
+# Adding a message key is what accepting a message does. Held by the application role, whose
+# service accounts send into every queue; a person sends by hand only into the queues of their
+# rights to (console.access.IngestRight), whatever roles they hold (R19).
 INGEST_MESSAGES = "ingest.add_messagekey"
 
 # Action requests: asking for one, and approving someone else's (the services check it again).
@@ -47,8 +49,8 @@ WRITE_NOTES = "notes.add_note"
 INVESTIGATE = "notes.change_investigation"
 REASSIGN_INVESTIGATIONS = "notes.reassign_investigation"
 
-# Users and their roles (administrators). Granting a role that approves, or that grants roles,
-# takes a second administrator (console.access).
+# Users and their roles (administrators). Giving a role that grows someone's rights, or the
+# sending by hand into a queue, takes a second administrator (console.access, R19).
 MANAGE_USERS = "auth.change_user"
 
 # Alerts: the outbox, the webhooks and the inflow thresholds (administrators). Everyone signed in

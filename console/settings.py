@@ -18,6 +18,8 @@ from urllib.parse import urlparse
 import dj_database_url
 from django.core.exceptions import ImproperlyConfigured
 
+from workers.outbound.addresses import AllowanceError, allowance_parse
+
 BASE_DIR = Path(__file__).resolve().parent.parent
 
 
@@ -394,8 +396,8 @@ OIDC_TIMEOUT_SECONDS = envint("OIDC_TIMEOUT_SECONDS", 10, minimum=1)
 # The provider groups that give Antidote's roles, as code (YAML, like the queues): read at every
 # sign-in. Unset, no group gives a role and every provider sign-in is refused.
 SSO_GROUP_ROLES = os.environ.get("SSO_GROUP_ROLES", "")
-# A group that gives the right to approve or to grant roles waits for an administrator's
-# confirmation the first time, unless the organisation trusts its provider for those.
+# A group that gives a role which grows a person's rights waits for an administrator's
+# confirmation the first time (R19), unless the organisation trusts its provider's groups.
 SSO_TRUST_PRIVILEGED_GROUPS = envbool("SSO_TRUST_PRIVILEGED_GROUPS", "false")
 # LDAP or Active Directory (console.sso.directory, django-auth-ldap; requirements-ldap.txt): on
 # when LDAP_SERVER_URI is set. Antidote binds as LDAP_BIND_DN to find the person, then as the
@@ -550,10 +552,37 @@ SPARK_DRIVER_MEMORY = os.environ.get("SPARK_DRIVER_MEMORY", "2g")
 # mode). `make run` sets a JVM that starts fast over one that runs long jobs fast: a demo's first
 # counts wait for its start and its first jobs, most of whose CPU goes to the C2 compiler.
 SPARK_DRIVER_JAVA_OPTIONS = os.environ.get("SPARK_DRIVER_JAVA_OPTIONS", "")
+# A lake query's Spark jobs are cancelled after this long and the query fails, saying so: a
+# person's criteria (a costly regular expression over every body) decide its cost, and it would
+# otherwise hold a slot of the spark worker for as long as it likes (Celery's own time limits do
+# nothing in its threads pool). No 0 for "never": that is the hole this closes. At most 3000, so
+# that the query's readable reason comes before its task's own limits (lake_query_task).
+LAKE_QUERY_TIMEOUT_SECONDS = envint("LAKE_QUERY_TIMEOUT_SECONDS", 600, minimum=1)
+if LAKE_QUERY_TIMEOUT_SECONDS > 3000:
+    raise ImproperlyConfigured(
+        f"LAKE_QUERY_TIMEOUT_SECONDS must be at most 3000, not {LAKE_QUERY_TIMEOUT_SECONDS}"
+    )
 
 # --- Ingest --------------------------------------------------------------------------------------
 
 MAX_BODY_BYTES = envint("MAX_BODY_BYTES", 10 * 1024 * 1024, minimum=1)
+# A message's headers, limited as its body is (issue 43: 200,000 headers made its page cost
+# seconds). What brokers and servers let through: Kafka and NATS count headers in the message
+# (1 MiB by default, message.max.bytes and max_payload); RabbitMQ sends every property, headers
+# and x-death included, in one frame (frame_max, 128 KiB by default) with table field names of at
+# most 255 bytes; HTTP servers take 8 to 16 KiB of request headers (nginx, Node.js; Apache: 100
+# fields), Go's net/http 1 MiB. A source stores a broker's headers twice: each one readable (x-death
+# as JSON) and all of them typed in one of its own (`amqp-properties`, `nats-headers`,
+# `redis-fields`), where JSON can take twice the wire's bytes. So: a value holds a full RabbitMQ
+# frame as JSON (2 x 128 KiB); all of them together hold both copies of it (4 x 128 KiB, half of
+# what Kafka and NATS allow a whole message); a count is ten times Apache's; a name holds AMQP's
+# longest with room for the names ingest gives (`x-foreign-...`). Real dead letters carry tens of
+# headers and a few KiB (x-death tables in `amqp-properties` included): far below these limits,
+# which are far below a flood.
+MAX_HEADER_COUNT = envint("MAX_HEADER_COUNT", 1000, minimum=1)
+MAX_HEADER_NAME_BYTES = envint("MAX_HEADER_NAME_BYTES", 1024, minimum=1)
+MAX_HEADER_VALUE_BYTES = envint("MAX_HEADER_VALUE_BYTES", 256 * 1024, minimum=1)
+MAX_HEADERS_TOTAL_BYTES = envint("MAX_HEADERS_TOTAL_BYTES", 512 * 1024, minimum=1)
 INBOX_DIR = envpath("INBOX_DIR", VAR_DIR / "inbox")
 INBOX_POLL_SECONDS = envint("INBOX_POLL_SECONDS", 10, minimum=1)
 
@@ -635,6 +664,13 @@ REDRIVE_URL_HOSTS = [
     for host in os.environ.get("REDRIVE_URL_HOSTS", "").split(",")
     if host.strip()
 ]
+# Internal addresses (loopback, link-local, private...) the product may send to after all, for
+# demos and tests only: `127.0.0.1:8231`, `[::1]:8231`, `127.0.0.1`, `10.20.0.0/16`. The HTTP
+# sink reads the same variable from its own environment (workers.outbound, which parses both).
+try:
+    OUTBOUND_ALLOW_INTERNAL = allowance_parse(os.environ.get("OUTBOUND_ALLOW_INTERNAL", ""))
+except AllowanceError as exc:
+    raise ImproperlyConfigured(str(exc)) from None
 # A canary whose messages have no delivery outcome after this long stops the request.
 CANARY_TIMEOUT_SECONDS = envint("CANARY_TIMEOUT_SECONDS", 3600, minimum=10)
 
@@ -663,6 +699,24 @@ ALERTS_MAX_ATTEMPTS = envint("ALERTS_MAX_ATTEMPTS", 8, minimum=1)
 # A worker claims a delivery for this long: killed mid-send, the delivery is due again after it.
 ALERTS_CLAIM_SECONDS = envint("ALERTS_CLAIM_SECONDS", 120, minimum=10)
 ALERTS_WEBHOOK_TIMEOUT_SECONDS = envint("ALERTS_WEBHOOK_TIMEOUT_SECONDS", 10, minimum=1)
+
+
+def envnamelist(name, default):
+    """Comma-separated names of environment variables."""
+    names = [item.strip() for item in os.environ.get(name, default).split(",") if item.strip()]
+    for item in names:
+        plain = item.isascii() and item.replace("_", "a").isalnum() and item == item.upper()
+        if not plain or item[0].isdigit():
+            raise ImproperlyConfigured(
+                f"{name} must list environment variables' names (capitals, digits, _), not {item!r}"
+            )
+    return names
+
+
+# A webhook's secret (its signing secret, PagerDuty's routing key, which is sent to the webhook's
+# URL) is read from a variable starting with ANTIDOTE_ALERT_, or from one listed here; never from
+# one of these settings, listed or not (console.envnames).
+ALERTS_SECRET_ENV_ALLOWED = envnamelist("ALERTS_SECRET_ENV_ALLOWED", "")
 # Alerts older than this are forgotten by the watch, once nothing of theirs is left to send.
 ALERTS_KEEP_DAYS = envint("ALERTS_KEEP_DAYS", 90, minimum=1)
 # Finished delivery runs and refreshes are listed on the Runs page this long, then forgotten

@@ -8,6 +8,9 @@ import socket
 
 import pytest
 
+# The outbound guard's: a test receiver let through exactly, every connect watched.
+from tests.outbound import connections, outbound_allow  # noqa: F401 - fixtures
+
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
 
 
@@ -84,7 +87,8 @@ def lake_root(tmp_path, settings):
 
 @pytest.fixture
 def personas(db, settings):
-    """One user per role, named after it, plus an outsider with no role at all."""
+    """One user per role, named after it, plus an outsider with no role at all. The application
+    role's is a service account (console.access.service_accounts): it has no password."""
     from django.contrib.auth.models import Group, User
 
     from console.accounts.roles import ROLES, roles_seed
@@ -95,7 +99,9 @@ def personas(db, settings):
     roles_seed()
     users = {}
     for role in ROLES:
-        user = User.objects.create_user(role, password=f"pw-{role}-1234")
+        # The application role's account is a service account: no password (R19).
+        password = None if role == "application" else f"pw-{role}-1234"
+        user = User.objects.create_user(role, password=password)
         user.groups.add(Group.objects.get(name=role))
         users[role] = user
     users["outsider"] = User.objects.create_user("outsider", password="pw-outsider-1234")
@@ -120,3 +126,23 @@ def settled(user, days=30):
     User.objects.filter(pk=user.pk).update(date_joined=then)
     AccountRights.objects.filter(user_id=user.pk).update(changed_at=then)
     return User.objects.get(pk=user.pk)
+
+
+def session_headers(user):
+    """HTTP headers that call the API as `user`, signed in, from outside Django's test client (a
+    live server, schemathesis): the cookie of a session of theirs, and a CSRF token for the
+    unsafe methods. A person has no API token (R19): this is how they call the API."""
+    import secrets
+
+    from django.conf import settings as django_settings
+    from django.test import Client
+
+    client = Client()
+    client.force_login(user)
+    session = client.cookies[django_settings.SESSION_COOKIE_NAME].value
+    csrf = secrets.token_hex(16)  # any 32 letters and digits: the cookie's and the header's match
+    return {
+        "Cookie": f"{django_settings.SESSION_COOKIE_NAME}={session}; "
+        f"{django_settings.CSRF_COOKIE_NAME}={csrf}",
+        "X-CSRFToken": csrf,
+    }

@@ -72,12 +72,17 @@ def held_and_recorded(message):
 
 
 def headers_recorded_then_failed(message):
-    """Appends the message's body and headers (one JSON line) to a file named after it in the
-    folder its 'record-to' header names, then fails transiently: a test reads what each attempt
-    was handed, and the message can be reprocessed again."""
+    """Appends the message's body, headers and redrive target (one JSON line) to a file named
+    after it in the folder its 'record-to' header names, then fails transiently: a test reads
+    what each attempt was handed, and the message can be reprocessed again."""
     import json
 
     folder = message.headers["record-to"]
+    attempt = {
+        "body": message.body.decode(),
+        "headers": message.headers,
+        "redrive_target": message.redrive_target,
+    }
     with open(os.path.join(folder, message.id), "a") as f:
-        f.write(json.dumps({"body": message.body.decode(), "headers": message.headers}) + "\n")
+        f.write(json.dumps(attempt) + "\n")
     raise ConnectionError("the new consumer is not there yet")

@@ -1,6 +1,6 @@
 """The poison list's client for outside applications, as they get it: the one file the console
 serves at /static/clients/antidote_poison.py, imported by its path (it is no package of the
-project), talking to a live server with a user's API token."""
+project), talking to a live server with a service account's API token."""
 
 import functools
 import importlib.util
@@ -20,6 +20,7 @@ def client_module():
 
 
 def poison_list(live_server, user, **options):
-    """A PoisonList of the client module, signed in as `user` with a fresh token."""
-    _, token = token_create(actor=user, user=user, name="poison list client")
+    """A PoisonList of the client module, calling as the service account `user` with a fresh
+    token (a token acts only for a service account: R19)."""
+    _, token = token_create(actor="command:tests", user=user, name="poison list client")
     return client_module().PoisonList(live_server.url, token, **options)

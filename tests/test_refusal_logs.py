@@ -31,12 +31,12 @@ def api(personas):
 def test_a_permission_refused_by_the_api_is_one_line_at_info_saying_who_and_what(api, caplog):
     caplog.set_level(logging.INFO)
 
-    api.post("/api/v1/messages", [], format="json")
+    api.post("/api/v1/requests", {}, format="json")
 
     records, lines = _lines(caplog)
     assert lines == [
-        "refused 403 POST /api/v1/messages (viewer from 192.0.2.10): this needs permission for "
-        "sending messages (the application, approver or operator role)"
+        "refused 403 POST /api/v1/requests (viewer from 192.0.2.10): this needs permission for "
+        "requesting actions (the approver or operator role)"
     ]
     assert records[0].levelno == logging.INFO
     assert records[0].name == "console.refusals"

@@ -18,9 +18,11 @@ _OURS = (
     "MAX_BODY_BYTES",
     "CELERY_BROKER_URL",
     "LEASE_SECONDS",
+    "LAKE_QUERY_TIMEOUT_SECONDS",
     "CELERY_TASK_ALWAYS_EAGER",
     "HEARTBEAT_SECONDS",
     "HEARTBEAT_STALE_SECONDS",
+    "OUTBOUND_ALLOW_INTERNAL",
 )
 
 
@@ -54,6 +56,13 @@ def test_it_starts_on_embedded_defaults(tmp_path):
         ("MAX_BODY_BYTES", "abc", "MAX_BODY_BYTES must be an integer, not 'abc'"),
         ("MAX_BODY_BYTES", "0", "MAX_BODY_BYTES must be at least 1, not 0"),
         ("LEASE_SECONDS", "1", "LEASE_SECONDS must be at least 5, not 1"),
+        # No "never": a costly lake query would hold a worker again.
+        ("LAKE_QUERY_TIMEOUT_SECONDS", "0", "LAKE_QUERY_TIMEOUT_SECONDS must be at least 1, not 0"),
+        (
+            "LAKE_QUERY_TIMEOUT_SECONDS",
+            "3601",
+            "LAKE_QUERY_TIMEOUT_SECONDS must be at most 3000, not 3601",
+        ),
         ("DEBUG", "maybe", "DEBUG must be a boolean (true/false/1/0), not 'maybe'"),
         ("CELERY_TASK_ALWAYS_EAGER", "sometimes", "CELERY_TASK_ALWAYS_EAGER must be a boolean"),
         ("CELERY_BROKER_URL", "sqs://queue", "CELERY_BROKER_URL must start with one of"),
@@ -61,6 +70,11 @@ def test_it_starts_on_embedded_defaults(tmp_path):
             "HEARTBEAT_STALE_SECONDS",
             "10",
             "HEARTBEAT_STALE_SECONDS (10) must be more than HEARTBEAT_SECONDS (10)",
+        ),
+        (
+            "OUTBOUND_ALLOW_INTERNAL",
+            "localhost:8231",
+            "OUTBOUND_ALLOW_INTERNAL lists addresses (127.0.0.1), addresses with a port",
         ),
     ],
 )

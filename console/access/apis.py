@@ -1,5 +1,6 @@
-"""/api/v1/role-grants: the role grants of the console's screens, for administrators. The
-services check every rule again (four eyes, nobody for themselves, the cool-down)."""
+"""/api/v1/role-grants: the role grants of the console's screens, for administrators: a role, or a
+person's right to send messages by hand into a queue. The services check every rule again (four
+eyes, nobody for themselves, service accounts apart, the cool-down)."""
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
@@ -11,6 +12,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.access import selectors, services
+from console.access.models import RoleGrant
 from console.api import (
     BAD_REQUEST,
     ERRORS,
@@ -27,7 +29,14 @@ from console.permissions import MANAGE_USERS, has_perms
 class GrantSerializer(serializers.Serializer):
     id = serializers.IntegerField()
     user = serializers.CharField(source="user.username")
-    role = serializers.CharField(source="role.name")
+    role = serializers.CharField(
+        source="role.name", allow_null=True, help_text="The role it gives; null for a queue's."
+    )
+    queue = serializers.CharField(
+        source="queue.name",
+        allow_null=True,
+        help_text="The queue whose sending by hand it gives; null for a role's.",
+    )
     status = serializers.CharField()
     requested_by = serializers.CharField(source="asked_by")
     requested_at = serializers.DateTimeField()
@@ -40,7 +49,14 @@ class GrantSerializer(serializers.Serializer):
 
 class GrantAskSerializer(serializers.Serializer):
     user = serializers.CharField(max_length=150)
-    role = serializers.CharField(max_length=150)
+    role = serializers.CharField(
+        max_length=150, required=False, help_text="The role to give; or `queue`."
+    )
+    queue = serializers.CharField(
+        max_length=100,
+        required=False,
+        help_text="The queue the person may send messages into by hand; or `role`.",
+    )
     comment = serializers.CharField(required=False, allow_blank=True, max_length=2000)
 
 
@@ -56,6 +72,7 @@ _GRANT = {
     "id": 1,
     "user": "dana",
     "role": "approver",
+    "queue": None,
     "status": "pending",
     "requested_by": "admin",
     "requested_at": "2026-11-27T07:18:00.587277Z",
@@ -73,6 +90,10 @@ _CONFIRMED = {
     "decision_comment": "agreed with the team lead",
 }
 _GIVEN = inline_serializer("RoleGiven", {"detail": serializers.CharField()})
+
+
+# The queues, named by the grant's own key to them (console.access sits below the queues app).
+_QUEUES = RoleGrant._meta.get_field("queue").related_model.objects
 
 
 class _GrantsApi(ServiceRefusals, APIView):
@@ -104,12 +125,15 @@ class GrantListApi(_GrantsApi):
 
     @extend_schema(
         operation_id="role_grants_create",
-        summary="Ask for a role for a user. A role that gives the right to approve or to grant "
-        "roles waits for a second administrator (201, the grant); any other is given at once "
-        "(200, no grant).",
-        description="Give a user a role. A role that approves or grants roles (approver, "
-        "admin) waits for a second administrator: the answer is the grant (201), which another "
-        "administrator confirms. Any other role is given at once (200).",
+        summary="Ask for a role for a user, or for a person's right to send messages by hand "
+        "into a queue. What grows their rights waits for a second administrator (201, the "
+        "grant); a role that adds nothing they hold not already is given at once (200).",
+        description="Give a user a role (`role`), or a person the right to send messages by "
+        "hand into a queue (`queue`): one of the two. Whatever grows what they may do waits "
+        "for a second administrator: the answer is the grant (201), which another "
+        "administrator confirms. A role that adds nothing they do not hold already is given at "
+        "once (200). The application role goes to a service account only (no other role, no "
+        "way to sign in), and a service account gets no other role nor sending by hand (400).",
         request=GrantAskSerializer,
         examples=[sent(_ASK)],
         responses={
@@ -126,11 +150,17 @@ class GrantListApi(_GrantsApi):
         serializer.is_valid(raise_exception=True)
         data = serializer.validated_data
         user = get_user_model().objects.filter(username=data["user"]).first()
-        role = Group.objects.filter(name=data["role"]).first()
-        if user is None or role is None:
-            raise DjangoValidationError("no such user" if user is None else "no such role")
+        if user is None:
+            raise DjangoValidationError("no such user")
+        if ("role" in data) == ("queue" in data):
+            raise DjangoValidationError("send a role, or a queue to send into by hand: one")
+        role = queue = None
+        if "role" in data and (role := Group.objects.filter(name=data["role"]).first()) is None:
+            raise DjangoValidationError("no such role")
+        if "queue" in data and (queue := _QUEUES.filter(name=data["queue"]).first()) is None:
+            raise DjangoValidationError("no such queue")
         grant = services.role_grant_request(
-            actor=request.user, user=user, role=role, comment=data.get("comment", "")
+            actor=request.user, user=user, role=role, queue=queue, comment=data.get("comment", "")
         )
         if grant is None:
             return Response({"detail": f"{user.username} now holds the role {role.name}"})

@@ -1,5 +1,6 @@
 """Role grants waiting for a second administrator, roles held because of a sign-in provider's
-groups, and when an account's rights last changed."""
+groups, people's rights to send messages into a queue by hand, and when an account's rights last
+changed."""
 
 from django.conf import settings
 from django.contrib.auth.models import Group
@@ -7,9 +8,10 @@ from django.db import models
 
 
 class RoleGrant(models.Model):
-    """A role that gives the right to approve, or to grant roles, asked for one user by one
-    administrator, or by a sign-in provider's group (console.sso): it takes effect only when an
-    administrator (another one) confirms it (four eyes, as for a bulk action)."""
+    """A right that grows what an account may do, asked for one user by one administrator, or by
+    a sign-in provider's group (console.sso): it takes effect only when an administrator (another
+    one) confirms it (four eyes, as for a bulk action; R19). Either a role, or (`queue`) the
+    right to send messages by hand into that queue (IngestRight)."""
 
     PENDING = "pending"
     CONFIRMED = "confirmed"
@@ -27,7 +29,13 @@ class RoleGrant(models.Model):
     user = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="role_grants"
     )
-    role = models.ForeignKey(Group, on_delete=models.CASCADE, related_name="+")
+    role = models.ForeignKey(
+        Group, on_delete=models.CASCADE, related_name="+", null=True, blank=True
+    )
+    # For a grant of the right to send messages by hand into this queue, instead of a role.
+    queue = models.ForeignKey(
+        "queues.Queue", on_delete=models.CASCADE, related_name="+", null=True, blank=True
+    )
     status = models.CharField(max_length=10, choices=STATUSES, default=PENDING)
     # The administrator who asked; none when a provider's group asked (`source` says which).
     requested_by = models.ForeignKey(
@@ -61,11 +69,29 @@ class RoleGrant(models.Model):
                 fields=["user", "role"],
                 condition=models.Q(status="pending"),
                 name="uq_pending_role_grant",
-            )
+            ),
+            models.UniqueConstraint(
+                fields=["user", "queue"],
+                condition=models.Q(status="pending"),
+                name="uq_pending_queue_grant",
+            ),
+            # A role, or a queue's sending by hand: one of the two.
+            models.CheckConstraint(
+                condition=models.Q(role__isnull=False, queue__isnull=True)
+                | models.Q(role__isnull=True, queue__isnull=False),
+                name="ck_grant_role_or_queue",
+            ),
         ]
 
     def __str__(self):
-        return f"grant of {self.role.name} to {self.user.get_username()} ({self.status})"
+        return f"grant of {self.what} to {self.user.get_username()} ({self.status})"
+
+    @property
+    def what(self):
+        """What it gives, in words: "the role approver", "sending by hand into orders"."""
+        if self.role_id is not None:
+            return f"the role {self.role.name}"
+        return f"sending by hand into {self.queue.name}"
 
     @property
     def asked_by(self):
@@ -104,6 +130,31 @@ class ProviderRole(models.Model):
 
     def __str__(self):
         return f"{self.role.name} of user {self.user_id} from {self.provider}"
+
+
+class IngestRight(models.Model):
+    """A person's right to send messages by hand into one queue (POST /api/v1/messages, signed
+    in): held by nobody by default, given by a role grant a second administrator confirmed, and
+    taken away at once (R19). It stops an operator from walking around R17 (fail a message, then
+    send an edited copy in) unless two administrators agreed that this person sends into this
+    queue. A service account sends through its role (the application role) instead."""
+
+    user = models.ForeignKey(
+        settings.AUTH_USER_MODEL, on_delete=models.CASCADE, related_name="ingest_rights"
+    )
+    queue = models.ForeignKey("queues.Queue", on_delete=models.CASCADE, related_name="+")
+    since = models.DateTimeField()
+    grant = models.ForeignKey(
+        RoleGrant, on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["user", "queue"], name="uq_ingest_right"),
+        ]
+
+    def __str__(self):
+        return f"user {self.user_id} sends by hand into queue {self.queue_id}"
 
 
 class AccountRights(models.Model):

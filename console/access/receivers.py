@@ -2,11 +2,13 @@
 Django admin, the API, a command, a shell): users, their roles and permissions, and what each
 role holds are recorded from the models' signals, with the actor of console.access.actor.
 
-While serving a request the rules are enforced here too, under every screen: nobody changes
-their own roles, permissions or status; a right that needs four eyes (console.access.rights) is
-granted only by a confirmed role grant; nobody is made superuser from the web. A command runs on
-the server, inside the trust boundary (docs/security.md): it is recorded, not
-refused."""
+While serving a request the rules are enforced here too, under every screen (R19): nobody
+changes their own roles, permissions or status; a role that grows an account's rights
+(console.access.rights) is given only by a confirmed role grant; a permission of one's own, or a
+permission added to a role, is never given from the web; the application role goes to a service
+account only, which holds nothing else and never gets a password (console.access.service_accounts);
+nobody is made superuser from the web. A command runs on the server, inside the trust boundary
+(docs/security.md): it is recorded, not refused."""
 
 import contextlib
 import contextvars
@@ -18,12 +20,8 @@ from django.db.models.signals import m2m_changed, post_delete, post_save, pre_sa
 from django.dispatch import receiver
 
 from console.access.actor import acting_name, acting_user, in_request
-from console.access.rights import (
-    permissions_by_pk,
-    rights_changed,
-    role_is_sensitive,
-    sensitive_permissions,
-)
+from console.access.rights import permissions_by_pk, rights_added, rights_changed
+from console.access.service_accounts import holds_service_role, roles_refusal
 from console.audit.services import audit_record
 from console.permissions import permission_words
 
@@ -91,6 +89,21 @@ def _user_before(sender, instance, raw=False, update_fields=None, **kwargs):
     if instance.is_superuser and not (before or {}).get("is_superuser"):
         raise PermissionDenied(
             "superuser status is given on the server by whoever runs it, not from the web"
+        )
+    if before is not None and holds_service_role(instance):
+        _service_account_stays_one(instance, before, update_fields)
+
+
+def _service_account_stays_one(instance, before, update_fields):
+    """A service account never gets a way to sign in, nor staff status: its tokens would then
+    act for an account someone can sign in to (R19)."""
+    password_set = "password" in (update_fields or ["password"]) and (
+        before["password"] != instance.password
+    )
+    if (password_set and instance.has_usable_password()) or instance.is_staff:
+        raise PermissionDenied(
+            f"{instance.get_username()} is a service account: it acts through its tokens only, "
+            "and never gets a password or staff status"
         )
 
 
@@ -181,15 +194,27 @@ def _held(user, kind):
     return _names(user.user_permissions.select_related("content_type"))
 
 
-def _needs_four_eyes(items):
-    sensitive = []
-    for item in items:
-        if isinstance(item, Group):
-            if role_is_sensitive(item):
-                sensitive.append(item.name)
-        else:
-            sensitive += sensitive_permissions([item])
-    return sensitive
+def _refuse_added(kind, user, items):
+    """Refuse, while serving a request, an addition that breaks R19: a role the account may not
+    hold (console.access.service_accounts), a role that grows its rights without a confirmed role
+    grant, a permission of its own that grows them."""
+    if kind == "roles" and (refusal := roles_refusal(user, [role.name for role in items])):
+        raise PermissionDenied(refusal)
+    added = rights_added(user, items)
+    if not added:
+        return
+    what = ", ".join(permission_words(n) for n in added)
+    if kind == "permissions":
+        raise PermissionDenied(
+            f"a permission of {user.get_username()}'s own ({what}) would grow their rights "
+            "outside the roles: rights come with a role, given by a role grant"
+        )
+    if not _confirmed_grant.get():
+        raise PermissionDenied(
+            f"{', '.join(sorted(r.name for r in items))} would give {user.get_username()} "
+            f"permission for {what}: it takes effect when a second administrator confirms it "
+            "(the role grants page)"
+        )
 
 
 def _user_m2m(kind, instance, action, reverse, model, pk_set):
@@ -201,13 +226,8 @@ def _user_m2m(kind, instance, action, reverse, model, pk_set):
         for user, items in _users_and_items(instance, reverse, model, pk_set):
             if in_request():
                 _refuse_own(user.pk)
-                confirmed = _confirmed_grant.get()
-                if action == "pre_add" and not confirmed and (sensitive := _needs_four_eyes(items)):
-                    raise PermissionDenied(
-                        f"{', '.join(sensitive)} gives the right to approve or to grant "
-                        "roles: it takes effect when a second administrator confirms it "
-                        "(the role grants page)"
-                    )
+                if action == "pre_add":
+                    _refuse_added(kind, user, items)
             held[user.pk] = (user, _held(user, kind))
         instance._access_held = held
         return
@@ -254,9 +274,10 @@ def _role_permissions(sender, instance, action, reverse, model, pk_set, **kwargs
             for role in roles:
                 if me is not None and role.user_set.filter(pk=me.pk).exists():
                     raise PermissionDenied("nobody adds rights to a role they hold")
-            if sensitive := sensitive_permissions(added):
-                # Said in words: the person refused reads this on a page (403, the admin).
-                what = ", ".join(permission_words(n) for n in sensitive)
+            if added and any(role.user_set.exists() for role in roles):
+                # It would grow the rights of everyone who holds the role, with nobody's
+                # confirmation (R19). Said in words: the person refused reads this on a page.
+                what = ", ".join(permission_words(_perm_name(p)) for p in added)
                 raise PermissionDenied(
                     f"permission for {what} is given to a role in the product's own role list "
                     "(applied on the server on each release), not from the web"

@@ -1,43 +1,42 @@
-"""Which rights need four eyes to be granted, and the cool-down before a new or changed account
-may approve."""
+"""Which changes grow an account's rights (each one waits for a second administrator: R19), and
+the cool-down before a new or changed account may approve."""
 
 from datetime import timedelta
 
 from django.conf import settings
-from django.contrib.auth.models import Permission
+from django.contrib.auth.models import Group, Permission
 from django.core.exceptions import PermissionDenied
+from django.db.models import Q
 from django.utils import timezone
 
 from console.access.models import AccountRights
-from console.permissions import APPROVE_REQUESTS
-
-# The right to approve, and the rights to make or change users and roles (whoever holds those
-# can hand out the first): granting any of them takes a second administrator.
-SENSITIVE_PERMISSIONS = frozenset(
-    {
-        APPROVE_REQUESTS,
-        "auth.add_user",
-        "auth.change_user",
-        "auth.add_group",
-        "auth.change_group",
-        "auth.add_permission",
-        "auth.change_permission",
-    }
-)
 
 
 def _name(permission):
     return f"{permission.content_type.app_label}.{permission.codename}"
 
 
-def sensitive_permissions(permissions):
-    """The names among `permissions` (Permission rows) that need four eyes."""
-    return sorted(n for p in permissions if (n := _name(p)) in SENSITIVE_PERMISSIONS)
+def permissions_held(user):
+    """The permission names `user` holds now, through their roles and of their own, read from the
+    database (not the per-request cache a user object keeps)."""
+    held = Permission.objects.filter(Q(group__user=user) | Q(user=user)).select_related(
+        "content_type"
+    )
+    return {_name(p) for p in held}
 
 
-def role_is_sensitive(group):
-    """Does the role (a group) carry a right whose grant needs four eyes?"""
-    return bool(sensitive_permissions(group.permissions.select_related("content_type")))
+def rights_added(user, items):
+    """The permission names `items` (roles, or permissions) would give `user` that they do not
+    hold now, sorted: empty when the change adds nothing (a viewer's role to an operator)."""
+    if user.is_superuser:
+        return []  # holds every permission already
+    wanted = set()
+    for item in items:
+        if isinstance(item, Group):
+            wanted |= {_name(p) for p in item.permissions.select_related("content_type")}
+        else:
+            wanted.add(_name(item))
+    return sorted(wanted - permissions_held(user)) if wanted else []
 
 
 def permissions_by_pk(pks):

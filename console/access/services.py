@@ -1,8 +1,9 @@
-"""Role grants: a role that gives the right to approve or to grant roles is asked for by one
-administrator and takes effect when a second one confirms it, as a bulk action is approved.
-Every step is claimed with a conditional update (two administrators acting at once cannot both
-win) and recorded in the audit trail; the role itself is added under the grant's confirmation,
-so the user's roles change is recorded too, with the confirming administrator as its actor."""
+"""Role grants (R19): a role that grows an account's rights, or a person's right to send messages
+by hand into a queue, is asked for by one administrator and takes effect when a second one
+confirms it, as a bulk action is approved. Every step is claimed with a conditional update (two
+administrators acting at once cannot both win) and recorded in the audit trail; the role itself
+is added under the grant's confirmation, so the user's roles change is recorded too, with the
+confirming administrator as its actor. Taking a right away never waits: it lowers rights."""
 
 from datetime import timedelta
 
@@ -13,10 +14,11 @@ from django.core.exceptions import PermissionDenied, ValidationError
 from django.db import IntegrityError, transaction
 from django.utils import timezone
 
-from console.access.models import ProviderRole
+from console.access.models import IngestRight, ProviderRole
 from console.access.models import RoleGrant as G
 from console.access.receivers import confirmed_grant
-from console.access.rights import approver_cooldown_check, role_is_sensitive
+from console.access.rights import approver_cooldown_check, rights_added
+from console.access.service_accounts import holds_service_role, roles_refusal
 from console.audit.services import audit_record
 from console.permissions import MANAGE_USERS
 
@@ -24,7 +26,8 @@ from console.permissions import MANAGE_USERS
 def grant_details(grant, comment=""):
     return {
         "user": grant.user.get_username(),
-        "role": grant.role.name,
+        "role": grant.role.name if grant.role_id is not None else None,
+        "queue": grant.queue.name if grant.queue_id is not None else None,
         "requested_by": grant.asked_by,
         "comment": comment,
     }
@@ -37,14 +40,35 @@ def _check_manager(actor, user):
         raise PermissionDenied("nobody changes their own roles, permissions or status")
 
 
-def role_grant_request(*, actor, user, role, comment=""):
-    """Ask for `role` (a group) to be given to `user`. A role that needs four eyes waits for a
-    second administrator (returns the pending grant); any other role is given at once (returns
+def _refusal(user, *, role=None, queue=None):
+    """Why `user` may not be given `role` (a group) or the sending by hand into `queue`, as
+    things stand; None if they may."""
+    name = user.get_username()
+    if role is not None:
+        if user.groups.filter(pk=role.pk).exists():
+            return f"{name} already holds the role {role.name}"
+        return roles_refusal(user, [role.name])
+    if holds_service_role(user):
+        return (
+            f"{name} is a service account: it sends messages through the application role, "
+            "not by hand"
+        )
+    if IngestRight.objects.filter(user=user, queue=queue).exists():
+        return f"{name} sends by hand into {queue.name} already"
+    return None
+
+
+def role_grant_request(*, actor, user, role=None, queue=None, comment=""):
+    """Ask for `role` (a group), or for the right to send messages by hand into `queue`, to be
+    given to `user`. What grows their rights waits for a second administrator (returns the
+    pending grant); a role that adds nothing they do not hold already is given at once (returns
     None): its change is recorded like any other."""
     _check_manager(actor, user)
-    if user.groups.filter(pk=role.pk).exists():
-        raise ValidationError(f"{user.get_username()} already holds the role {role.name}")
-    if not role_is_sensitive(role):
+    if (role is None) == (queue is None):
+        raise ValidationError("a grant gives a role or the sending by hand into a queue: one")
+    if refusal := _refusal(user, role=role, queue=queue):
+        raise ValidationError(refusal)
+    if role is not None and not rights_added(user, [role]):
         user.groups.add(role)
         return None
     now = timezone.now()
@@ -53,6 +77,7 @@ def role_grant_request(*, actor, user, role, comment=""):
             grant = G.objects.create(
                 user=user,
                 role=role,
+                queue=queue,
                 requested_by=actor,
                 requested_at=now,
                 comment=comment or "",
@@ -67,9 +92,13 @@ def role_grant_request(*, actor, user, role, comment=""):
             )
     except IntegrityError:
         raise ValidationError(
-            f"a grant of {role.name} to {user.get_username()} is already waiting"
+            f"a grant of {grant_what(role, queue)} to {user.get_username()} is already waiting"
         ) from None
     return grant
+
+
+def grant_what(role, queue):
+    return f"the role {role.name}" if role is not None else f"sending by hand into {queue.name}"
 
 
 def _decide(*, actor, grant, to_status, audit_action, comment):
@@ -81,6 +110,9 @@ def _decide(*, actor, grant, to_status, audit_action, comment):
         raise PermissionDenied("nobody confirms a grant of rights to themselves")
     if to_status == G.CONFIRMED:
         approver_cooldown_check(actor)
+        # What held when it was asked may not hold now (the account got a password, a role).
+        if refusal := _refusal(grant.user, role=grant.role, queue=grant.queue):
+            raise ValidationError(f"role grant {grant.id} cannot be confirmed: {refusal}")
     now = timezone.now()
     with transaction.atomic():
         _expire(now)
@@ -91,7 +123,9 @@ def _decide(*, actor, grant, to_status, audit_action, comment):
             grant.refresh_from_db()
             raise ValidationError(f"role grant {grant.id} is {grant.get_status_display()}")
         grant.refresh_from_db()
-        if to_status == G.CONFIRMED:
+        if to_status == G.CONFIRMED and grant.queue_id is not None:
+            _ingest_right_give(actor=actor, grant=grant, now=now)
+        elif to_status == G.CONFIRMED:
             with confirmed_grant():
                 grant.user.groups.add(grant.role)
             if grant.source:
@@ -165,6 +199,37 @@ def role_withdraw(*, actor, user, role):
     """Take a role away: never needs a second person (it lowers rights), never one's own."""
     _check_manager(actor, user)
     user.groups.remove(role)
+
+
+def _ingest_right_give(*, actor, grant, now):
+    IngestRight.objects.get_or_create(
+        user=grant.user, queue=grant.queue, defaults={"since": now, "grant": grant}
+    )
+    audit_record(
+        actor=actor,
+        action="user.ingest_rights_changed",
+        target_type="user",
+        target_id=grant.user.get_username(),
+        details={"added": [grant.queue.name], "removed": [], "grant": grant.id},
+    )
+
+
+def ingest_right_withdraw(*, actor, user, queue):
+    """Take away `user`'s sending by hand into `queue`, at once (it lowers rights), never one's
+    own. Returns False if they did not hold it."""
+    _check_manager(actor, user)
+    with transaction.atomic():
+        deleted, _ = IngestRight.objects.filter(user=user, queue=queue).delete()
+        if not deleted:
+            return False
+        audit_record(
+            actor=actor,
+            action="user.ingest_rights_changed",
+            target_type="user",
+            target_id=user.get_username(),
+            details={"added": [], "removed": [queue.name]},
+        )
+    return True
 
 
 def _expire(now):

@@ -8,6 +8,11 @@ urlpatterns = [
     path("role-grants/<int:grant_id>/confirm", views.grant_confirm, name="role-grant-confirm"),
     path("role-grants/<int:grant_id>/reject", views.grant_reject, name="role-grant-reject"),
     path("role-grants/<int:grant_id>/withdraw", views.grant_withdraw, name="role-grant-withdraw"),
+    path(
+        "role-grants/ingest-rights/withdraw",
+        views.ingest_right_withdraw,
+        name="ingest-right-withdraw",
+    ),
 ]
 
 # Under /api/v1/ (console/urls.py).

@@ -1,6 +1,7 @@
-"""The role grants screens: ask for a role for someone, and confirm or reject someone else's
-request, as bulk actions are approved. Administrators only; the services check every rule
-again (four eyes, nobody for themselves, the cool-down)."""
+"""The role grants screens: ask for a role for someone, or for their right to send messages by
+hand into a queue, and confirm or reject someone else's request, as bulk actions are approved;
+take a right to send by hand away. Administrators only; the services check every rule again
+(four eyes, nobody for themselves, service accounts apart, the cool-down)."""
 
 from django import forms
 from django.contrib import messages
@@ -17,15 +18,37 @@ from console.forms import LimitedForm
 from console.permissions import MANAGE_USERS, perms_required
 
 COMMENT_MAX = 2000
+# The queues, named by the grant's own key to them (console.access sits below the queues app).
+Queue = G._meta.get_field("queue").related_model
+
+
+def _users():
+    return get_user_model().objects.filter(is_active=True).order_by("username")
 
 
 class GrantAskForm(LimitedForm):
-    user = forms.ModelChoiceField(
-        queryset=get_user_model().objects.filter(is_active=True).order_by("username"),
-        to_field_name="username",
+    user = forms.ModelChoiceField(queryset=_users(), to_field_name="username")
+    role = forms.ModelChoiceField(
+        queryset=Group.objects.order_by("name"), to_field_name="name", required=False
     )
-    role = forms.ModelChoiceField(queryset=Group.objects.order_by("name"), to_field_name="name")
+    queue = forms.ModelChoiceField(
+        queryset=Queue.objects.order_by("name"),
+        to_field_name="name",
+        required=False,
+        label="or: send messages by hand into the queue",
+    )
     comment = forms.CharField(required=False, max_length=COMMENT_MAX, widget=forms.Textarea)
+
+    def clean(self):
+        data = super().clean()
+        if bool(data.get("role")) == bool(data.get("queue")):
+            raise forms.ValidationError("choose a role, or a queue to send into by hand: one")
+        return data
+
+
+class IngestRightForm(LimitedForm):
+    user = forms.ModelChoiceField(queryset=_users(), to_field_name="username")
+    queue = forms.ModelChoiceField(queryset=Queue.objects.all(), to_field_name="name")
 
 
 class CommentForm(LimitedForm):
@@ -45,7 +68,11 @@ def grant_list(request):
         data = form.cleaned_data
         try:
             grant = services.role_grant_request(
-                actor=request.user, user=data["user"], role=data["role"], comment=data["comment"]
+                actor=request.user,
+                user=data["user"],
+                role=data["role"],
+                queue=data["queue"],
+                comment=data["comment"],
             )
         except (ValidationError, PermissionDenied) as exc:
             form.add_error(None, _why(exc))
@@ -65,7 +92,7 @@ def grant_list(request):
         "form": form,
         "pending": selectors.grants(status=G.PENDING),
         "recent": selectors.grants(decided=True)[:50],
-        "sensitive_roles": selectors.sensitive_role_names(),
+        "ingest_rights": selectors.ingest_rights(),
     }
     return render(request, "access/grant_list.html", ctx, status=400 if form.errors else 200)
 
@@ -86,7 +113,7 @@ def grant_detail(request, grant_id):
         "may_decide": pending and me.pk not in (grant.requested_by_id, grant.user_id),
         "may_withdraw": pending and grant.requested_by_id == me.pk,
         "audit": selectors.grant_audit(grant),
-        "permissions": selectors.role_permissions(grant.role),
+        "permissions": selectors.grant_permissions(grant),
     }
     return render(request, "access/grant_detail.html", ctx)
 
@@ -115,7 +142,7 @@ def grant_confirm(request, grant_id):
         request,
         grant_id,
         services.role_grant_confirm,
-        lambda g: f"{g.user.get_username()} now holds the role {g.role.name}.",
+        lambda g: f"{g.user.get_username()} now has {g.what}.",
     )
 
 
@@ -138,3 +165,21 @@ def grant_withdraw(request, grant_id):
         services.role_grant_withdraw,
         lambda g: f"Role grant {g.id} is withdrawn.",
     )
+
+
+@require_POST
+@login_required
+@perms_required(MANAGE_USERS)
+def ingest_right_withdraw(request):
+    """Take a person's sending by hand into a queue away, at once; back to the grants page."""
+    form = IngestRightForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, "No such right to send by hand.")
+        return redirect("role-grant-list")
+    user, queue = form.cleaned_data["user"], form.cleaned_data["queue"]
+    # PermissionDenied (one's own) goes up: Django answers 403 with its reason.
+    if services.ingest_right_withdraw(actor=request.user, user=user, queue=queue):
+        messages.success(
+            request, f"{user.get_username()} no longer sends by hand into {queue.name}."
+        )
+    return redirect("role-grant-list")

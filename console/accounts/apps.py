@@ -1,4 +1,5 @@
 from django.apps import AppConfig
+from django.core.checks import Tags, register
 
 
 class AccountsConfig(AppConfig):
@@ -7,3 +8,6 @@ class AccountsConfig(AppConfig):
 
     def ready(self):
         from console.accounts import receivers  # noqa: F401 - connects the lockout receivers
+        from console.accounts.proxy_checks import proxy_layout_check
+
+        register(proxy_layout_check, Tags.security, deploy=True)

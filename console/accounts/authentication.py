@@ -11,6 +11,7 @@ from knox.crypto import hash_token
 from knox.settings import CONSTANTS
 from rest_framework import exceptions
 
+from console.access.service_accounts import is_service_account
 from console.accounts.models import ApiToken
 from console.accounts.tokens import token_expire
 
@@ -25,6 +26,9 @@ class ApiTokenAuthentication(TokenAuthentication):
       knox checks it first, so anyone who read a key on a screen could have an expired token
       deleted in its owner's name;
     - an expired token is deleted and its expiry audited, once however many calls race;
+    - a token acts only for a service account (R19), asked at every call: the account's rights
+      are read now, so a role taken away, a password set or a deactivation counts at once, and
+      a token of a person's account (made before that rule) opens nothing;
     - a token's last use is recorded, at most once a minute, with one UPDATE;
     - a token that is not printable ASCII is refused (knox would fail on one that is not UTF-8,
       and PostgreSQL on a NUL character).
@@ -52,6 +56,11 @@ class ApiTokenAuthentication(TokenAuthentication):
             token_expire(token=api_token)
             raise exceptions.AuthenticationFailed("Token expired.")
         user, api_token = self.validate_user(api_token)  # refuses an inactive user
+        if not is_service_account(user):
+            raise exceptions.AuthenticationFailed(
+                "this token's account is not a service account: a token acts only for a "
+                "service account (the application role alone); a person signs in instead"
+            )
         if api_token.last_used_at is None or api_token.last_used_at <= now - LAST_USED_EVERY:
             # Conditional, so that of the calls racing in the same minute only one writes.
             ApiToken.objects.filter(digest=api_token.digest).filter(

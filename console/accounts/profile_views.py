@@ -1,4 +1,5 @@
-"""My account: one's e-mail address (a form), roles and what they let one do."""
+"""My account: one's e-mail address (a form), roles and what they let one do, and the queues
+one sends into by hand."""
 
 from django import forms
 from django.contrib import messages
@@ -8,6 +9,7 @@ from django.shortcuts import redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.http import require_http_methods
 
+from console.access.selectors import ingest_queue_names
 from console.accounts.profile import EMAIL_MAX, account_email_set, account_roles
 from console.forms import LimitedForm
 
@@ -37,6 +39,10 @@ def my_account(request):
             said = f"Alerts by e-mail now go to {kept}." if kept else "No e-mail address is set."
             messages.success(request, said)
             return redirect("my-account")
-    ctx = {"form": form, "roles": account_roles(request.user)}
+    ctx = {
+        "form": form,
+        "roles": account_roles(request.user),
+        "ingest_queues": sorted(ingest_queue_names(request.user)),
+    }
     status = 400 if posted and form.errors else 200
     return render(request, "accounts/my_account.html", ctx, status=status)

@@ -8,6 +8,7 @@ them: "<app_label>.<codename>".
 from django.contrib.auth.models import Group, Permission
 from django.db import transaction
 
+from console.access.service_accounts import SERVICE_ROLE
 from console.permissions import (
     APPROVE_REQUESTS,
     CANCEL_ANY_QUERY,
@@ -42,7 +43,8 @@ OPERATOR = "operator"
 APPROVER = "approver"
 ADMIN = "admin"
 AUDITOR = "auditor"
-APPLICATION = "application"
+# A service account's role, and only a service account's (console.access.service_accounts).
+APPLICATION = SERVICE_ROLE
 
 ROLES = (VIEWER, OPERATOR, APPROVER, ADMIN, AUDITOR, APPLICATION)
 
@@ -67,9 +69,11 @@ _VIEW = (
 # Running a lake query is by metadata; searching bodies needs VIEW_BODY as well.
 # Those who decide also write notes and take investigations (console.notes); approvers, who lead,
 # may besides hand over or release a colleague's.
+# They do not send messages in (R19): one who fails a message and sends an edited copy in walks
+# around R17. A person sends by hand only into a queue two administrators agreed to
+# (console.access.IngestRight); applications send through their service accounts.
 _OPERATE = (
     *_VIEW,
-    INGEST_MESSAGES,
     VIEW_BODY,
     MAKE_REQUESTS,
     RUN_QUERIES,
@@ -107,11 +111,13 @@ ROLE_PERMISSIONS = {
         VIEW_RUNS,
     ),
     # An application outside the product: a producer that sends its messages in (POST
-    # /api/v1/messages), and a consumer that shares the poison list (R9, the AMPS pattern): it
-    # reads the list and reports what it failed on. Nothing else: it sees no messages, bodies or
-    # requests, not even those it sent. Its user signs in with a token an administrator makes on
-    # the "Service tokens" page (or manage.py token_create). Existing installs got the sending
-    # with migration accounts 0004, which re-runs this seed.
+    # /api/v1/messages, into every queue), and a consumer that shares the poison list (R9, the
+    # AMPS pattern): it reads the list and reports what it failed on. Nothing else: it sees no
+    # messages, bodies or requests, not even those it sent. Held by service accounts only, which
+    # hold nothing else and never sign in: they call with a token an administrator makes on the
+    # "Service tokens" page (or manage.py token_create). Existing installs got the sending with
+    # migration accounts 0004, which re-runs this seed; operators and approvers lost it with
+    # accounts 0006.
     APPLICATION: (INGEST_MESSAGES, VIEW_POISON_LIST, REPORT_POISON),
     # The audit trail, and the requests and purges it speaks of (what was decided, on which
     # frozen set, by whom; what was purged); no message screens. The notes and investigations

@@ -8,7 +8,7 @@ from django.contrib.auth.models import Group
 from django.db import transaction
 
 from console.access.rights import approver_cooldown_waive
-from console.accounts.roles import ADMIN, ROLES, roles_seed
+from console.accounts.roles import ADMIN, APPLICATION, ROLES, roles_seed
 
 # One account per role, named after it, and a second administrator: a role that approves is
 # granted by one administrator and confirmed by another (console.access).
@@ -19,14 +19,15 @@ DEMO_ACCOUNTS = [*((role, role) for role in ROLES), ("admin2", ADMIN)]
 class DemoUser:
     username: str
     role: str
-    password: str
+    password: str | None  # None: a service account, which has none (it never signs in)
     created: bool
 
 
 def demo_users_create():
     """One user per role, named after it, and a second administrator (DEMO_ACCOUNTS), with a
     fresh random password each time; past the approver cool-down, so that the demo can be tried
-    at once (recorded as such).
+    at once (recorded as such). The application role's account is a service account: no password
+    (it never signs in, R19); it calls the API with a token an administrator makes.
 
     Idempotent in what it creates: an existing demo user keeps its account and gets a new password
     (the old one was printed once and may be lost). Only the admin user is staff, so only it can
@@ -37,9 +38,9 @@ def demo_users_create():
     users = []
     with transaction.atomic():
         for username, role in DEMO_ACCOUNTS:
-            password = secrets.token_urlsafe(12)
+            password = None if role == APPLICATION else secrets.token_urlsafe(12)
             user, created = User.objects.get_or_create(username=username)
-            user.set_password(password)
+            user.set_password(password)  # None: an unusable one
             user.is_active = True
             user.is_staff = role == ADMIN
             user.is_superuser = False

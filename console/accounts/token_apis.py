@@ -1,8 +1,11 @@
-"""/api/v1/tokens: the caller's API tokens, or (administrators, `?user=`) a service account's.
+"""/api/v1/tokens: a service account's API tokens, for administrators (`?user=`), or for the
+service account itself (its own, without `?user=`: listed and revoked, never made). A person has
+no token (R19): they call the API signed in.
 
 Refusals are {"detail": "<one readable sentence>"}: 400 for input that is not valid (with the
-messages by field in "errors"), 401 without credentials, 403 for someone else's account, 404 for
-a user or a token that is not there (or not the caller's to see).
+messages by field in "errors"), 401 without credentials, 403 for an account that is not a
+service account or not the caller's to manage, 404 for a user or a token that is not there (or
+not the caller's to see).
 """
 
 from django.http import Http404
@@ -11,11 +14,11 @@ from rest_framework import exceptions, serializers, status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from console.accounts.models import NAME_MAX, ApiToken
+from console.accounts.models import NAME_MAX
 from console.accounts.tokens import (
+    ADMINISTRATORS_ONLY,
     DAYS_MAX,
     MANAGE_SERVICE_TOKENS,
-    OWN_TOKENS_ONLY,
     account_named,
     token_create,
     token_find,
@@ -91,33 +94,33 @@ _USER_PARAMETER = OpenApiParameter(
     "user",
     str,
     description="Administrators: a service account's user name (the application role). Without "
-    "it, the caller's own tokens.",
+    "it, the caller's own tokens: a service account's, calling with its token.",
 )
 
 
 class _TokensApi(ServiceRefusals, APIView):
-    def _owner(self, request):
-        """Whose tokens: the caller's, or those of the account `?user=` names if they may."""
+    def _owner(self, request, *, making=False):
+        """Whose tokens: the caller's, or those of the account `?user=` names, if they may."""
         query = _OwnerQuerySerializer(data=request.query_params)
         query.is_valid(raise_exception=True)
         username = query.validated_data.get("user")
         if not username or username == request.user.get_username():
-            return request.user
-        if not request.user.has_perm(MANAGE_SERVICE_TOKENS):
+            owner = request.user
+        elif not request.user.has_perm(MANAGE_SERVICE_TOKENS):
             # Whoever they name, there or not.
-            raise exceptions.PermissionDenied(OWN_TOKENS_ONLY)
-        owner = account_named(username)
-        if owner is None:
+            raise exceptions.PermissionDenied(ADMINISTRATORS_ONLY)
+        elif (owner := account_named(username)) is None:
             raise Http404("no such user")
-        refusal = tokens_refusal(request.user, owner)
+        refusal = tokens_refusal(request.user, owner, making=making)
         if refusal:
             raise exceptions.PermissionDenied(refusal)
         return owner
 
 
 class TokenListApi(_TokensApi):
-    """The API tokens of the caller, or of a service account (`?user=`, administrators), newest
-    first: their keys, never the tokens. POST makes one; the answer shows the token, once."""
+    """The API tokens of a service account (`?user=`, administrators; or the service account's
+    own), newest first: their keys, never the tokens. POST (administrators) makes one; the
+    answer shows the token, once."""
 
     class InputSerializer(serializers.Serializer):
         name = serializers.CharField(max_length=NAME_MAX, help_text="What the token is for.")
@@ -125,8 +128,7 @@ class TokenListApi(_TokensApi):
             required=False,
             min_value=1,
             max_value=DAYS_MAX,
-            help_text="How long it lasts; API_TOKEN_DAYS (90) by default. A token made with a "
-            "token expires no later than that one.",
+            help_text="How long it lasts; API_TOKEN_DAYS (90) by default.",
         )
 
         class Meta:
@@ -134,9 +136,10 @@ class TokenListApi(_TokensApi):
 
     @extend_schema(
         operation_id="tokens_list",
-        description="The API tokens of the caller, or of a service account (`?user=`, "
-        "administrators), newest first: their keys, names, expiry and last use; never the "
-        "tokens themselves.",
+        description="The API tokens of a service account (`?user=`, administrators; without it, "
+        "a service account's own), newest first: their keys, names, expiry and last use; never "
+        "the tokens themselves. A person's account has none: a token acts only for a service "
+        "account (403).",
         parameters=[_USER_PARAMETER],
         responses={
             200: answer(_TokenSerializer(many=True), _TOKEN),
@@ -151,9 +154,10 @@ class TokenListApi(_TokensApi):
 
     @extend_schema(
         operation_id="tokens_create",
-        description="Make an API token for the caller, or (administrators, `?user=`) for a "
-        "service account: the answer shows the token this once; only its digest is kept. It "
-        "lasts `days` (API_TOKEN_DAYS by default), never longer than the token that made it.",
+        description="Make an API token for a service account (administrators, `?user=`): the "
+        "answer shows the token this once; only its digest is kept. It lasts `days` "
+        "(API_TOKEN_DAYS by default). Never for a person's account, and never by a service "
+        "account for itself (403).",
         parameters=[_USER_PARAMETER],
         request=InputSerializer,
         examples=[sent({"name": "shop producer", "days": 90})],
@@ -173,25 +177,22 @@ class TokenListApi(_TokensApi):
         },
     )
     def post(self, request):
-        owner = self._owner(request)
+        owner = self._owner(request, making=True)
         data = self.InputSerializer(data=request.data)
         data.is_valid(raise_exception=True)
-        # A stolen token must not mint itself a longer life.
-        used = request.auth if isinstance(request.auth, ApiToken) else None
         token, clear = token_create(
             actor=request.user,
             user=owner,
             name=data.validated_data["name"],
             days=data.validated_data.get("days"),
-            not_after=used.expiry if used else None,
         )
         token.token = clear
         return Response(_CreatedSerializer(token).data, status=status.HTTP_201_CREATED)
 
 
 class TokenApi(_TokensApi):
-    """Revoke an API token, by its key: the caller's own, or (administrators) a service
-    account's. It opens nothing from then on; the revocation is in the audit trail."""
+    """Revoke a service account's API token, by its key (administrators, or the service account
+    itself). It opens nothing from then on; the revocation is in the audit trail."""
 
     @extend_schema(
         operation_id="tokens_revoke",

@@ -4,9 +4,13 @@ from console.accounts import profile_apis, profile_views, token_apis, token_view
 
 urlpatterns = [
     path("account/", profile_views.my_account, name="my-account"),
-    path("account/tokens/", token_views.my_tokens, name="my-tokens"),
     path("account/tokens/<str:key>/revoke", token_views.token_revoke_view, name="token-revoke"),
     path("account/service-tokens/", token_views.service_tokens, name="service-tokens"),
+    path(
+        "account/service-accounts/new",
+        token_views.service_account_new,
+        name="service-account-new",
+    ),
 ]
 
 # Under /api/v1/ (console/urls.py).

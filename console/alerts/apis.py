@@ -55,14 +55,14 @@ _WEBHOOK = {
     "url": "https://chat.example.com/hooks/antidote",
     "kinds": ["queue.disabled", "queue.inflow"],
     "queues": ["orders"],
-    "secret_env": "ONCALL_WEBHOOK_SECRET",
+    "secret_env": "ANTIDOTE_ALERT_ONCALL_SECRET",
 }
-_WEBHOOK_SHOWN = {"id": 1, **_WEBHOOK, "active": True}
+_WEBHOOK_SHOWN = {"id": 1, **_WEBHOOK, "active": True, "disabled_reason": ""}
 _PAGER = {
     "name": "pager",
     "format": "pagerduty",
     "kinds": ["queue.disabled", "source.down", "audit.broken"],
-    "secret_env": "PAGERDUTY_ROUTING_KEY",
+    "secret_env": "ANTIDOTE_ALERT_PAGERDUTY_KEY",
 }
 _SLACK = {
     "name": "ops-channel",
@@ -204,7 +204,11 @@ class _DeliverySerializer(serializers.Serializer):
     id = serializers.IntegerField()
     alert = _AlertSerializer(source="*")
     channel = serializers.CharField()
-    address = serializers.CharField(help_text="The email address or the webhook's URL.")
+    address = serializers.CharField(
+        source="address_shown",
+        help_text="The email address, or the webhook's URL redacted to where it leads "
+        "(scheme://host:port/[redacted]): its path or query may be its key.",
+    )
     state = serializers.CharField(help_text="pending, sent, or failed (gave up; may be retried).")
     attempts = serializers.IntegerField()
     due_at = serializers.DateTimeField(allow_null=True)
@@ -247,7 +251,7 @@ class OutboxApi(APIView):
                             "id": 42,
                             "alert": _ALERT,
                             "channel": "webhook",
-                            "address": "https://chat.example.com/hooks/antidote",
+                            "address": "https://chat.example.com:443/[redacted]",
                             "state": "failed",
                             "attempts": 5,
                             "due_at": None,
@@ -414,9 +418,16 @@ class _WebhookSerializer(serializers.Serializer):
         allow_blank=True,
         default="",
         help_text="The environment variable holding the signing secret (generic) or the "
-        "routing key (pagerduty); empty for slack and teams.",
+        "routing key (pagerduty): one starting with ANTIDOTE_ALERT_, or listed in "
+        "ALERTS_SECRET_ENV_ALLOWED, never one of the product's own settings; empty for slack "
+        "and teams.",
     )
     active = serializers.BooleanField(read_only=True)
+    disabled_reason = serializers.CharField(
+        read_only=True,
+        help_text="Why the product disabled it (its secret_env names a variable alerts may not "
+        "read); empty otherwise. Enabling it again clears it.",
+    )
 
     class Meta:
         ref_name = "Webhook"

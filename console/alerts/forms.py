@@ -4,13 +4,16 @@ thresholds."""
 import re
 
 from django import forms
+from django.conf import settings
 from django.core.validators import URLValidator
 
 from console.alerts import events as E
 from console.alerts.formats import PAGERDUTY_URL
 from console.alerts.models import Webhook
+from console.envnames import ALERT_PREFIX, alert_secret_refusal
 from console.forms import LimitedForm
 from console.queues.models import Queue
+from workers.outbound import DestinationError, OutboundRefused, destination_check
 
 _ENV_NAME = re.compile(r"^[A-Z][A-Z0-9_]{0,99}$")
 MAX_WINDOW_HOURS = 168
@@ -112,7 +115,8 @@ class WebhookForm(LimitedForm):
         max_length=100,
         label="secret's environment variable",
         help_text="The name of the variable that holds the signing secret (generic) or the "
-        "routing key (PagerDuty) in the workers' environment; the secret itself is never stored. "
+        f"routing key (PagerDuty) in the workers' environment: it starts with {ALERT_PREFIX} "
+        "(or is listed in ALERTS_SECRET_ENV_ALLOWED); the secret itself is never stored. "
         "Slack and Teams: empty (their URL is their key).",
     )
 
@@ -124,6 +128,18 @@ class WebhookForm(LimitedForm):
 
     def clean_format(self):
         return self.cleaned_data["format"] or Webhook.GENERIC  # as before formats were
+
+    def clean_url(self):
+        url = self.cleaned_data["url"]
+        if url:
+            # Read as the sender reads it, and not to an internal address (workers.outbound);
+            # checked again when each alert is sent, which is the check that counts.
+            try:
+                destination_check(url, allowance=settings.OUTBOUND_ALLOW_INTERNAL, resolve=True)
+            except (DestinationError, OutboundRefused) as exc:
+                said = str(exc) if isinstance(exc, OutboundRefused) else f"this URL {exc}"
+                raise forms.ValidationError(said) from None
+        return url
 
     def clean_queues(self):
         return queue_names(self.cleaned_data["queues"])
@@ -150,6 +166,9 @@ class WebhookForm(LimitedForm):
         if kind in Webhook.WITH_SECRET and not secret and "secret_env" not in self.errors:
             what = "routing key" if kind == Webhook.PAGERDUTY else "signing secret"
             self.add_error("secret_env", f"name the environment variable of its {what}")
+        elif kind in Webhook.WITH_SECRET and secret and (refusal := alert_secret_refusal(secret)):
+            # Only a variable alerts may read: never one of the product's own (R19).
+            self.add_error("secret_env", refusal)
         elif kind not in Webhook.WITH_SECRET and secret:
             self.add_error(
                 "secret_env", f"a {kind} webhook has no secret but its URL: leave this empty"

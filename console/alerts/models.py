@@ -11,6 +11,7 @@ from django.db import models
 from django.db.models import Q
 
 from console.alerts import events as E
+from workers.redaction import url_redacted
 
 
 class Alert(models.Model):
@@ -37,8 +38,10 @@ class Webhook(models.Model):
     """A URL that receives alerts, in its service's format (console.alerts.formats): signed JSON
     of our own (generic), a Slack or a Microsoft Teams message, a PagerDuty event. Secrets never
     enter the database: the signing secret (generic) or the routing key (PagerDuty) is read from
-    the environment variable `secret_env` when a delivery is sent, and only a fingerprint of it
-    is shown, to tell which one is in use. Slack and Teams need none: their URL is their key."""
+    the environment variable `secret_env` when a delivery is sent; of it, only whether it is set
+    is shown. `secret_env` names only a variable alerts may read (console.envnames): one saved
+    before that rule, or refused since, is disabled, `disabled_reason` saying why. Slack and
+    Teams need none: their URL is their key."""
 
     GENERIC, SLACK, TEAMS, PAGERDUTY = "generic", "slack", "teams", "pagerduty"
     FORMATS = [
@@ -57,6 +60,8 @@ class Webhook(models.Model):
     queues = models.JSONField(default=list)  # the queues it hears of; empty: all
     secret_env = models.CharField(max_length=100, blank=True, default="")
     active = models.BooleanField(default=True)
+    # Why it was disabled by the product rather than by a person; cleared when enabled again.
+    disabled_reason = models.CharField(max_length=500, blank=True, default="")
     created_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
     )
@@ -107,6 +112,15 @@ class AlertDelivery(models.Model):
 
     def __str__(self):
         return f"{self.channel} delivery {self.id} of alert {self.alert_id} ({self.state})"
+
+    @property
+    def address_shown(self):
+        """Where it goes, as logs, the outbox and the audit trail show it: an email address, or
+        a webhook's URL redacted to its origin (Slack's and Teams' carry their key in the path,
+        others a token in the query)."""
+        if self.channel == self.WEBHOOK:
+            return url_redacted(self.address)
+        return self.address
 
 
 class Subscription(models.Model):

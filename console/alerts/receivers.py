@@ -89,7 +89,7 @@ def _role_grant_waiting(entry):
     approvers are of a request waiting. Not the one who asked, nor the one who would receive
     it: neither may confirm it."""
     grant = (
-        RoleGrant.objects.select_related("user", "role", "requested_by")
+        RoleGrant.objects.select_related("user", "role", "queue", "requested_by")
         .filter(id=entry.target_id)
         .first()
     )
@@ -99,7 +99,7 @@ def _role_grant_waiting(entry):
     alert_raise_safely(
         kind=E.ROLE_GRANT_WAITING,
         about=f"role-grant-{grant.id}",
-        title=f"{asker} asks you to confirm the role {grant.role.name} for {grantee}",
+        title=f"{asker} asks you to confirm {grant.what} for {grantee}",
         text=f"{asker} asks: {grant.comment}"
         if grant.comment
         else f"{asker} asks a second administrator to confirm it.",
@@ -109,7 +109,8 @@ def _role_grant_waiting(entry):
         details={
             "grant": grant.id,
             "user": grantee,
-            "role": grant.role.name,
+            "role": grant.role.name if grant.role_id is not None else None,
+            "queue": grant.queue.name if grant.queue_id is not None else None,
             "requested_by": asker,
         },
     )

@@ -5,8 +5,8 @@ from django.db.models import Count
 
 from console.alerts import events as E
 from console.alerts.models import AlertDelivery, InflowThreshold, Subscription, Webhook
-from console.alerts.sending import secret_fingerprint
 from console.alerts.services import channels_for
+from console.envnames import alert_secret_refusal, secret_state
 
 OUTBOX_STATES = (AlertDelivery.PENDING, AlertDelivery.SENT, AlertDelivery.FAILED)
 
@@ -74,9 +74,16 @@ def outbox_counts():
 
 
 def webhooks():
-    return [
-        (hook, secret_fingerprint(hook.secret_env)) for hook in Webhook.objects.order_by("name")
-    ]
+    """[(webhook, what may be shown of its secret)]: "set" or "not set" in this process, or why
+    its variable is refused; never anything derived from the secret itself."""
+    return [(hook, _secret_shown(hook)) for hook in Webhook.objects.order_by("name")]
+
+
+def _secret_shown(hook):
+    if not hook.secret_env or hook.format not in Webhook.WITH_SECRET:
+        return ""
+    refusal = alert_secret_refusal(hook.secret_env)
+    return f"refused: {refusal}" if refusal else secret_state(hook.secret_env)
 
 
 def thresholds():

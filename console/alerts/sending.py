@@ -9,7 +9,18 @@ A receiver's answer decides what follows: any 2xx is sent (Slack answers 200 "ok
 Teams 202); 408, 429 and 5xx are tried again with backoff (no sooner than a Retry-After says);
 any other 4xx is a mistake that no retry mends (a revoked URL, a bad routing key, a payload
 refused), so the delivery fails at once, with the status and the start of the answer as its
-reason, for an administrator to fix and send again."""
+reason, for an administrator to fix and send again.
+
+A webhook goes out through the outbound guard (workers.outbound): never to an internal address
+(loopback, link-local, private...) unless OUTBOUND_ALLOW_INTERNAL lets it through (for demos
+and tests only), the connection made to the address checked; a refused one fails at once with
+its reason, nothing sent. Of an answer, the status and a short inert excerpt are kept.
+
+A webhook's secret is read only from a variable alerts may read (console.envnames: under
+ANTIDOTE_ALERT_, or listed; never one of the product's own settings): a delivery of one naming
+another fails at once, nothing read or sent. Its address is logged redacted (workers.redaction,
+scheme://host:port and a marker): a Slack or Teams URL's path is its key, and whatever quotes
+the URL back (an error, the receiver's answer) is scrubbed of it."""
 
 import hashlib
 import hmac
@@ -17,20 +28,30 @@ import json
 import logging
 import os
 import time
-import urllib.error
-import urllib.request
 from datetime import timedelta
 
 from django.conf import settings
 from django.core.mail import EmailMessage
 from django.db.models import F
 from django.utils import timezone
+from requests import RequestException
 
 from console.alerts import formats
 from console.alerts.models import AlertDelivery, Webhook
 from console.alerts.services import backoff
+from console.envnames import alert_secret_refusal
+from workers.outbound import (
+    DestinationError,
+    OutboundRefused,
+    excerpt,
+    failure_cause,
+    guarded_session,
+)
+from workers.redaction import library_logs_redacted, scrubbed, url_secrets
 
 log = logging.getLogger(__name__)
+# urllib3 logs a request's path (a Slack or Teams webhook's key) at DEBUG: redacted.
+library_logs_redacted()
 SIGNATURE_HEADER = "X-Antidote-Signature"
 SEND_BATCH = 200
 # How much of a refusal's answer its reason keeps.
@@ -41,6 +62,13 @@ TRANSIENT_4XX = (408, 429)
 
 class SecretMissing(RuntimeError):
     pass
+
+
+class SecretRefused(RuntimeError):
+    """The webhook names a variable alerts may not read (console.envnames): nothing is read,
+    nothing is sent, and no attempt will do better until an administrator names another."""
+
+    permanent = True
 
 
 class Refused(Exception):
@@ -89,13 +117,18 @@ def alerts_send(*, now=None, limit=SEND_BATCH):
 
 def _failed(delivery, claim, exc):
     why = _why(exc)
+    if delivery.webhook is not None:
+        # A library's error may quote the URL (as sent, or as it was when the alert was raised):
+        # its path or query is a Slack or Teams key.
+        secrets = (*url_secrets(delivery.webhook.url), *url_secrets(delivery.address))
+        why = scrubbed(why, secrets)
     permanent = getattr(exc, "permanent", False)
     gave_up = permanent or delivery.attempts >= settings.ALERTS_MAX_ATTEMPTS
     log.warning(
         "alert delivery %s (%s to %s), attempt %s: %s%s",
         delivery.id,
         delivery.channel,
-        delivery.address,
+        delivery.address_shown,
         delivery.attempts,
         why,
         "; giving up" if gave_up else "",
@@ -115,8 +148,10 @@ def _why(exc):
     if isinstance(exc, Refused):
         said = f": {exc.answer}" if exc.answer else ""
         return f"the receiver answered HTTP {exc.status} {exc.reason}{said}"
-    if isinstance(exc, urllib.error.URLError):
-        return f"the receiver could not be reached: {exc.reason}"
+    if isinstance(exc, RequestException):
+        return f"the receiver could not be reached: {failure_cause(exc)}"
+    if isinstance(exc, OutboundRefused | DestinationError):
+        return f"not sent: {exc}"
     return f"{exc.__class__.__name__}: {exc}"
 
 
@@ -149,15 +184,6 @@ def signature(secret, timestamp, body):
     return f"t={timestamp},v1={mac.hexdigest()}"
 
 
-class _NoRedirects(urllib.request.HTTPRedirectHandler):
-    # A signed POST is not replayed elsewhere as a GET: a redirect is an error to look at.
-    def redirect_request(self, *args, **kwargs):
-        return None
-
-
-_opener = urllib.request.build_opener(_NoRedirects)
-
-
 def _webhook(delivery):
     hook = delivery.webhook
     secret = _secret(hook)
@@ -170,24 +196,37 @@ def _webhook(delivery):
     }
     if hook.format == Webhook.GENERIC:
         headers[SIGNATURE_HEADER] = signature(secret, int(time.time()), body)
-    request = urllib.request.Request(  # noqa: S310 - an administrator's http(s) URL (forms)
-        hook.url, data=body, method="POST", headers=headers
-    )
-    try:
-        with _opener.open(request, timeout=settings.ALERTS_WEBHOOK_TIMEOUT_SECONDS) as response:
-            if not 200 <= response.status < 300:
-                raise Refused(response.status, response.reason)
-    except urllib.error.HTTPError as exc:
-        raise Refused(
-            exc.code, exc.reason, _answer(exc), _seconds(exc.headers.get("Retry-After"))
-        ) from exc
+    # Only to an address the guard checks as it connects (workers.outbound: no internal
+    # address unless OUTBOUND_ALLOW_INTERNAL names it). A signed POST is not replayed elsewhere:
+    # a redirect is not followed but refused, an error to look at.
+    with guarded_session(allowance=settings.OUTBOUND_ALLOW_INTERNAL) as session:
+        response = session.post(
+            hook.url,
+            data=body,
+            headers=headers,
+            timeout=settings.ALERTS_WEBHOOK_TIMEOUT_SECONDS,
+            allow_redirects=False,
+            stream=True,
+        )
+        with response:
+            if not 200 <= response.status_code < 300:
+                raise Refused(
+                    response.status_code,
+                    excerpt(response.reason or ""),
+                    _answer(response, url_secrets(hook.url)),
+                    _seconds(response.headers.get("Retry-After")),
+                )
 
 
 def _secret(hook):
     """The webhook's secret from the worker's environment: the signing secret, PagerDuty's
-    routing key; None for the formats that have none."""
+    routing key; None for the formats that have none. A variable alerts may not read (one of
+    the product's own settings, say) is refused before it is read."""
     if hook.format not in Webhook.WITH_SECRET:
         return None
+    refusal = alert_secret_refusal(hook.secret_env) if hook.secret_env else None
+    if refusal:
+        raise SecretRefused(f"not sent: secret_env is refused: {refusal}")
     secret = os.environ.get(hook.secret_env, "") if hook.secret_env else ""
     if not secret:
         what = "routing key" if hook.format == Webhook.PAGERDUTY else "secret"
@@ -198,14 +237,17 @@ def _secret(hook):
     return secret
 
 
-def _answer(exc):
+def _answer(response, secrets=()):
     """The start of a refusal's answer (Slack says why in words: "invalid_payload"), on one
-    line."""
+    line and inert: never more of it. A receiver that quotes the request back quotes its URL's
+    key: `secrets` are scrubbed, read past the cut by the longest so that none is cut in two."""
+    margin = max(map(len, secrets), default=0)
     try:
-        start = exc.read(ANSWER_SHOWN)
-    except OSError:
+        start = response.raw.read(ANSWER_SHOWN + margin, decode_content=True) or b""
+    except Exception:  # whatever the answer's body does, its status is the reason
         return ""
-    return " ".join(start.decode("utf-8", "replace").split())
+    text = scrubbed(start.decode("utf-8", "replace"), secrets)
+    return excerpt(text, ANSWER_SHOWN)
 
 
 def _seconds(retry_after):
@@ -214,10 +256,3 @@ def _seconds(retry_after):
         return max(0, int(retry_after))
     except (TypeError, ValueError):
         return None
-
-
-def secret_fingerprint(env_name):
-    """The first characters of the secret's SHA-256, or "" when the variable is unset: enough to
-    tell which secret is in use, nothing to sign with."""
-    secret = os.environ.get(env_name, "")
-    return hashlib.sha256(secret.encode()).hexdigest()[:12] if secret else ""

@@ -2,10 +2,10 @@
 their subscriptions, webhooks, inflow thresholds, and sending a failed delivery again."""
 
 from datetime import timedelta
-from urllib.parse import urlsplit
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
+from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.db.models import F, Q
 from django.utils import timezone
@@ -13,6 +13,8 @@ from django.utils import timezone
 from console.alerts import events as E
 from console.alerts.models import Alert, AlertDelivery, InflowThreshold, Subscription, Webhook
 from console.audit.services import audit_record
+from console.envnames import alert_secret_refusal
+from workers.redaction import url_redacted
 
 
 def _period(now):
@@ -187,9 +189,17 @@ def subscriptions_save(*, user, choices):
     return changes
 
 
+def _secret_env_checked(secret_env):
+    # The forms say so first; here, so that no other caller saves what sending would refuse.
+    refusal = alert_secret_refusal(secret_env) if secret_env else None
+    if refusal:
+        raise ValidationError(f"secret_env: {refusal}")
+
+
 def webhook_create(*, actor, name, url, kinds, queues, secret_env, format=Webhook.GENERIC):
     """Add a webhook. Only its URL's origin is audited: Slack's and Teams' webhook URLs carry
     their password in their path or query."""
+    _secret_env_checked(secret_env)
     with transaction.atomic():
         hook = Webhook.objects.create(
             name=name,
@@ -207,7 +217,7 @@ def webhook_create(*, actor, name, url, kinds, queues, secret_env, format=Webhoo
             target_id=name,
             details={
                 "format": format,
-                "url": _origin(url),
+                "url": url_redacted(url),
                 "kinds": kinds,
                 "queues": queues,
                 "secret_env": secret_env,
@@ -223,6 +233,8 @@ def webhook_update(*, actor, webhook, url, kinds, queues, secret_env):
     changed = {k: v for k, v in wanted.items() if getattr(webhook, k) != v}
     if not changed:
         return {}
+    if "secret_env" in changed:
+        _secret_env_checked(secret_env)
     with transaction.atomic():
         Webhook.objects.filter(pk=webhook.pk).update(**changed)
         audit_record(
@@ -230,21 +242,23 @@ def webhook_update(*, actor, webhook, url, kinds, queues, secret_env):
             action="alerts.webhook_changed",
             target_type="webhook",
             target_id=webhook.name,
-            details={k: _origin(v) if k == "url" else v for k, v in changed.items()},
+            details={k: url_redacted(v) if k == "url" else v for k, v in changed.items()},
         )
     for field, value in changed.items():
         setattr(webhook, field, value)
     return changed
 
 
-def _origin(url):
-    parts = urlsplit(url)  # without a user and password, should the URL hold any
-    return f"{parts.scheme}://{parts.hostname}" + (f":{parts.port}" if parts.port else "")
-
-
 def webhook_switch(*, actor, webhook, active):
+    """Enable or disable a webhook; False if it already was. One whose secret_env names a
+    variable alerts may not read is not enabled (ValidationError): it would send nothing."""
+    if active and webhook.format in Webhook.WITH_SECRET:
+        _secret_env_checked(webhook.secret_env)
     with transaction.atomic():
-        if not Webhook.objects.filter(pk=webhook.pk, active=not active).update(active=active):
+        switched = Webhook.objects.filter(pk=webhook.pk, active=not active).update(
+            active=active, disabled_reason=""
+        )
+        if not switched:
             return False
         audit_record(
             actor=actor,
@@ -292,7 +306,7 @@ def delivery_retry(*, actor, delivery):
             action="alerts.delivery_retried",
             target_type="alert_delivery",
             target_id=delivery.pk,
-            details={"channel": delivery.channel, "address": delivery.address},
+            details={"channel": delivery.channel, "address": delivery.address_shown},
         )
     return True
 

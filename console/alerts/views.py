@@ -3,6 +3,7 @@ administrators, the outbox, webhooks and inflow thresholds."""
 
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.core.paginator import Paginator
 from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -124,8 +125,12 @@ def webhook_edit(request, webhook_id):
 def webhook_switch(request, webhook_id):
     hook = get_object_or_404(Webhook, id=webhook_id)
     active = request.POST.get("active") == "1"
-    services.webhook_switch(actor=request.user, webhook=hook, active=active)
-    messages.success(request, f"Webhook {hook.name} {'enabled' if active else 'disabled'}.")
+    try:
+        services.webhook_switch(actor=request.user, webhook=hook, active=active)
+    except ValidationError as exc:
+        messages.error(request, f"Webhook {hook.name} stays disabled: {'; '.join(exc.messages)}")
+    else:
+        messages.success(request, f"Webhook {hook.name} {'enabled' if active else 'disabled'}.")
     return redirect("alert-outbox")
 
 

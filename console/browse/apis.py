@@ -1,7 +1,6 @@
 """/api/v1/: the console's read models, and one message (its state and history, its body), with
 the screens' permissions. Reading changes nothing (R12); reading a body is audited."""
 
-import json
 from datetime import UTC, datetime
 
 from django import forms
@@ -44,15 +43,24 @@ from console.browse.exports import (
 )
 from console.browse.forms import API_PAGE_SIZE_MAX, PAGE_SIZE, MessageFilterForm
 from console.browse.freshness import counts_staleness
+from console.browse.headers import (
+    HEADER_NAME_SHOWN,
+    HEADER_VALUE_SHOWN,
+    HEADERS_PAGE,
+    HEADERS_PAGE_BYTES,
+    HEADERS_PAGE_MAX,
+    HEADERS_SHOWN,
+    HeadersUnreadable,
+    headers_page,
+)
 from console.browse.search import QUERY_MAX, search
 from console.browse.services import message_body_read
-from console.ingest.apis import MessagesIngestApi
+from console.ingest.apis import MaySendMessages, MessagesIngestApi
 from console.ingest.demo import demo_progress
 from console.notes.models import GROUP, MESSAGE
 from console.notes.selectors import OWNER_HELP, investigations_attach, owner_filter_clean
 from console.permissions import (
     CHANGE_QUEUE,
-    INGEST_MESSAGES,
     VIEW_BODY,
     VIEW_GROUPS,
     VIEW_MESSAGES,
@@ -307,11 +315,13 @@ def _message_list(request):
 class MessagesApi(MessagesIngestApi):
     """/api/v1/messages, where a REST client looks for messages: GET lists them (the quarantine
     browser), POST sends messages in (console.ingest.apis). Each method has its permission: a
-    producer's service account (the application role) sends and sees nothing."""
+    producer's service account (the application role) sends and sees nothing; a person sends
+    only into the queues they may send into by hand."""
 
     def get_permissions(self):
-        wanted = VIEW_MESSAGES if self.request.method in SAFE_METHODS else INGEST_MESSAGES
-        return [has_perms(wanted)()]
+        if self.request.method in SAFE_METHODS:
+            return [has_perms(VIEW_MESSAGES)()]
+        return [MaySendMessages()]
 
     @extend_schema(operation_id="messages_list", description=_MESSAGE_LIST_TEXT, **_MESSAGE_LIST)
     def get(self, request):
@@ -1040,6 +1050,95 @@ class _EventSerializer(serializers.Serializer):
         ref_name = "MessageEvent"
 
 
+class _HeadersShownSerializer(serializers.Serializer):
+    count = serializers.IntegerField(help_text="How many headers the message has.")
+    size = serializers.IntegerField(help_text="Their names' and values' bytes (UTF-8).")
+    shown = serializers.IntegerField(help_text="How many are in `headers`.")
+    more = serializers.IntegerField(help_text="How many are left out of `headers`.")
+    more_bytes = serializers.IntegerField(help_text="The bytes of those left out.")
+    cut = serializers.ListField(
+        child=serializers.CharField(), help_text="The headers in `headers` whose value is cut."
+    )
+    complete = serializers.BooleanField(
+        help_text="Whether `headers` holds every header whole (if not: GET .../headers)."
+    )
+
+    class Meta:
+        ref_name = "HeadersShown"
+
+
+class MessageHeadersApi(APIView):
+    """A message's headers, whole, a page at a time in the order they are stored: what the
+    message's detail shows only the start of when it has many or long ones. Reading changes
+    nothing (R12)."""
+
+    permission_classes = [has_perms(VIEW_MESSAGES)]
+
+    class FilterSerializer(serializers.Serializer):
+        offset = serializers.IntegerField(
+            required=False, default=0, min_value=0, help_text="The first header's place, from 0."
+        )
+        limit = serializers.IntegerField(
+            required=False,
+            default=HEADERS_PAGE,
+            min_value=1,
+            max_value=HEADERS_PAGE_MAX,
+            help_text=f"Most headers in the page; a page also stops before {HEADERS_PAGE_BYTES:,} "
+            "bytes (it holds at least one header, however long).",
+        )
+
+    class OutputSerializer(serializers.Serializer):
+        headers = serializers.DictField(
+            child=serializers.CharField(), help_text="Whole, in the order stored."
+        )
+        offset = serializers.IntegerField()
+        count = serializers.IntegerField(help_text="How many headers the message has.")
+        next = serializers.IntegerField(
+            allow_null=True, help_text="The offset of the next page; null after the last."
+        )
+
+        class Meta:
+            ref_name = "MessageHeaders"
+
+    @extend_schema(
+        operation_id="messages_headers",
+        parameters=[
+            path_parameter("message_id", MESSAGE_ID_TEXT, "order-1"),
+            FilterSerializer,
+        ],
+        responses={
+            200: answer(
+                OutputSerializer,
+                {
+                    "headers": {"schema": "order/v3", "trace_id": "7ca993ebae12d99a"},
+                    "offset": 0,
+                    "count": 2,
+                    "next": None,
+                },
+            ),
+            400: BAD_FILTERS,
+            404: NOT_FOUND,
+            **ERRORS,
+        },
+    )
+    def get(self, request, message_id):
+        filters = self.FilterSerializer(data=request.query_params)
+        if not filters.is_valid():
+            return bad_filters(filters.errors)
+        text = selectors.message_headers_text(
+            message_id=path_key(message_id, not_found="no such message")
+        )
+        if text is None:
+            raise Http404("no such message")
+        try:
+            page = headers_page(text, **filters.validated_data)
+        except HeadersUnreadable as exc:
+            raise exceptions.APIException(str(exc)) from None
+        return Response(
+            {"headers": page.headers, "offset": page.offset, "count": page.count, "next": page.next}
+        )
+
+
 class MessageDetailApi(APIView):
     """A message's state, delivery count, candidate flag, next attempt time, reason and history.
     Reading changes nothing (R12)."""
@@ -1072,6 +1171,7 @@ class MessageDetailApi(APIView):
         body_size = serializers.IntegerField(allow_null=True)
         content_type = serializers.CharField(allow_null=True)
         headers = serializers.SerializerMethodField()
+        headers_shown = serializers.SerializerMethodField()
         dead_letter = inline_serializer(
             "DeadLetter",
             {
@@ -1099,17 +1199,39 @@ class MessageDetailApi(APIView):
         class Meta:
             ref_name = "MessageDetail"
 
-        @extend_schema_field({"type": "object", "additionalProperties": {"type": "string"}})
+        @extend_schema_field(
+            {
+                "type": "object",
+                "additionalProperties": {"type": "string"},
+                "description": f"At most {HEADERS_SHOWN} headers, the first as stored, by name; "
+                f"a name cut to {HEADER_NAME_SHOWN:,} characters, a value to "
+                f"{HEADER_VALUE_SHOWN:,}. `headers_shown` says what is left out; "
+                "GET /api/v1/messages/{id}/headers gives them whole.",
+            }
+        )
         def get_headers(self, obj):
-            return json.loads(obj["headers"]) if obj.get("headers") else {}
+            return {row.name: row.value for row in obj["headers"].rows}
+
+        @extend_schema_field(_HeadersShownSerializer)
+        def get_headers_shown(self, obj):
+            shown = obj["headers"]
+            return {
+                "count": shown.count,
+                "size": shown.size,
+                "shown": len(shown.rows),
+                "more": shown.more,
+                "more_bytes": shown.more_bytes,
+                "cut": shown.cut,
+                "complete": shown.complete,
+            }
 
     @extend_schema(
         operation_id="messages_retrieve",
         parameters=[
             path_parameter(
                 "message_id",
-                f"{MESSAGE_ID_TEXT} (An id that ends in '/body' reads as the body of the "
-                "message before it.)",
+                f"{MESSAGE_ID_TEXT} (An id that ends in '/body' or '/headers' reads as the "
+                "body or the headers of the message before it.)",
                 "order-1",
             )
         ],
@@ -1134,6 +1256,15 @@ class MessageDetailApi(APIView):
                     "body_size": 302,
                     "content_type": "application/json",
                     "headers": {"schema": "order/v3", "trace_id": "7ca993ebae12d99a"},
+                    "headers_shown": {
+                        "count": 2,
+                        "size": 38,
+                        "shown": 2,
+                        "more": 0,
+                        "more_bytes": 0,
+                        "cut": [],
+                        "complete": True,
+                    },
                     "dead_letter": None,
                     "conversation_id": "conv-ORD-100007",
                     "sender": "pos-amsterdam-03@stores.shop.example",

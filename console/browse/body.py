@@ -138,12 +138,24 @@ def raw_body_response(data, *, message_id):
     return response
 
 
-def _attachment(message_id):
+def headers_download_response(text, *, message_id):
+    """A message's headers as stored (one JSON object) as a download, guarded as a body is: the
+    page shows only their start (console.browse.headers)."""
+    response = HttpResponse(text, content_type="application/json; charset=utf-8")
+    response["Content-Disposition"] = _attachment(message_id, ".headers.json")
+    response["X-Content-Type-Options"] = "nosniff"
+    response["Content-Security-Policy"] = "sandbox"
+    response["Cache-Control"] = "private, no-store"
+    return response
+
+
+def _attachment(message_id, suffix=".bin"):
     # The id is attacker-controlled: the ASCII name keeps only safe characters, the UTF-8 name
     # is percent-encoded (RFC 6266), so no quote or newline reaches the header.
     safe = "".join(c if c.isascii() and (c.isalnum() or c in "-_.") else "_" for c in message_id)
     safe = (safe.strip(".") or "message")[:100]
-    return f"attachment; filename=\"{safe}.bin\"; filename*=UTF-8''{quote(message_id, safe='')}.bin"
+    encoded = quote(message_id, safe="")
+    return f"attachment; filename=\"{safe}{suffix}\"; filename*=UTF-8''{encoded}{suffix}"
 
 
 # A diff of two bodies shows at most this many lines (its hunks' headers included).

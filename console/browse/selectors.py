@@ -5,10 +5,10 @@ Nothing here writes (R12). No query counts a large set exactly: the browser page
 counts matches up to COUNT_CAP.
 """
 
-import json
 import logging
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
+from functools import cached_property
 
 import pyarrow.compute as pc
 from django.core import signing
@@ -17,6 +17,7 @@ from django.db.models.functions import TruncHour
 
 from console.audit.models import AuditEntry
 from console.browse.forms import DEFAULT_SORT, OPEN, PAGE_SIZE
+from console.browse.headers import header_map, headers_shown
 from console.browse.message_words import is_batch_mate_reason
 from console.browse.policy_words import policy_sentences, relapse, relapse_words
 from console.delivery.models import DeliveryRun, PoisonEntry
@@ -348,17 +349,15 @@ class MessageView:
             return self.failure["reason"]
         return self.indexed.reason if self.indexed is not None else ""
 
-    @property
+    @cached_property
     def header_map(self):
-        try:
-            headers = json.loads(self.stored.get("headers") or "{}")
-        except ValueError:
-            return {}
-        return headers if isinstance(headers, dict) else {}
+        """Its headers by name, for the readers of named ones (bounded: console.browse.headers)."""
+        return header_map(self.stored.get("headers"))
 
-    @property
+    @cached_property
     def headers(self):
-        return sorted((str(k), str(v)) for k, v in self.header_map.items())
+        """What is shown of its headers: at most HEADERS_SHOWN, cut (console.browse.headers)."""
+        return headers_shown(self.stored.get("headers"))
 
     @property
     def dead_letter(self):
@@ -458,7 +457,7 @@ def message_detail(*, message_id):
         "body_sha256": stored.get("body_sha256"),
         "body_size": stored.get("body_size"),
         "content_type": stored.get("content_type"),
-        "headers": stored.get("headers"),
+        "headers": view.headers,
         "dead_letter": _dead_letter_fields(view.header_map),
         "conversation_id": stored.get("conversation_id"),
         "sender": stored.get("sender"),
@@ -495,6 +494,17 @@ def message_body(*, message_id):
     if not stored:
         return None
     return stored["body"] or b"", stored.get("content_type") or ""
+
+
+def message_headers_text(*, message_id):
+    """A message's headers as stored (JSON text, "{}" when it has none or its row is gone), for
+    those who want them whole; None if the message is unknown."""
+    location = _body_location(message_id)
+    if location is None:
+        return None
+    _, path, version = location
+    stored = _stored_row(path=path, message_id=message_id, version=version, with_body=False)
+    return stored.get("headers") or "{}"
 
 
 def message_conversation(*, conversation_id, exclude=None, limit=CONVERSATION_SHOWN):

@@ -17,6 +17,7 @@ urlpatterns = [
         name="saved-filter-delete",
     ),
     path("messages/<msgid:message_id>/raw", views.message_raw, name="message-raw"),
+    path("messages/<msgid:message_id>/headers", views.message_headers, name="message-headers"),
     path("messages/<msgid:message_id>/", views.message_detail, name="message-detail"),
     path("groups/", views.group_list, name="group-list"),
     path("groups/<msgid:fingerprint>/", views.group_detail, name="group-detail"),
@@ -40,7 +41,12 @@ api_urlpatterns = [
     path("queues/<path:name>/enable", apis.QueueEnableApi.as_view(), name="api-queue-enable"),
     path("queues/<path:name>/pause", apis.QueuePauseApi.as_view(), name="api-queue-pause"),
     path("stats", apis.StatsApi.as_view(), name="api-stats"),
-    # The body first: the detail route would take ".../body" for a message id.
+    # The body and the headers first: the detail route would take ".../body" for a message id.
     path("messages/<path:message_id>/body", apis.MessageBodyApi.as_view(), name="api-message-body"),
+    path(
+        "messages/<path:message_id>/headers",
+        apis.MessageHeadersApi.as_view(),
+        name="api-message-headers",
+    ),
     path("messages/<path:message_id>", apis.MessageDetailApi.as_view(), name="api-message-detail"),
 ]

@@ -17,7 +17,7 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from console.browse import charts, selectors
-from console.browse.body import body_render, raw_body_response
+from console.browse.body import body_render, headers_download_response, raw_body_response
 from console.browse.exports import BODIES_REFUSED, MessageExportForm, message_export_response
 from console.browse.forms import (
     FILTER_FIELDS,
@@ -38,6 +38,7 @@ from console.browse.services import (
     saved_filter_save,
 )
 from console.forms import too_long_text
+from console.ingest.by_hand import sent_by_person
 from console.ingest.demo import demo_progress
 from console.notes.models import GROUP, MESSAGE
 from console.notes.selectors import investigations_attach, owner_filter_clean
@@ -297,6 +298,8 @@ def message_detail(request, message_id):
     )
     ctx = {
         "m": view,
+        # R19: a message a person sent in by hand says so (an application's does not).
+        "sent_by_person": sent_by_person(view.history),
         "body": body,
         "lineage": lineage,
         "can_read_body": can_read_body,
@@ -330,6 +333,17 @@ def message_raw(request, message_id):
     if found is None:
         raise Http404("no such message")
     return raw_body_response(found[0], message_id=message_id)
+
+
+@require_GET
+@login_required
+@perms_required(VIEW_MESSAGES)
+def message_headers(request, message_id):
+    """Its headers whole, as stored: the page shows at most HEADERS_SHOWN, cut."""
+    text = selectors.message_headers_text(message_id=message_id)
+    if text is None:
+        raise Http404("no such message")
+    return headers_download_response(text, message_id=message_id)
 
 
 @require_GET

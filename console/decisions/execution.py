@@ -424,11 +424,11 @@ def _target_json(request):
 
 
 def _retarget_prepare(request, events, label):
-    """Each reprocessed message must reach its sink with this request's redrive target in
-    REDRIVE_TARGET_HEADER, or with none: a sink reads it from the headers of the version it
-    delivers (headers are in the messages dataset, per version). So a chunk writes a new
-    version of each message whose headers must change (body and all else kept), and its events
-    point at it. Without a target only messages past their first version can carry an earlier
+    """Each reprocessed message must reach its sink with this request's redrive target, or with
+    none: a sink reads the `redrive_target` of the version it delivers (the messages dataset,
+    per version), which only a request writes (R18). So a chunk writes a new version of each
+    message whose target must change (body, headers and all else kept), and its events point
+    at it. Without a target only messages past their first version can carry an earlier
     request's target: a plain reprocess of messages as received reads nothing."""
     target = _target_json(request)
     current = events.select(["message_id", "body_version"])
@@ -614,16 +614,11 @@ def _edited_body_commit(request, members, decision, index):
         raise ValueError(f"message {message_id!r} has no stored body to edit")
     body = bytes(request.edited_body)
     directory = store.new_dir("messages", f"request{request.id}-chunk{index}-edit")
-    edited = D.edited_message(original, body, version=decision.body_version)
-    target = _target_json(request)
-    if target is not None:
-        # The edited version carries the request's redrive target too (it is made from the
-        # original, which carries none).
-        headers = D.headers_with_target(edited.column("headers")[0].as_py(), target)
-        if headers is not None:
-            edited = edited.set_column(
-                edited.schema.get_field_index("headers"), "headers", pa.array([headers])
-            )
+    # The edited version carries the request's redrive target too (it is made from the
+    # original, which carries none).
+    edited = D.edited_message(
+        original, body, version=decision.body_version, redrive_target=_target_json(request)
+    )
     store.write_arrow(edited, directory)
     lake_commit_record(
         dataset="messages",

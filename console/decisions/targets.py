@@ -1,12 +1,17 @@
 """A reprocess's own redrive target: where the broker sinks send its messages instead of their
 origin (issue 32). Checked here for the form and the API alike, said in words for the approver
-and the audit trail, and carried to the sinks in REDRIVE_TARGET_HEADER (workers.brokers.connector)
-by the execution (console.decisions.execution)."""
-
-from urllib.parse import urlsplit
+and the audit trail, and carried to the sinks by the execution (console.decisions.execution) in
+the `redrive_target` of the versions it writes, never in a header (R18)."""
 
 from django.conf import settings
 from django.core.exceptions import ValidationError
+
+from workers.outbound import (
+    DestinationError,
+    OutboundRefused,
+    destination_check,
+    destination_parse,
+)
 
 # A reprocess's own redrive target (R13 "to its origin" is the default): what each broker's
 # sink reads of it, with the longest value each may be. AMQP names an exchange or a routing key
@@ -18,7 +23,6 @@ REDRIVE_TARGET_KEYS = {
     "stream": 255,  # Redis Streams
     "url": 2000,  # HTTP delivery
 }
-REDRIVE_TARGET_URL_SCHEMES = ("http", "https")
 
 
 def redrive_target_clean(target):
@@ -66,28 +70,29 @@ def redrive_target_clean(target):
 
 
 def _url_check(url):
-    scheme, _, rest = url.partition("://")
+    # Read as the HTTP sink's client reads it (workers.outbound): a URL that another reader
+    # could take for another host is refused, so the host checked below is the one sent to.
     try:
-        parts = urlsplit(url)
-        host = parts.hostname
-    except ValueError:
-        host = None
-    if scheme.lower() not in REDRIVE_TARGET_URL_SCHEMES or not rest or " " in url or not host:
+        destination = destination_parse(url)
+    except DestinationError as exc:
+        # Credentials too: the request, its audit entry and the approver's page would show them.
         raise ValidationError(
             "redrive_target.url must be an http:// or https:// URL, such as "
-            "https://orders.example/hooks/dead-letters"
-        )
-    if parts.username is not None or parts.password is not None:
-        # The request, its audit entry and its messages' headers would all show them.
-        raise ValidationError(
-            "redrive_target.url must not hold credentials: give the queue's handler a url_env"
-        )
+            f"https://orders.example/hooks/dead-letters; this one {exc}"
+        ) from None
+    host = destination.host
     allowed = settings.REDRIVE_URL_HOSTS
     if allowed and not any(_host_matches(host, pattern) for pattern in allowed):
         raise ValidationError(
             f"redrive_target.url: {host} is not a host requests may send messages to "
             f"(REDRIVE_URL_HOSTS: {', '.join(allowed)})"
         )
+    # Its address now (the HTTP sink checks again when it sends, which is the check that
+    # counts: DNS changes).
+    try:
+        destination_check(url, allowance=settings.OUTBOUND_ALLOW_INTERNAL, resolve=True)
+    except OutboundRefused as exc:
+        raise ValidationError(f"redrive_target.url: {exc}") from None
 
 
 def _host_matches(host, pattern):

@@ -14,8 +14,17 @@ see console.ingest.files.FIELDS). The answer counts what became of every record:
   through the inbox folder.
 
 Each error names the record by its index in the batch (from 0) and its id when it had one.
+
+Who sends (R19): a service account in the application role, into every queue (an application's
+producer: its token acts for it alone, and it takes no decision, so it cannot fail a message and
+send an edited copy in); a person, signed in, only into the queues two administrators let them
+send into by hand (console.access.IngestRight). Operators do not by default: one who failed a
+message and sent an edited copy in would walk around R17. A person's call is in the audit trail
+(who, which queues, how many, which ids), and their messages' TBDL events name them as
+"person:<name>" (the message page says so).
 """
 
+import hashlib
 import json
 
 from drf_spectacular.utils import (
@@ -27,13 +36,55 @@ from drf_spectacular.utils import (
 )
 from rest_framework import serializers, status
 from rest_framework.exceptions import UnsupportedMediaType
+from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from console.access.selectors import ingest_queue_names
+from console.access.service_accounts import is_service_account
 from console.api import ERRORS, ErrorSerializer
+from console.audit.services import audit_record
+from console.ingest.by_hand import person_source
 from console.ingest.files import record_max_bytes
+from console.ingest.models import MessageKey
 from console.ingest.services import ID_MAX_LENGTH, messages_ingest
-from console.permissions import INGEST_MESSAGES, has_perms
+from console.permissions import INGEST_MESSAGES, needs_text
+
+# The ids a person's call sent in, listed in its audit entry up to this many (all are hashed).
+AUDIT_IDS_LISTED = 100
+BY_HAND_ONLY = (
+    "a person sends messages in only into a queue an administrator let them send into by hand "
+    "(asked on the role grants page, confirmed by a second administrator); an application "
+    "sends with its service account's token"
+)
+
+
+class MaySendMessages(BasePermission):
+    """A service account holding INGEST_MESSAGES (the application role): into every queue. A
+    person: into the queues of their rights to send by hand (read now), when they hold one;
+    each message's queue is checked by the view. `view.by_hand` is None for a service account,
+    the person's queues otherwise."""
+
+    _user = None
+    _person = False
+
+    @property
+    def message(self):
+        if self._user is None:
+            return "sign in first"
+        return BY_HAND_ONLY if self._person else needs_text([INGEST_MESSAGES], user=self._user)
+
+    def has_permission(self, request, view):
+        user = request.user
+        if not (user and user.is_authenticated):
+            return False
+        self._user = user
+        if is_service_account(user):
+            view.by_hand = None
+            return user.has_perm(INGEST_MESSAGES)
+        self._person = True
+        view.by_hand = ingest_queue_names(user)
+        return bool(view.by_hand)
 
 
 class _BadRequest(Exception):
@@ -70,7 +121,16 @@ class _MessageSerializer(serializers.Serializer):
         help_text="text/plain for a text body, application/octet-stream for base64 by default.",
     )
     headers = serializers.DictField(
-        child=serializers.CharField(allow_blank=True), required=False, allow_null=True
+        child=serializers.CharField(allow_blank=True),
+        required=False,
+        allow_null=True,
+        help_text=(
+            "Text to text. A name beginning with antidote-, amqp-, nats- or redis- is the "
+            "product's own (R18): it is kept under x-foreign-<name>, and never says where a "
+            "message goes. Limited by MAX_HEADER_COUNT headers, MAX_HEADER_NAME_BYTES a name, "
+            "MAX_HEADER_VALUE_BYTES a value and MAX_HEADERS_TOTAL_BYTES in all (UTF-8): a "
+            "message over one is refused, its error naming the setting."
+        ),
     )
     conversation_id = serializers.CharField(required=False, allow_null=True, allow_blank=True)
     sender = serializers.CharField(required=False, allow_null=True, allow_blank=True)
@@ -128,7 +188,8 @@ class MessagesIngestApi(APIView):
     """Sending messages in: POST of /api/v1/messages (console.browse.apis.MessagesApi, whose GET
     lists them)."""
 
-    permission_classes = [has_perms(INGEST_MESSAGES)]
+    permission_classes = [MaySendMessages]
+    by_hand = None
 
     @extend_schema(
         operation_id="messages_ingest",
@@ -137,8 +198,10 @@ class MessagesIngestApi(APIView):
         "a duplicate, not an error: resending a batch is safe) and appended to its queue, "
         "where the next delivery run picks it up. 201 when every message was accepted or a "
         "duplicate; 200 when some were refused (`errors` names each by its index in the "
-        "batch: resend only those, fixed); 400 when nothing was accepted. Needs the permission "
-        "to send messages (the application, operator or approver role).",
+        "batch: resend only those, fixed); 400 when nothing was accepted. A service account "
+        "in the application role sends into every queue; a person (signed in) only into the "
+        "queues an administrator let them send into by hand, confirmed by a second one (403 "
+        "names the others), and each such call is in the audit trail.",
         # JSON only: anything else is a 415.
         request={
             "application/json": PolymorphicProxySerializer(
@@ -235,9 +298,14 @@ class MessagesIngestApi(APIView):
         except _BadRequest as exc:
             return Response({"detail": exc.detail}, status=exc.code)
 
-        result = messages_ingest(
-            records=records, source=f"api:{request.user.get_username()}", errors_kept=None
-        )
+        name = request.user.get_username()
+        if self.by_hand is not None:
+            if refusal := _queues_refusal(records, self.by_hand):
+                return Response({"detail": refusal}, status=status.HTTP_403_FORBIDDEN)
+            result = messages_ingest(records=records, source=person_source(name), errors_kept=None)
+            _by_hand_record(request.user, records, result)
+        else:
+            result = messages_ingest(records=records, source=f"api:{name}", errors_kept=None)
 
         if not result.refused:
             code = status.HTTP_201_CREATED
@@ -246,6 +314,50 @@ class MessagesIngestApi(APIView):
         else:
             code = status.HTTP_400_BAD_REQUEST
         return Response(_ResultSerializer(result).data, status=code)
+
+
+def _queues_refusal(records, allowed):
+    """Why a person may not send these records: the queues they name that are not `allowed`.
+    A record without a queue's name is left to ingest, which refuses it."""
+    named = {r["queue"] for r in records if type(r) is dict and type(r.get("queue")) is str}
+    if denied := sorted(named - allowed):
+        return (
+            f"you send by hand into {', '.join(sorted(allowed))} only, not into "
+            f"{', '.join(map(repr, denied))}: {BY_HAND_ONLY}"
+        )
+    return None
+
+
+def _by_hand_record(user, records, result):
+    """One audit entry for a person's call: who, into which queues, how many were accepted,
+    duplicates or refused, and which ids were accepted (listed up to AUDIT_IDS_LISTED, hashed
+    all: SHA-256 of the sorted ids, one a line, as a purge record hashes its ids)."""
+    accepted = {}
+    for message_id, queue in MessageKey.objects.filter(commit_id__in=result.commits).values_list(
+        "message_id", "queue"
+    ):
+        accepted.setdefault(queue, []).append(message_id)
+    named = sorted({r["queue"] for r in records if type(r) is dict and type(r.get("queue")) is str})
+    queues = {}
+    for queue in named:
+        ids = sorted(accepted.get(queue, []))
+        queues[queue] = {
+            "accepted": len(ids),
+            "ids": ids[:AUDIT_IDS_LISTED],
+            "ids_sha256": hashlib.sha256("\n".join(ids).encode()).hexdigest(),
+        }
+    audit_record(
+        actor=user,
+        action="messages.sent_by_hand",
+        target_type="queue",
+        target_id=", ".join(named),
+        details={
+            "queues": queues,
+            "accepted": result.accepted,
+            "duplicates": result.duplicates,
+            "refused": result.refused,
+        },
+    )
 
 
 def _payload(request):

@@ -20,19 +20,21 @@ import os
 import random
 import threading
 import time
+import traceback
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from datetime import timedelta
-from urllib.parse import unquote, urlparse
 
 from django.db import DatabaseError, connection
 from django.utils import timezone
 
+from console.envnames import broker_variable_refusal
 from console.ingest.services import messages_ingest
 from console.queues.models import CONSUMER_STATES, BrokerSource
 from console.queues.sources import source_drained, source_heartbeat, source_state_set
 from workers.brokers.connector import KIND_TITLES, SourceConfig, SourceDown, connector_loaded
 from workers.logcontext import log_context
+from workers.redaction import scrubbed, url_secrets
 
 log = logging.getLogger(__name__)
 
@@ -62,6 +64,10 @@ def backoff_seconds(attempt, *, rand=random.random):
 def source_config(source):
     """What a source's connector is given: the row's settings and the URL from its variable.
     SourceDown when the variable is not set."""
+    refusal = broker_variable_refusal(source.url_env)
+    if refusal:
+        # A row saved before the rule (console.envnames): never connect with the product's own.
+        raise SourceDown(f"url_env is refused: {refusal}")
     url = os.environ.get(source.url_env)
     if not url:
         raise SourceDown(f"the environment variable {source.url_env} (the broker's URL) is not set")
@@ -76,23 +82,6 @@ def source_config(source):
         batch_size=source.batch_size,
         options=dict(source.options or {}),
     )
-
-
-def _url_secrets(url):
-    """The URL and its password, as written and decoded: scrubbed from every error whatever the
-    connector's own `secrets` say (and before it has a link to say them)."""
-    try:
-        password = urlparse(url).password or ""
-    except ValueError:
-        password = ""
-    return tuple(s for s in {url, password, unquote(password)} if s)
-
-
-def _scrub(text, secrets):
-    # The longest first: a password inside the URL leaves no part of the URL behind.
-    for secret in sorted(secrets, key=len, reverse=True):
-        text = text.replace(secret, "***")
-    return text
 
 
 class _Consumer:
@@ -120,7 +109,7 @@ class _Consumer:
             try:
                 self.connector = connector_loaded(self.source.kind)
                 self.config = source_config(self.source)
-                secrets = _url_secrets(self.config.url)
+                secrets = url_secrets(self.config.url, path=False)
                 where_of = getattr(self.connector, "where", None)
                 if where_of is not None:
                     where = where_of(self.config)
@@ -130,12 +119,15 @@ class _Consumer:
                 if self.link is not None:
                     where, secrets = self.link.where, (*secrets, *self.link.secrets)
                     self.link = None
-                error = _scrub(f"{where}: {self._why(exc)}", secrets)
+                error = scrubbed(f"{where}: {self._why(exc)}", secrets)
                 errors = (SourceDown, OSError, *getattr(self.connector, "errors", ()))
                 if isinstance(exc, errors):
                     log.warning("%s", error)
                 else:
-                    log.error("source %s failed: %s", self.source.name, error, exc_info=True)
+                    # The traceback as text, scrubbed too: an exception's message inside it may
+                    # quote the URL, password and all.
+                    trace = scrubbed("".join(traceback.format_exception(exc)), secrets)
+                    log.error("source %s failed: %s\n%s", self.source.name, error, trace)
                     # A database that went away leaves the connection unusable: start afresh.
                     connection.close()
                 if self.stop.is_set():
@@ -208,7 +200,7 @@ class _Consumer:
         # broker: most of it waits on disk and the database, and decoding needs the CPU.
         storer = ThreadPoolExecutor(max_workers=1, thread_name_prefix=f"store-{self.source.name}")
         try:
-            self._report(CONSUMING, where=_scrub(self.link.where, self.link.secrets))
+            self._report(CONSUMING, where=scrubbed(self.link.where, self.link.secrets))
             self._db(source_heartbeat, name=self.source.name, lag=self._lag())
             self._drain(storer)
         finally:
@@ -291,6 +283,7 @@ class _Consumer:
                 records=[records[i] for i in positions],
                 source=f"{self.source.kind}:{self.source.name}",
                 errors_kept=None,
+                from_source=True,
             )
         finally:
             # This thread's, back to the pool between batches (and a broken one never reused).

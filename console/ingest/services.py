@@ -42,6 +42,7 @@ from console.ingest.models import InboxFile, MessageKey
 from console.ingest.selectors import inbox_file_get, message_keys_body_hashes, queue_names
 from console.ingest.signals import messages_arrived
 from console.lake.services import lake, lake_commit_record
+from workers.engine.own_headers import PRODUCT_PREFIXES, headers_stored, is_product_name
 from workers.engine.states import TBDL
 from workers.lake.schema import EVENT_SCHEMA, MESSAGE_SCHEMA
 
@@ -53,6 +54,8 @@ CHUNK_BYTES = 128 * 1024 * 1024
 # otherwise hold a million error objects.
 ERRORS_KEPT = 1000
 ID_MAX_LENGTH = 200
+# A broker source's records carry, beside a message's fields, what the source wrote about it.
+SOURCE_FIELDS = FIELDS | {"own_headers"}
 REASON_INGESTED = "ingested"
 TEXT_TYPE = "text/plain"
 BINARY_TYPE = "application/octet-stream"
@@ -170,13 +173,85 @@ def _json_type(value):
     return {dict: "object", list: "array", bytes: "binary value"}.get(type(value), "value")
 
 
-def _record_check(record, queues, limit):
-    """The row to write for one record, or _Refused saying why not."""
+def _own_headers(own, message_id):
+    """A broker source's records of a message (workers.engine.own_headers), checked: only names
+    of the product's namespaces, with text values."""
+    if type(own) is not dict or not all(
+        type(k) is str and is_product_name(k) and type(v) is str for k, v in own.items()
+    ):
+        raise _Refused(
+            "a source's own headers must be text, named in the product's namespaces "
+            f"({', '.join(PRODUCT_PREFIXES)})",
+            message_id,
+        )
+    return own
+
+
+# An error quotes at most this much of a header's name.
+HEADER_NAME_QUOTED = 60
+
+
+def header_bytes(text):
+    """The size of a header name or value as the header limits count it: its UTF-8 bytes (a lone
+    surrogate, which a JSON string may hold, as the three bytes it would take)."""
+    return len(text) if text.isascii() else len(text.encode("utf-8", "surrogatepass"))
+
+
+def _header_named(name):
+    # A name is the producer's text: quoted (repr escapes controls) and cut, for an error line.
+    return repr(name[:HEADER_NAME_QUOTED]) + ("..." if len(name) > HEADER_NAME_QUOTED else "")
+
+
+def _headers_limit_check(headers, message_id):
+    """_Refused when the headers a message would be stored with (a dict of text) are over a
+    limit: MAX_HEADER_COUNT headers, MAX_HEADER_NAME_BYTES a name, MAX_HEADER_VALUE_BYTES a
+    value, MAX_HEADERS_TOTAL_BYTES for names and values together (console/settings.py says why
+    those defaults). The error names the limit and its setting, as the body's does."""
+    count, most = len(headers), settings.MAX_HEADER_COUNT
+    if count > most:
+        # Before looking at a single header: a flood costs one len().
+        raise _Refused(
+            f"{count:,} headers, over the limit of {most:,} headers (MAX_HEADER_COUNT)",
+            message_id,
+        )
+    name_most = settings.MAX_HEADER_NAME_BYTES
+    value_most = settings.MAX_HEADER_VALUE_BYTES
+    total = 0
+    for name, value in headers.items():
+        # header_bytes, inlined for ASCII: every message of every route comes through here.
+        size = len(name) if name.isascii() else header_bytes(name)
+        value_size = len(value) if value.isascii() else header_bytes(value)
+        if size > name_most:
+            raise _Refused(
+                f"header name {_header_named(name)} is {size:,} bytes, over the limit of "
+                f"{name_most:,} bytes (MAX_HEADER_NAME_BYTES)",
+                message_id,
+            )
+        if value_size > value_most:
+            raise _Refused(
+                f"header {_header_named(name)} is {value_size:,} bytes, over the limit of "
+                f"{value_most:,} bytes (MAX_HEADER_VALUE_BYTES)",
+                message_id,
+            )
+        total += size + value_size
+    if total > settings.MAX_HEADERS_TOTAL_BYTES:
+        raise _Refused(
+            f"headers are {total:,} bytes (names and values), over the limit of "
+            f"{settings.MAX_HEADERS_TOTAL_BYTES:,} bytes (MAX_HEADERS_TOTAL_BYTES)",
+            message_id,
+        )
+
+
+def _record_check(record, queues, limit, own_allowed=False):
+    """The row to write for one record, or _Refused saying why not. `own_allowed`: the record
+    comes from a broker source of the product, whose records of the message are in its
+    `own_headers` (console.ingest.consumers); from any other route that field is unknown."""
     if type(record) is not dict:
         raise _Refused("a message must be a JSON object")
     message_id = _id_check(record.get("id"))
-    if not FIELDS.issuperset(record):
-        extra = record.keys() - FIELDS
+    fields = SOURCE_FIELDS if own_allowed else FIELDS
+    if not fields.issuperset(record):
+        extra = record.keys() - fields
         raise _Refused(
             f"unknown field(s) {', '.join(sorted(map(repr, extra)))}; "
             f"a message has {', '.join(sorted(FIELDS))}",
@@ -224,15 +299,19 @@ def _record_check(record, queues, limit):
         raise _Refused("content_type must be a non-empty string", message_id)
 
     headers = record.get("headers")
-    if headers is None or headers == {}:
-        headers_text = "{}"
-    elif type(headers) is dict and all(
+    if headers is None:
+        headers = {}
+    elif type(headers) is not dict or not all(
         type(k) is str and type(v) is str for k, v in headers.items()
     ):
-        # Default arguments: json reuses its one C encoder (sort_keys would build a new one).
-        headers_text = json.dumps(headers)
-    else:
         raise _Refused("headers must be an object of string to string", message_id)
+    # R18: a name of the product's namespaces is the product's to write, whatever the route: a
+    # producer's is kept under a foreign name, then a broker source's own records are added.
+    own = record.get("own_headers") if own_allowed else None
+    headers = headers_stored(headers, _own_headers(own, message_id) if own else None)
+    _headers_limit_check(headers, message_id)
+    # Default arguments: json reuses its one C encoder (sort_keys would build a new one).
+    headers_text = json.dumps(headers) if headers else "{}"
 
     return (
         message_id,
@@ -249,7 +328,9 @@ def _record_check(record, queues, limit):
 # --- The batch ----------------------------------------------------------------------------------
 
 
-def messages_ingest(*, records, source, numbered_by=None, errors_kept=ERRORS_KEPT):
+def messages_ingest(
+    *, records, source, numbered_by=None, errors_kept=ERRORS_KEPT, from_source=False
+):
     """Check, deduplicate and append messages to the lake; return an IngestResult.
 
     `records` is an iterable of record dicts, each positioned by its index in the batch (from 0).
@@ -257,6 +338,8 @@ def messages_ingest(*, records, source, numbered_by=None, errors_kept=ERRORS_KEP
     record may be an `Unreadable` for a line that could not be read. `source` names who sent the
     messages ("api:alice", "inbox:orders.jsonl") and becomes the actor of their TBDL events.
     `errors_kept` caps the errors listed (None: all); `refused` always counts them all.
+    `from_source`: the records are a broker source's (console.ingest.consumers), which may
+    carry the source's records of each message in `own_headers` (R18: no other route may).
     """
     result = IngestResult(errors_kept=errors_kept)
     unit = numbered_by or "index"
@@ -269,7 +352,7 @@ def messages_ingest(*, records, source, numbered_by=None, errors_kept=ERRORS_KEP
             result.refuse(IngestError(position, record.reason, None, unit))
             continue
         try:
-            row = _record_check(record, queues, limit)
+            row = _record_check(record, queues, limit, from_source)
         except _Refused as exc:
             result.refuse(IngestError(position, exc.message, exc.message_id, unit))
             continue
@@ -353,6 +436,7 @@ def _tables(fresh, *, now, epoch, source):
             "conversation_id": pa.array(conversations, pa.string()),
             "sender": pa.array(senders, pa.string()),
             "enqueued_at": _column(now, MESSAGE_SCHEMA.field("enqueued_at").type, n),
+            "redrive_target": pa.nulls(n, pa.string()),
         },
         schema=MESSAGE_SCHEMA,
     )

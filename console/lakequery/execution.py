@@ -7,12 +7,16 @@ result in one transaction that succeeds only for the claim that still holds it. 
 new lake directory that nothing points at until that transaction names it, so a run that dies or
 loses its claim leaves nothing visible. Tasks may be lost: the sweeper hands queued and dead
 queries to the broker again, and a duplicate task finds its query taken and does nothing.
+
+A query runs at most LAKE_QUERY_TIMEOUT_SECONDS: then its heartbeat fails it, readably, and
+cancels its Spark jobs the way a person's cancel does, so that the worker's slot is free again.
 """
 
 import logging
 import os
 import shutil
 import socket
+import time
 import uuid
 from datetime import timedelta
 
@@ -100,7 +104,10 @@ def lake_query_run(*, query_id, spark=None):
     try:
         tag = f"lake-query-{query.id}-{worker.rsplit(':', 1)[-1]}"
         jobs = tracked_jobs(session, tag, f"lake query {query.id}")
-        heartbeat = QueryHeartbeat(query.id, worker, jobs)
+        # The clock starts with the Spark work: a JVM that starts first is not the query's cost.
+        heartbeat = QueryHeartbeat(
+            query.id, worker, jobs, timeout_seconds=settings.LAKE_QUERY_TIMEOUT_SECONDS
+        )
         heartbeat.start()
         try:
             result = run_lake_query(session, params)
@@ -109,14 +116,16 @@ def lake_query_run(*, query_id, spark=None):
             jobs.close()
     except Exception as exc:
         shutil.rmtree(params.out_dir, ignore_errors=True)
-        if _finish(query, worker, status=LakeQuery.FAILED, error=readable_error(exc)):
+        if _finish(query.id, worker, status=LakeQuery.FAILED, error=readable_error(exc)):
             log.warning("lake query %s failed", query.id, exc_info=True)
         else:
-            log.info("lake query %s stopped: cancelled or taken over while it ran", query.id)
+            log.info(
+                "lake query %s stopped: cancelled, timed out or taken over while it ran", query.id
+            )
         query.refresh_from_db()
         return query
     won = _finish(
-        query,
+        query.id,
         worker,
         status=LakeQuery.DONE,
         result_path=result_path,
@@ -125,22 +134,23 @@ def lake_query_run(*, query_id, spark=None):
         upto=inputs.last_event_commit,
     )
     if not won:
-        # Cancelled while it ran, or taken over after its heartbeat stopped: its result is
-        # nobody's, and nothing points at it.
+        # Cancelled or timed out while it ran, or taken over after its heartbeat stopped: its
+        # result is nobody's, and nothing points at it.
         shutil.rmtree(params.out_dir, ignore_errors=True)
         log.info(
-            "lake query %s ended without this run's result (cancelled or taken over)", query.id
+            "lake query %s ended without this run's result (cancelled, timed out or taken over)",
+            query.id,
         )
     query.refresh_from_db()
     return query
 
 
-def _finish(query, worker, *, status, error="", **result):
-    """Record the outcome, and its audit entry, in one transaction; only the claim that holds
-    the query may. Returns True if it did."""
+def _finish(query_id, worker, *, status, error="", audited=None, **result):
+    """Record the outcome, and its audit entry (with `audited` besides the outcome), in one
+    transaction; only the claim that holds the query may. Returns True if it did."""
     now = timezone.now()
     with transaction.atomic():
-        won = LakeQuery.objects.filter(id=query.id, status=LakeQuery.RUNNING, worker=worker).update(
+        won = LakeQuery.objects.filter(id=query_id, status=LakeQuery.RUNNING, worker=worker).update(
             status=status,
             finished_at=now,
             heartbeat_at=now,
@@ -153,14 +163,25 @@ def _finish(query, worker, *, status, error="", **result):
         details = {"status": status, **result}
         if error:
             details["error"] = error
+        details.update(audited or {})
         audit_record(
             actor="system",
             action="lake_query.finished",
             target_type="lake_query",
-            target_id=query.id,
+            target_id=query_id,
             details=details,
         )
     return True
+
+
+def timeout_error(seconds):
+    """What a person reads on a query stopped by LAKE_QUERY_TIMEOUT_SECONDS."""
+    return (
+        f"stopped after {seconds} second{'' if seconds == 1 else 's'}: "
+        "LAKE_QUERY_TIMEOUT_SECONDS, the longest a lake query "
+        "may run. Narrow it (queues, states, enqueue times, an id prefix) so that fewer bodies "
+        "are searched, or ask an administrator to raise the limit."
+    )
 
 
 def readable_error(exc):
@@ -176,13 +197,20 @@ class QueryHeartbeat(Heartbeat):
     """The query's heartbeat, which also writes its progress; when the query is no longer this
     run's (cancelled, or taken over), it cancels the run's Spark jobs. `jobs` is the run's
     workers.spark.tracked_jobs: a job group in a classic session, tagged operations over Spark
-    Connect."""
+    Connect.
 
-    def __init__(self, query_id, worker, jobs):
+    It also keeps the query's time: `timeout_seconds` after it was made (None: no limit), it
+    fails the query with `timeout_error` and cancels the jobs the same way."""
+
+    def __init__(self, query_id, worker, jobs, *, timeout_seconds=None):
         interval = min(PROGRESS_SECONDS, settings.HEARTBEAT_SECONDS)
         super().__init__(LakeQuery, query_id, interval, owner=worker)
+        self.worker = worker
         self.jobs = jobs
         self.progress = 0
+        self.timeout_seconds = timeout_seconds
+        self.deadline = None if timeout_seconds is None else time.monotonic() + timeout_seconds
+        self.lost = False  # the query is no longer this run's: only cancelling is left to do
 
     def _progress(self):
         try:
@@ -198,6 +226,14 @@ class QueryHeartbeat(Heartbeat):
     def beat(self):
         # In the base class's loop: a failed write is tried again at the next beat, and the
         # connection goes back to the pool after each.
+        if self.lost:
+            # Again at every beat until the run ends: a cancel reaches only the jobs running
+            # when it is sent, and the run may have started its next one since.
+            self._cancel()
+            return
+        if self.deadline is not None and time.monotonic() >= self.deadline:
+            self._time_out()
+            return
         progress = self._progress()
         alive = LakeQuery.objects.filter(
             id=self.row_id, status=LakeQuery.RUNNING, **self.owner
@@ -205,11 +241,30 @@ class QueryHeartbeat(Heartbeat):
         if alive:
             return
         log.info("lake query %s is no longer this run's: cancelling", self.row_id)
-        self.stopped.set()
+        self.lost = True
+        self._cancel()
+
+    def _time_out(self):
+        error = timeout_error(self.timeout_seconds)
+        audited = {"timeout_seconds": self.timeout_seconds}
+        if _finish(self.row_id, self.worker, status=LakeQuery.FAILED, error=error, audited=audited):
+            log.warning(
+                "lake query %s ran past LAKE_QUERY_TIMEOUT_SECONDS (%s s): cancelling its "
+                "Spark jobs",
+                self.row_id,
+                self.timeout_seconds,
+            )
+        else:
+            log.info("lake query %s is no longer this run's: cancelling", self.row_id)
+        self.lost = True
+        self._cancel()
+
+    def _cancel(self):
         try:
             self.jobs.cancel()
         except Exception:
-            # Its result is nobody's anyway: the run only takes longer to end.
+            # Its result is nobody's anyway: the run only takes longer to end (the next beat
+            # tries again).
             log.warning("lake query %s: Spark did not take the cancel", self.row_id)
 
 
@@ -227,7 +282,7 @@ def lake_queries_sweep(*, enqueue, now=None):
             f"given up after {query.attempts} attempts: the worker running it stopped each "
             f"time (last heartbeat {query.heartbeat_at.isoformat()})"
         )
-        if _finish(query, query.worker, status=LakeQuery.FAILED, error=error):
+        if _finish(query.id, query.worker, status=LakeQuery.FAILED, error=error):
             log.warning("lake query %s: %s", query.id, error)
     waited = now - REENQUEUE_AFTER
     due = LakeQuery.objects.filter(

@@ -15,7 +15,10 @@ def lake_query_task(query_id):
     """Run one lake query on the spark worker. Idempotent: a duplicate task finds the query
     taken or finished and does nothing; a lost one is handed over again by the sweeper. A failed
     query is recorded on its row, not raised. Returns the query's status, or None when it was
-    not this task's to run."""
+    not this task's to run.
+
+    What stops a long query is LAKE_QUERY_TIMEOUT_SECONDS (at most 3000, under the limits
+    here): the spark worker's threads pool enforces no Celery time limit."""
     query = lake_query_run(query_id=query_id)
     return query.status if query else None
 

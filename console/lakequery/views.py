@@ -4,6 +4,7 @@ its progress (polled by static/js/lake_query.js from the API) and its result by 
 Everything a result row holds comes from messages (ids, queues, senders, reasons) and is
 attacker-controlled: the templates escape it, nothing here marks anything safe."""
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -65,7 +66,11 @@ def lake_query_list(request):
         status = 400
     elif can_run:
         form = LakeQueryForm(body=body)
-    ctx = {"form": form, "queries": selectors.lake_query_list(user=request.user)}
+    ctx = {
+        "form": form,
+        "queries": selectors.lake_query_list(user=request.user),
+        "timeout_seconds": settings.LAKE_QUERY_TIMEOUT_SECONDS,
+    }
     return render(request, "lakequery/lake_query_list.html", ctx, status=status)
 
 

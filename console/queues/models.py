@@ -1,6 +1,7 @@
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from console.envnames import handler_options_refusals
 from workers.brokers.connector import CONNECTOR_MODULES, KIND_TITLES
 from workers.engine import policy as P
 from workers.engine.handlers import HandlerImportError, handler_build, load_handler
@@ -48,6 +49,10 @@ def _validate_handler_options(value):
         P.validate_handler_options(value)
     except P.PolicyError as exc:
         raise ValidationError(str(exc)) from exc
+    # The Django admin's way in: a variable a handler reads is never one of the product's own.
+    refusals = handler_options_refusals(value)
+    if refusals:
+        raise ValidationError("; ".join(refusals))
 
 
 def _default_backoff_delays():

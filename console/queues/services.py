@@ -8,16 +8,19 @@ them, all or nothing. Every entry goes through the same
 
 from dataclasses import dataclass
 
+from django.conf import settings
 from django.core.exceptions import ValidationError
 from django.db import transaction
 from django.utils import timezone
 
 from console.access.actor import acting_name
 from console.audit.services import audit_record
+from console.envnames import handler_options_refusals
 from console.queues.models import POLICY_FIELDS, Queue
 from console.queues.sources import sources_save, sources_validate
 from workers.engine import policy as P
 from workers.engine.handlers import HandlerImportError, handler_build
+from workers.outbound import DestinationError, OutboundRefused
 
 CREATED = "created"
 UPDATED = "updated"
@@ -82,10 +85,19 @@ def _validate(entries):
         except P.PolicyError as exc:
             errors.append(f"{label}: {exc}")
             continue
+        # A variable the handler reads is never one of the product's own (console.envnames).
+        refusals = handler_options_refusals(policy.handler_options)
+        if refusals:
+            errors += [f"{label}: handler_options {refusal}" for refusal in refusals]
+            continue
         try:
-            handler_build(policy.handler, policy.handler_options)
+            handler = handler_build(policy.handler, policy.handler_options)
         except HandlerImportError as exc:
             errors.append(f"{label}: handler {policy.handler!r} cannot be used: {exc}")
+            continue
+        problem = _destination_problem(handler)
+        if problem:
+            errors.append(f"{label}: handler {policy.handler!r} cannot be used: {problem}")
             continue
         policies.append((index, policy, "enabled" in entry))
 
@@ -120,6 +132,20 @@ def _validate(entries):
     if errors:
         raise QueueLoadError(errors)
     return [(policy, explicit_enabled) for _, policy, explicit_enabled in policies]
+
+
+def _destination_problem(handler):
+    """What is wrong with where a handler sends (a poster's url that resolves to an internal
+    address), for the handlers that say where (`destinations_check`); building a handler looks
+    nothing up, loading a file may. The check when sending is the one that counts."""
+    check = getattr(handler, "destinations_check", None)
+    if check is None:
+        return None
+    try:
+        check(allowance=settings.OUTBOUND_ALLOW_INTERNAL)
+    except (DestinationError, OutboundRefused) as exc:
+        return f"url {exc}"
+    return None
 
 
 def _field_values(policy):

@@ -25,6 +25,7 @@ from django.db.models import F
 from django.utils import timezone
 
 from console.audit.services import audit_record
+from console.envnames import broker_variable_refusal
 from console.queues.models import SOURCE_KINDS, BrokerSource, Queue
 from console.queues.signals import source_state_changed
 from workers.brokers.connector import SourceDown, connector_loaded
@@ -108,6 +109,9 @@ def _spec(entry, label, errors):
             f"{label}: url_env names the environment variable holding the broker's URL "
             "(capitals, digits and '_'); the URL itself never goes in a file"
         )
+    elif refusal := broker_variable_refusal(url_env):
+        # CELERY_BROKER_URL would drain the product's own task queue (console.envnames).
+        errors.append(f"{label}: url_env: {refusal}")
     broker_queue = entry.get("broker_queue")
     if not isinstance(broker_queue, str) or not 0 < len(broker_queue) <= 255:
         errors.append(f"{label}: broker_queue (the queue to drain) is required")

@@ -457,6 +457,13 @@ def read_models_forget(*, staged, queue_counts, inflow, body_paths, samples):
     _inflow_forget(inflow)
 
 
+def read_models_body_paths_move(body_paths):
+    """Index rows whose body is in a rewritten messages directory point at its new one
+    (`body_paths`: {old: new}). Call inside the rewrite's transaction."""
+    with connection.cursor() as cursor:
+        _body_paths_move(cursor, _q(MessageIndex._meta.db_table), body_paths)
+
+
 def _body_paths_move(cursor, index, body_paths):
     path = _q("body_path")
     cursor.execute(f"DROP TABLE IF EXISTS {PURGED_PATHS}")

@@ -5,6 +5,8 @@ provider, and one local administrator can still get in when the provider cannot 
 from django.conf import settings
 from django.contrib.auth.backends import ModelBackend
 
+from console.access.service_accounts import holds_service_role
+
 
 def local_password_allowed(username):
     return settings.LOCAL_PASSWORDS or username in settings.LOCAL_PASSWORD_USERS
@@ -18,4 +20,9 @@ class LocalPasswordBackend(ModelBackend):
         if username is not None and not local_password_allowed(username):
             # Refused before the password is checked: a failed login, audited and counted as one.
             return None
-        return super().authenticate(request, username=username, password=password, **kwargs)
+        user = super().authenticate(request, username=username, password=password, **kwargs)
+        if user is not None and holds_service_role(user):
+            # A service account acts through its tokens only (R19), whatever password a command
+            # may have set on it: a failed login, as any other.
+            return None
+        return user

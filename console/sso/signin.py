@@ -3,10 +3,12 @@
 roles set from the provider's groups (console.sso.mapping). Every change is recorded in the audit
 trail with the provider as its actor ("provider:oidc", "provider:ldap").
 
-Separation of duties holds (R17, console.access): a role that gives the right to approve or to
-grant roles, coming from a group for the first time, waits for an administrator's confirmation as
-a role grant asked for by the provider, unless SSO_TRUST_PRIVILEGED_GROUPS; the approver
-cool-down counts from when the role was given (the confirmation, or the trusted sign-in)."""
+Separation of duties holds (R17, R19, console.access): a role that grows the person's rights,
+coming from a group for the first time, waits for an administrator's confirmation as a role grant
+asked for by the provider (the provider asks, an administrator confirms: two parties), unless the
+organisation trusts its provider's groups (SSO_TRUST_PRIVILEGED_GROUPS); the approver cool-down
+counts from when the role was given (the confirmation, or the trusted sign-in). A service account
+never signs in here, whatever a provider says of it."""
 
 import contextlib
 from datetime import timedelta
@@ -20,7 +22,8 @@ from django.utils import timezone
 from console.access.actor import acting_as
 from console.access.models import ProviderRole, RoleGrant
 from console.access.receivers import confirmed_grant
-from console.access.rights import role_is_sensitive
+from console.access.rights import rights_added
+from console.access.service_accounts import holds_service_role
 from console.access.services import grant_details
 from console.audit.services import audit_record
 from console.sso.mapping import roles_for
@@ -99,19 +102,9 @@ def roles_apply(user, provider, groups, *, now=None):
             user.groups.remove(given.role)
             given.delete()
             removed.append(name)
-    for grant in RoleGrant.objects.filter(
-        user=user, source=provider, status=RoleGrant.PENDING
-    ).exclude(role__name__in=wanted):
-        if RoleGrant.objects.filter(id=grant.id, status=RoleGrant.PENDING).update(
-            status=RoleGrant.WITHDRAWN, decided_at=now
-        ):
-            audit_record(
-                actor=provider_actor(provider),
-                action="role_grant.withdrawn",
-                target_type="role_grant",
-                target_id=grant.id,
-                details=grant_details(grant, "the provider no longer shows the group that asked"),
-            )
+    asked = RoleGrant.objects.filter(user=user, source=provider, status=RoleGrant.PENDING)
+    for grant in asked.exclude(role__name__in=wanted):
+        _grant_withdraw(grant, provider, now, "the provider no longer shows the group that asked")
     for name, because in sorted(wanted.items()):
         role = roles.get(name)
         if role is None:  # the roles are seeded by migrations: a missing one is a broken install
@@ -122,18 +115,34 @@ def roles_apply(user, provider, groups, *, now=None):
             continue
         if name in held:
             continue  # granted here by an administrator: theirs to take away, not the provider's
-        sensitive = role_is_sensitive(role)
-        if sensitive and not settings.SSO_TRUST_PRIVILEGED_GROUPS:
+        grows = bool(rights_added(user, [role]))
+        if grows and not settings.SSO_TRUST_PRIVILEGED_GROUPS:
             if _grant_ask(user, role, provider, because, now):
                 waiting.append(name)
             continue
-        with confirmed_grant() if sensitive else contextlib.nullcontext():
+        with confirmed_grant() if grows else contextlib.nullcontext():
             user.groups.add(role)
         ProviderRole.objects.create(
             user=user, role=role, provider=provider, groups=because, since=now
         )
+        # Asked for before, and given now without it (it adds nothing any more, or trusted).
+        for grant in asked.filter(role=role):
+            _grant_withdraw(grant, provider, now, "given at sign-in without a confirmation")
         added.append(name)
     return {"added": added, "removed": removed, "waiting": waiting}
+
+
+def _grant_withdraw(grant, provider, now, why):
+    if RoleGrant.objects.filter(id=grant.id, status=RoleGrant.PENDING).update(
+        status=RoleGrant.WITHDRAWN, decided_at=now
+    ):
+        audit_record(
+            actor=provider_actor(provider),
+            action="role_grant.withdrawn",
+            target_type="role_grant",
+            target_id=grant.id,
+            details=grant_details(grant, why),
+        )
 
 
 def _grant_ask(user, role, provider, because, now):
@@ -174,6 +183,8 @@ def provider_sign_in(provider, claims):
                 f"an account named {claims.username!r} exists here already and is not linked to "
                 f"this {PROVIDER_NAMES[provider]} identity: an administrator renames one of them"
             )
+        elif holds_service_role(user):
+            refusal = "this is a service account: it acts through its API tokens, never signs in"
         elif not user.is_active and not link.deactivated_by_provider:
             refusal = "this account was deactivated by an administrator"
         else:

@@ -1,5 +1,5 @@
-"""Nobody raises their own rights, and a grant of the right to approve (or to grant roles) waits
-for a second administrator: in the console, the Django admin and the API."""
+"""Nobody raises their own rights, and a role that grows someone's rights waits for a second
+administrator (R19): in the console, the Django admin and the API."""
 
 import pytest
 from django.contrib.auth.models import Group, User
@@ -108,11 +108,20 @@ def test_the_one_who_asked_and_the_one_who_receives_cannot_confirm(client, perso
     assert _roles(operator) == ["approver", "operator"]
 
 
-def test_a_role_that_does_not_approve_is_given_at_once(client, personas, newcomer):
+def test_even_a_role_that_does_not_approve_waits_when_it_grows_rights(client, personas, newcomer):
     client.force_login(personas["admin"])
     response = client.post("/role-grants/", {"user": "newcomer", "role": "viewer"})
+    grant = RoleGrant.objects.get()
+    assert response.status_code == 302 and response["Location"] == f"/role-grants/{grant.id}/"
+    assert _roles(newcomer) == []
+    assert (grant.status, grant.role.name) == ("pending", "viewer")
+
+
+def test_a_role_that_adds_nothing_the_person_holds_not_already_is_given_at_once(client, personas):
+    client.force_login(personas["admin"])
+    response = client.post("/role-grants/", {"user": "operator", "role": "viewer"})
     assert response.status_code == 302
-    assert _roles(newcomer) == ["viewer"]
+    assert _roles(personas["operator"]) == ["operator", "viewer"]
     assert not RoleGrant.objects.exists()
 
 

@@ -63,16 +63,25 @@ def test_a_user_created_in_the_django_admin_is_recorded_with_the_admin_as_actor(
 
 
 def test_a_role_given_and_taken_in_the_django_admin_is_recorded_before_and_after(
-    client, personas, newcomer
+    client, personas, newcomer, second_admin
 ):
+    from console.access.models import RoleGrant
+
     client.force_login(personas["admin"])
     viewer = Group.objects.get(name="viewer")
     _admin_post(
         client, f"/admin/auth/user/{newcomer.pk}/change/", _user_form(newcomer, groups=[viewer.pk])
     )
+    # It grows the newcomer's rights: it waits for the second administrator (R19).
+    [asked] = _entries("role_grant.requested")
+    assert asked.actor == "admin" and asked.details["role"] == "viewer"
+    assert not _entries("user.roles_changed", "newcomer")
+    client.force_login(second_admin)
+    client.post(f"/role-grants/{RoleGrant.objects.get().id}/confirm")
     [given] = _entries("user.roles_changed", "newcomer")
-    assert given.actor == "admin"
+    assert given.actor == "admin2"
     assert given.details == {"before": [], "after": ["viewer"], "added": ["viewer"], "removed": []}
+    client.force_login(personas["admin"])
     newcomer.refresh_from_db()
     _admin_post(client, f"/admin/auth/user/{newcomer.pk}/change/", _user_form(newcomer, groups=[]))
     taken = _entries("user.roles_changed", "newcomer")[-1]

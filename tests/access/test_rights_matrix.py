@@ -7,7 +7,7 @@ import io
 import sys
 
 import pytest
-from django.contrib.auth.models import Group, Permission, User
+from django.contrib.auth.models import Group, User
 from django.core.management import call_command
 
 from console.access.services import role_grant_request
@@ -50,8 +50,22 @@ def someone(personas):
 
 
 def _console_role_given(client, personas, someone, second_admin):
+    # A role that adds nothing the operator holds not already: given at once.
+    client.force_login(personas["admin"])
+    client.post("/role-grants/", {"user": "operator", "role": "viewer"})
+
+
+def _console_growing_role_asked(client, personas, someone, second_admin):
     client.force_login(personas["admin"])
     client.post("/role-grants/", {"user": "someone", "role": "viewer"})
+
+
+def _console_sending_by_hand_asked(client, personas, someone, second_admin):
+    from console.queues.models import Queue
+
+    Queue.objects.create(name="orders", handler="tests.handlers_for_tests.always_ok")
+    client.force_login(personas["admin"])
+    client.post("/role-grants/", {"user": "operator", "queue": "orders"})
 
 
 def _console_grant_asked(client, personas, someone, second_admin):
@@ -67,14 +81,14 @@ def _console_grant_confirmed(client, personas, someone, second_admin):
     client.post(f"/role-grants/{grant.id}/confirm")
 
 
-def _console_own_token_made(client, personas, someone, second_admin):
-    client.force_login(personas["operator"])
-    client.post("/account/tokens/", {"name": "laptop", "days": 30})
+def _console_service_account_made(client, personas, someone, second_admin):
+    client.force_login(personas["admin"])
+    client.post("/account/service-accounts/new", {"username": "shop-producer"})
 
 
 def _console_token_revoked(client, personas, someone, second_admin):
-    token, _ = token_create(actor=personas["operator"], user=personas["operator"], name="old")
-    client.force_login(personas["operator"])
+    token, _ = token_create(actor=personas["admin"], user=personas["application"], name="old")
+    client.force_login(personas["admin"])
     client.post(f"/account/tokens/{token.token_key}/revoke")
 
 
@@ -103,11 +117,19 @@ def _admin_user_added(client, personas, someone, second_admin):
     )
 
 
-def _admin_roles_changed(client, personas, someone, second_admin):
+def _admin_roles_asked(client, personas, someone, second_admin):
     client.force_login(personas["admin"])
     client.post(
         f"/admin/auth/user/{someone.pk}/change/", _admin_user_form(someone, groups=[_viewer().pk])
     )
+
+
+def _admin_roles_taken(client, personas, someone, second_admin):
+    client.force_login(personas["admin"])
+    client.post(f"/admin/auth/user/{someone.pk}/change/", _admin_user_form(someone, groups=[]))
+
+
+_admin_roles_taken.before = lambda: User.objects.get(username="someone").groups.add(_viewer())
 
 
 def _admin_deactivated(client, personas, someone, second_admin):
@@ -129,23 +151,18 @@ def _admin_deleted(client, personas, someone, second_admin):
 
 
 def _admin_role_permissions(client, personas, someone, second_admin):
+    # Taken away: adding one to a role someone holds is refused from the web (R19).
     client.force_login(User.objects.create_superuser("root", password="pw-root-1234"))
     viewer = _viewer()
-    extra = Permission.objects.get(codename="view_auditentry")
-    client.post(
-        f"/admin/auth/group/{viewer.pk}/change/",
-        {
-            "name": "viewer",
-            "permissions": [*viewer.permissions.values_list("pk", flat=True), extra.pk],
-        },
-    )
+    kept = viewer.permissions.exclude(codename="view_note").values_list("pk", flat=True)
+    client.post(f"/admin/auth/group/{viewer.pk}/change/", {"name": "viewer", "permissions": kept})
 
 
 def _api_role_given(client, personas, someone, second_admin):
     client.force_login(personas["admin"])
     client.post(
         "/api/v1/role-grants",
-        {"user": "someone", "role": "viewer"},
+        {"user": "operator", "role": "viewer"},
         content_type="application/json",
     )
 
@@ -159,13 +176,17 @@ def _api_grant_confirmed(client, personas, someone, second_admin):
 
 
 def _api_token_made(client, personas, someone, second_admin):
-    client.force_login(personas["operator"])
-    client.post("/api/v1/tokens", {"name": "ci", "days": 7}, content_type="application/json")
+    client.force_login(personas["admin"])
+    client.post(
+        "/api/v1/tokens?user=application",
+        {"name": "ci", "days": 7},
+        content_type="application/json",
+    )
 
 
 def _api_token_revoked(client, personas, someone, second_admin):
-    token, _ = token_create(actor=personas["operator"], user=personas["operator"], name="old")
-    client.force_login(personas["operator"])
+    token, _ = token_create(actor=personas["admin"], user=personas["application"], name="old")
+    client.force_login(personas["admin"])
     client.delete(f"/api/v1/tokens/{token.token_key}")
 
 
@@ -205,24 +226,27 @@ _command_seed_roles.before = lambda: Group.objects.get(name="viewer").permission
 
 MATRIX = [
     # (route, what it does, action recorded, target, actor)
-    ("console", _console_role_given, "user.roles_changed", "someone", "admin"),
+    ("console", _console_role_given, "user.roles_changed", "operator", "admin"),
+    ("console", _console_growing_role_asked, "role_grant.requested", None, "admin"),
+    ("console", _console_sending_by_hand_asked, "role_grant.requested", None, "admin"),
     ("console", _console_grant_asked, "role_grant.requested", None, "admin"),
     ("console", _console_grant_confirmed, "role_grant.confirmed", None, "admin2"),
     ("console", _console_grant_confirmed, "user.roles_changed", "someone", "admin2"),
-    ("console", _console_own_token_made, "token.created", "operator", "operator"),
-    ("console", _console_token_revoked, "token.revoked", "operator", "operator"),
+    ("console", _console_service_account_made, "user.created", "shop-producer", "admin"),
+    ("console", _console_token_revoked, "token.revoked", "application", "admin"),
     ("console", _console_service_token_made, "token.created", "application", "admin"),
     ("console", _console_lockout_lifted, "login.lockout_lifted", "someone", "admin"),
     ("django admin", _admin_user_added, "user.created", "carol", "admin"),
-    ("django admin", _admin_roles_changed, "user.roles_changed", "someone", "admin"),
+    ("django admin", _admin_roles_asked, "role_grant.requested", None, "admin"),
+    ("django admin", _admin_roles_taken, "user.roles_changed", "someone", "admin"),
     ("django admin", _admin_deactivated, "user.deactivated", "someone", "admin"),
     ("django admin", _admin_password_set, "user.password_set", "someone", "admin"),
     ("django admin", _admin_deleted, "user.deleted", "someone", "admin"),
     ("django admin", _admin_role_permissions, "role.permissions_changed", "viewer", "root"),
-    ("api", _api_role_given, "user.roles_changed", "someone", "admin"),
+    ("api", _api_role_given, "user.roles_changed", "operator", "admin"),
     ("api", _api_grant_confirmed, "role_grant.confirmed", None, "admin2"),
-    ("api", _api_token_made, "token.created", "operator", "operator"),
-    ("api", _api_token_revoked, "token.revoked", "operator", "operator"),
+    ("api", _api_token_made, "token.created", "application", "admin"),
+    ("api", _api_token_revoked, "token.revoked", "application", "admin"),
     ("api", _api_lockout_lifted, "login.lockout_lifted", "someone", "admin"),
     ("command", _command_demo_users, "user.password_set", "viewer", CLI),
     ("command", _command_demo_users, "user.created", "admin2", CLI),

@@ -1,5 +1,7 @@
 """API tokens: how a token opens the API (console.accounts.authentication), the rules of the
-services that make and revoke them (console.accounts.tokens), and /api/v1/tokens."""
+services that make and revoke them (console.accounts.tokens), and /api/v1/tokens. A token acts
+only for a service account (R19): the application persona is one; tests/security has the
+attacks."""
 
 from datetime import timedelta
 
@@ -15,8 +17,8 @@ from console.accounts.tokens import token_create, token_revoke
 from console.audit.models import AuditEntry
 
 URL = "/api/v1/tokens"
-# Any endpoint a viewer may call: the tokens are tried on it.
-PROBE = "/api/v1/queues"
+# An endpoint a service account (the application role) may call: the tokens are tried on it.
+PROBE = "/api/v1/poison-list"
 
 
 def _with_token(token):
@@ -31,15 +33,21 @@ def _signed_in(user):
     return client
 
 
-def _own_token(user, **options):
-    return token_create(actor=user, user=user, name=options.pop("name", "tests"), **options)
+def _service_token(personas, **options):
+    """A token an administrator made for the service account."""
+    return token_create(
+        actor=personas["admin"],
+        user=personas["application"],
+        name=options.pop("name", "tests"),
+        **options,
+    )
 
 
 # --- A token at work -----------------------------------------------------------------------------
 
 
-def test_a_token_opens_the_api_as_its_owner(personas):
-    _, token = _own_token(personas["viewer"])
+def test_a_token_opens_the_api_as_its_service_account(personas):
+    _, token = _service_token(personas)
 
     response = _with_token(token).get(PROBE)
 
@@ -64,7 +72,7 @@ def test_a_token_that_is_no_token_is_a_401_not_a_server_error(db, header):
 
 
 def test_the_token_is_stored_nowhere_only_its_digest(personas):
-    row, token = _own_token(personas["viewer"])
+    row, token = _service_token(personas)
     _with_token(token).get(PROBE)
 
     assert row.digest != token
@@ -77,8 +85,7 @@ def test_the_token_is_stored_nowhere_only_its_digest(personas):
 
 
 def test_an_expired_token_is_refused_deleted_and_its_expiry_audited_once(personas):
-    viewer = personas["viewer"]
-    row, token = _own_token(viewer, name="nightly export")
+    row, token = _service_token(personas, name="nightly export")
     ApiToken.objects.filter(pk=row.pk).update(expiry=timezone.now() - timedelta(seconds=1))
 
     first = _with_token(token).get(PROBE)
@@ -90,12 +97,12 @@ def test_an_expired_token_is_refused_deleted_and_its_expiry_audited_once(persona
     assert not ApiToken.objects.filter(pk=row.pk).exists()
     expired = AuditEntry.objects.filter(action="token.expired")
     assert [(e.actor, e.target_type, e.target_id, e.details) for e in expired] == [
-        ("system", "user", "viewer", {"name": "nightly export", "token_key": row.token_key})
+        ("system", "user", "application", {"name": "nightly export", "token_key": row.token_key})
     ]
 
 
 def test_a_wrong_token_with_an_expired_tokens_key_leaves_that_token_alone(personas):
-    row, token = _own_token(personas["viewer"])
+    row, token = _service_token(personas)
     ApiToken.objects.filter(pk=row.pk).update(expiry=timezone.now() - timedelta(seconds=1))
 
     response = _with_token(row.token_key + "0" * (len(token) - len(row.token_key))).get(PROBE)
@@ -106,10 +113,9 @@ def test_a_wrong_token_with_an_expired_tokens_key_leaves_that_token_alone(person
 
 
 def test_a_revoked_token_is_refused(personas):
-    viewer = personas["viewer"]
-    row, token = _own_token(viewer)
+    row, token = _service_token(personas)
 
-    assert token_revoke(actor=viewer, token=row)
+    assert token_revoke(actor=personas["admin"], token=row)
     response = _with_token(token).get(PROBE)
 
     assert response.status_code == 401
@@ -117,10 +123,10 @@ def test_a_revoked_token_is_refused(personas):
 
 
 def test_the_token_of_a_disabled_account_is_refused(personas):
-    viewer = personas["viewer"]
-    _, token = _own_token(viewer)
-    viewer.is_active = False
-    viewer.save()
+    application = personas["application"]
+    _, token = _service_token(personas)
+    application.is_active = False
+    application.save()
 
     response = _with_token(token).get(PROBE)
 
@@ -129,7 +135,7 @@ def test_the_token_of_a_disabled_account_is_refused(personas):
 
 
 def test_the_last_use_is_recorded_at_most_once_a_minute(personas):
-    row, token = _own_token(personas["viewer"])
+    row, token = _service_token(personas)
     client = _with_token(token)
 
     client.get(PROBE)
@@ -154,10 +160,9 @@ def test_the_last_use_is_recorded_at_most_once_a_minute(personas):
 
 def test_a_token_lasts_the_days_asked_or_api_token_days(personas, settings):
     settings.REST_KNOX = {**settings.REST_KNOX, "TOKEN_TTL": timedelta(days=30)}
-    viewer = personas["viewer"]
 
-    default, _ = _own_token(viewer)
-    short, _ = _own_token(viewer, days=7)
+    default, _ = _service_token(personas)
+    short, _ = _service_token(personas, days=7)
 
     assert abs(default.expiry - (timezone.now() + timedelta(days=30))) < timedelta(minutes=1)
     assert abs(short.expiry - (timezone.now() + timedelta(days=7))) < timedelta(minutes=1)
@@ -166,14 +171,14 @@ def test_a_token_lasts_the_days_asked_or_api_token_days(personas, settings):
 @pytest.mark.parametrize("days", [0, 366, -1, "30", True])
 def test_days_outside_1_to_365_are_refused(personas, days):
     with pytest.raises(ValidationError, match="from 1 to 365 days"):
-        _own_token(personas["viewer"], days=days)
+        _service_token(personas, days=days)
 
     assert not ApiToken.objects.exists()
 
 
 def test_a_token_needs_a_name(personas):
     with pytest.raises(ValidationError, match="needs a name"):
-        _own_token(personas["viewer"], name="  ")
+        _service_token(personas, name="  ")
 
 
 def test_an_admin_makes_and_revokes_a_service_accounts_token(personas):
@@ -197,35 +202,35 @@ def test_an_admin_makes_and_revokes_a_service_accounts_token(personas):
     }
 
 
-@pytest.mark.parametrize("person", ["operator", "viewer", "auditor", "outsider"])
-def test_nobody_makes_a_token_for_another_persons_account(personas, person):
+@pytest.mark.parametrize("person", ["operator", "viewer", "auditor", "outsider", "admin"])
+def test_nobody_makes_a_token_for_a_persons_account_not_even_their_own(personas, person):
     with pytest.raises(PermissionDenied, match="not a service account"):
         token_create(actor=personas["admin"], user=personas[person], name="side door")
-    with pytest.raises(PermissionDenied, match="your own tokens only"):
+    with pytest.raises(PermissionDenied, match="not a service account"):
+        token_create(actor=personas[person], user=personas[person], name="my own")
+    with pytest.raises(PermissionDenied, match="only an administrator"):
         token_create(actor=personas["operator"], user=personas["application"], name="x")
 
     assert not ApiToken.objects.exists()
 
 
-def test_a_user_cannot_revoke_another_users_token(personas):
-    row, _ = _own_token(personas["operator"])
+def test_a_person_cannot_revoke_a_service_accounts_token_and_an_admin_can(personas):
+    row, _ = _service_token(personas)
 
     with pytest.raises(PermissionDenied):
         token_revoke(actor=personas["viewer"], token=row)
-    with pytest.raises(PermissionDenied):
-        token_revoke(actor=personas["admin"], token=row)
-
     assert ApiToken.objects.filter(pk=row.pk).exists()
+    assert token_revoke(actor=personas["admin"], token=row)
 
 
 # --- /api/v1/tokens ------------------------------------------------------------------------------
 
 
 def test_post_answers_the_token_once_and_the_list_never_does(personas):
-    client = _signed_in(personas["viewer"])
+    client = _signed_in(personas["admin"])
 
-    made = client.post(URL, {"name": "laptop", "days": 10}, format="json")
-    listed = client.get(URL)
+    made = client.post(f"{URL}?user=application", {"name": "billing", "days": 10}, format="json")
+    listed = client.get(URL, {"user": "application"})
 
     assert made.status_code == 201
     body = made.json()
@@ -247,30 +252,50 @@ def test_post_answers_the_token_once_and_the_list_never_does(personas):
     assert body["token"] not in listed.content.decode()
 
 
-def test_a_user_sees_and_revokes_only_their_own_tokens(personas):
-    mine, _ = _own_token(personas["viewer"], name="mine")
-    theirs, _ = _own_token(personas["operator"], name="theirs")
-    client = _signed_in(personas["viewer"])
+def test_a_service_account_sees_and_revokes_only_its_own_tokens_and_makes_none(
+    personas, django_user_model
+):
+    other = django_user_model.objects.create_user("other-app")
+    other.groups.add(personas["application"].groups.get())
+    mine, token = _service_token(personas, name="mine")
+    theirs, _ = token_create(actor=personas["admin"], user=other, name="theirs")
+    client = _with_token(token)
 
     listed = client.get(URL).json()
     refused = client.delete(f"{URL}/{theirs.token_key}")
     nul = client.delete(f"{URL}/a%00b")
+    minted = client.post(URL, {"name": "a successor", "days": 365}, format="json")
     revoked = client.delete(f"{URL}/{mine.token_key}")
 
     assert [t["name"] for t in listed] == ["mine"]
     assert refused.status_code == 404
     assert nul.status_code == 404
     assert ApiToken.objects.filter(pk=theirs.pk).exists()
+    # A leaked token cannot mint itself a successor that outlives its revocation.
+    assert minted.status_code == 403
+    assert "made by an administrator" in minted.json()["detail"]
     assert revoked.status_code == 204
     assert not ApiToken.objects.filter(pk=mine.pk).exists()
-    assert AuditEntry.objects.get(action="token.revoked").actor == "viewer"
+    assert AuditEntry.objects.get(action="token.revoked").actor == "application"
+
+
+@pytest.mark.parametrize("person", ["viewer", "operator", "admin"])
+def test_a_person_signed_in_has_no_tokens_of_their_own_to_list_or_make(personas, person):
+    client = _signed_in(personas[person])
+
+    listed = client.get(URL)
+    made = client.post(URL, {"name": "laptop"}, format="json")
+
+    assert listed.status_code == 403 and made.status_code == 403
+    assert "not a service account" in made.json()["detail"]
+    assert not ApiToken.objects.exists()
 
 
 def test_a_non_admin_cannot_reach_another_accounts_tokens(personas):
     client = _signed_in(personas["operator"])
 
     for username in ("application", "viewer", "nobody-at-all"):
-        assert client.get(URL, {"user": username}).status_code == 403
+        assert client.get(URL, {"user": username}).status_code == 403, username
         assert client.post(f"{URL}?user={username}", {"name": "x"}, format="json").status_code == (
             403
         )
@@ -300,18 +325,9 @@ def test_an_admin_makes_a_token_for_a_service_account_but_not_for_a_person(perso
 
 @pytest.mark.parametrize("days", [0, 366])
 def test_the_api_refuses_days_outside_1_to_365(personas, days):
-    response = _signed_in(personas["viewer"]).post(URL, {"name": "x", "days": days}, format="json")
+    response = _signed_in(personas["admin"]).post(
+        f"{URL}?user=application", {"name": "x", "days": days}, format="json"
+    )
 
     assert response.status_code == 400
     assert "days" in response.json()["errors"]
-
-
-def test_a_token_made_with_a_token_expires_no_later_than_it(personas):
-    viewer = personas["viewer"]
-    used, token = _own_token(viewer, days=2)
-
-    response = _with_token(token).post(URL, {"name": "longer", "days": 365}, format="json")
-
-    assert response.status_code == 201
-    made = ApiToken.objects.get(token_key=response.json()["key"])
-    assert made.expiry <= used.expiry

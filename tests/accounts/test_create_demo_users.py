@@ -19,7 +19,7 @@ def _run():
     passwords = {}
     for line in out.getvalue().splitlines():
         cells = line.split()
-        if cells and cells[0] in (*ROLES, "admin2"):
+        if len(cells) > 2 and cells[0] in (*ROLES, "admin2"):
             passwords[cells[0]] = cells[2]
     return passwords
 
@@ -29,10 +29,23 @@ def test_it_makes_one_user_per_role_whose_printed_password_works():
 
     assert sorted(passwords) == sorted([*ROLES, "admin2"])
     for username, password in passwords.items():
+        if username == "application":
+            continue
         user = authenticate(username=username, password=password)
         assert user is not None, username
         role = "admin" if username == "admin2" else username
         assert list(user.groups.values_list("name", flat=True)) == [role]
+
+
+def test_the_application_account_is_a_service_account_without_a_password():
+    from console.access.service_accounts import is_service_account
+
+    passwords = _run()
+
+    application = User.objects.get(username="application")
+    assert passwords["application"] == "-"
+    assert is_service_account(application)
+    assert not application.has_usable_password()
 
 
 def test_running_it_again_prints_fresh_passwords_and_keeps_one_user_per_role():
@@ -41,7 +54,7 @@ def test_running_it_again_prints_fresh_passwords_and_keeps_one_user_per_role():
     second = _run()
 
     assert User.objects.count() == 7
-    for role in ROLES:
+    for role in (r for r in ROLES if r != "application"):
         assert second[role] != first[role]
         assert authenticate(username=role, password=first[role]) is None
         assert authenticate(username=role, password=second[role]) is not None

@@ -1,4 +1,5 @@
-"""manage.py token_create: a token for any user, printed once and audited."""
+"""manage.py token_create: a token for a service account, printed once and audited; never one
+for a person's account (R19)."""
 
 import getpass
 import io
@@ -31,25 +32,26 @@ def test_it_prints_a_token_that_works_and_audits_it(personas):
     assert entry.actor == f"cli:{getpass.getuser()}"
 
 
-def test_it_may_make_one_for_a_persons_account(personas):
-    call_command(
-        "token_create",
-        "operator",
-        "--name",
-        "break glass",
-        stdout=io.StringIO(),
-        stderr=io.StringIO(),
-    )
+def test_it_makes_none_for_a_persons_account(personas):
+    with pytest.raises(CommandError, match="operator is not a service account"):
+        call_command(
+            "token_create",
+            "operator",
+            "--name",
+            "break glass",
+            stdout=io.StringIO(),
+            stderr=io.StringIO(),
+        )
 
-    assert ApiToken.objects.get().user == personas["operator"]
+    assert not ApiToken.objects.exists()
 
 
 @pytest.mark.parametrize(
     ("args", "says"),
     [
         (["nobody", "--name", "x"], "no such user: nobody"),
-        (["viewer", "--name", "x", "--days", "400"], "from 1 to 365 days"),
-        (["viewer", "--name", " "], "needs a name"),
+        (["application", "--name", "x", "--days", "400"], "from 1 to 365 days"),
+        (["application", "--name", " "], "needs a name"),
     ],
 )
 def test_it_refuses_what_the_service_refuses(personas, args, says):

@@ -1,5 +1,5 @@
-"""The token screens: "API tokens" (/account/tokens/) and "Service tokens"
-(/account/service-tokens/, administrators)."""
+"""The token screen, "Service tokens" (/account/service-tokens/, administrators): the service
+accounts' tokens, and new service accounts. A person has no page of their own tokens (R19)."""
 
 import pytest
 from django.contrib.sessions.models import Session
@@ -9,7 +9,6 @@ from console.accounts.models import ApiToken
 from console.accounts.tokens import token_create
 from console.audit.models import AuditEntry
 
-MINE = "/account/tokens/"
 SERVICE = "/account/service-tokens/"
 
 
@@ -19,24 +18,13 @@ def _signed_in(user):
     return client
 
 
-def test_the_page_lists_ones_tokens_and_nobody_elses(personas):
-    token_create(actor=personas["viewer"], user=personas["viewer"], name="my laptop")
-    token_create(actor=personas["operator"], user=personas["operator"], name="their laptop")
-
-    page = _signed_in(personas["viewer"]).get(MINE)
-
-    assert page.status_code == 200
-    assert b"my laptop" in page.content
-    assert b"their laptop" not in page.content
-
-
 def test_a_new_token_is_shown_once_in_the_answer_to_the_post(personas):
-    client = _signed_in(personas["viewer"])
+    client = _signed_in(personas["admin"])
 
-    made = client.post(MINE, {"name": "nightly export", "days": "30"})
+    made = client.post(SERVICE, {"account": "application", "name": "nightly export", "days": "30"})
     token = ApiToken.objects.get(name="nightly export")
     shown = made.context["created"][1]
-    again = client.get(MINE)
+    again = client.get(SERVICE)
 
     assert made.status_code == 200
     assert "Copy this token now" in made.content.decode()
@@ -50,9 +38,11 @@ def test_a_new_token_is_shown_once_in_the_answer_to_the_post(personas):
 
 
 def test_a_tokens_name_is_shown_as_text(personas):
-    client = _signed_in(personas["viewer"])
+    client = _signed_in(personas["admin"])
 
-    made = client.post(MINE, {"name": "<script>alert(1)</script>", "days": "1"})
+    made = client.post(
+        SERVICE, {"account": "application", "name": "<script>alert(1)</script>", "days": "1"}
+    )
 
     assert b"<script>alert(1)" not in made.content
     assert b"&lt;script&gt;alert(1)&lt;/script&gt;" in made.content
@@ -60,35 +50,37 @@ def test_a_tokens_name_is_shown_as_text(personas):
 
 @pytest.mark.parametrize("days", ["0", "366", "soon"])
 def test_days_outside_1_to_365_are_refused_on_the_page(personas, days):
-    response = _signed_in(personas["viewer"]).post(MINE, {"name": "x", "days": days})
+    response = _signed_in(personas["admin"]).post(
+        SERVICE, {"account": "application", "name": "x", "days": days}
+    )
 
     assert response.status_code == 400
     assert not ApiToken.objects.exists()
 
 
-def test_the_revoke_button_revokes_ones_own_token_only(personas):
-    viewer, operator = personas["viewer"], personas["operator"]
-    mine, _ = token_create(actor=viewer, user=viewer, name="mine")
-    theirs, _ = token_create(actor=operator, user=operator, name="theirs")
-    client = _signed_in(viewer)
+def test_the_revoke_button_revokes_a_service_accounts_token_for_an_admin_only(personas):
+    token, _ = token_create(actor=personas["admin"], user=personas["application"], name="feed")
+    viewer = _signed_in(personas["viewer"])
 
-    revoked = client.post(f"/account/tokens/{mine.token_key}/revoke", {"next": MINE})
-    refused = client.post(f"/account/tokens/{theirs.token_key}/revoke")
+    refused = viewer.post(f"/account/tokens/{token.token_key}/revoke")
+    revoked = _signed_in(personas["admin"]).post(
+        f"/account/tokens/{token.token_key}/revoke", {"next": SERVICE}
+    )
 
-    assert revoked.status_code == 302
-    assert revoked["Location"] == MINE
-    assert not ApiToken.objects.filter(pk=mine.pk).exists()
     assert refused.status_code == 404
-    assert ApiToken.objects.filter(pk=theirs.pk).exists()
-    assert client.get(f"/account/tokens/{theirs.token_key}/revoke").status_code == 405
-    assert client.post("/account/tokens/a%00b/revoke").status_code == 404
+    assert revoked.status_code == 302
+    assert revoked["Location"] == SERVICE
+    assert not ApiToken.objects.filter(pk=token.pk).exists()
+    assert viewer.get(f"/account/tokens/{token.token_key}/revoke").status_code == 405
+    assert viewer.post("/account/tokens/a%00b/revoke").status_code == 404
 
 
-def test_everyone_has_the_api_tokens_link_and_only_admins_the_service_tokens_one(personas):
+def test_nobody_has_a_page_of_their_own_tokens_and_only_admins_the_service_tokens_link(personas):
     for who in ("viewer", "outsider", "admin"):
-        page = _signed_in(personas[who]).get(MINE)
+        page = _signed_in(personas[who]).get("/account/")
 
-        assert b'id="nav-my-tokens"' in page.content
+        assert _signed_in(personas[who]).get("/account/tokens/").status_code == 404
+        assert b'id="nav-my-tokens"' not in page.content
         assert (b'id="nav-service-tokens"' in page.content) == (who == "admin")
 
 
@@ -130,3 +122,40 @@ def test_a_person_is_not_among_the_accounts_an_admin_may_choose(personas):
 
     assert response.status_code == 400
     assert not ApiToken.objects.exists()
+
+
+def test_a_new_service_account_has_no_password_and_waits_for_a_second_administrator(
+    personas, django_user_model
+):
+    from console.access.models import RoleGrant
+
+    client = _signed_in(personas["admin"])
+
+    made = client.post(
+        "/account/service-accounts/new", {"username": "shop-producer", "comment": "the shop"}
+    )
+
+    account = django_user_model.objects.get(username="shop-producer")
+    grant = RoleGrant.objects.get(user=account)
+    assert made.status_code == 302 and made["Location"] == f"/role-grants/{grant.id}/"
+    assert not account.has_usable_password()
+    assert list(account.groups.all()) == []
+    assert (grant.status, grant.role.name, grant.requested_by) == (
+        "pending",
+        "application",
+        personas["admin"],
+    )
+    # Not a service account until a second administrator confirms: no token for it yet.
+    refused = client.post(SERVICE, {"account": "shop-producer", "name": "x", "days": "1"})
+    assert refused.status_code == 400
+    assert not ApiToken.objects.exists()
+
+
+def test_a_service_account_needs_a_free_valid_name(personas):
+    client = _signed_in(personas["admin"])
+
+    taken = client.post("/account/service-accounts/new", {"username": "operator"})
+    bad = client.post("/account/service-accounts/new", {"username": "no spaces here"})
+
+    assert taken.status_code == 400 and "already exists" in taken.content.decode()
+    assert bad.status_code == 400

@@ -20,7 +20,7 @@ from tests.decisions.conftest import quarantine  # noqa: F401 - a fixture
 from tests.processes.conftest import processes  # noqa: F401 - a fixture
 
 SECRET = "test-webhook-secret"
-SECRET_ENV = "ANTIDOTE_TEST_WEBHOOK_SECRET"
+SECRET_ENV = "ANTIDOTE_ALERT_TEST_WEBHOOK_SECRET"
 
 
 def free_port():
@@ -145,9 +145,10 @@ class Receiver:
 
 
 @pytest.fixture
-def receiver(monkeypatch):
+def receiver(monkeypatch, outbound_allow):
     monkeypatch.setenv(SECRET_ENV, SECRET)
     hook = Receiver()
+    outbound_allow(f"127.0.0.1:{hook.port}")  # it alone, through the outbound guard
     hook.start()
     yield hook
     hook.stop()

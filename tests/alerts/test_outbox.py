@@ -99,12 +99,12 @@ def test_a_delivery_that_keeps_failing_stays_failed_until_an_admin_sends_it_agai
 def test_a_webhook_whose_secret_is_not_set_fails_saying_which_variable(
     monkeypatch, receiver, webhook
 ):
-    monkeypatch.delenv("ANTIDOTE_TEST_WEBHOOK_SECRET")
+    monkeypatch.delenv("ANTIDOTE_ALERT_TEST_WEBHOOK_SECRET")
     raise_one(to=[])
     assert alerts_send() == (0, 1)
     assert AlertDelivery.objects.get(channel="webhook").last_error == (
-        "SecretMissing: the environment variable ANTIDOTE_TEST_WEBHOOK_SECRET, which holds this "
-        "webhook's secret, is not set in the worker"
+        "SecretMissing: the environment variable ANTIDOTE_ALERT_TEST_WEBHOOK_SECRET, which holds "
+        "this webhook's secret, is not set in the worker"
     )
     assert receiver.got == []
 
@@ -118,7 +118,7 @@ def test_a_webhook_hears_only_of_its_events_and_queues(personas, receiver):
         url=receiver.url,
         kinds=[E.QUEUE_DISABLED],
         queues=["payments"],
-        secret_env="ANTIDOTE_TEST_WEBHOOK_SECRET",
+        secret_env="ANTIDOTE_ALERT_TEST_WEBHOOK_SECRET",
     )
     raise_one(to=[])  # orders: not its queue
     alert_raise(

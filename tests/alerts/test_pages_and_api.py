@@ -107,13 +107,13 @@ def test_an_administrator_adds_a_webhook_and_a_threshold_and_sees_the_outbox(per
         {
             "name": "ops",
             "url": "https://hooks.example.test/antidote",
-            "secret_env": "OPS_WEBHOOK_SECRET",
+            "secret_env": "ANTIDOTE_ALERT_OPS_SECRET",
             "kinds": [E.QUEUE_DISABLED],
         },
     )
     assert made.status_code == 302
     hook = Webhook.objects.get()
-    assert (hook.kinds, hook.secret_env) == ([E.QUEUE_DISABLED], "OPS_WEBHOOK_SECRET")
+    assert (hook.kinds, hook.secret_env) == ([E.QUEUE_DISABLED], "ANTIDOTE_ALERT_OPS_SECRET")
     assert (
         client.post(
             reverse("alert-threshold-set"), {"queue": "orders", "count": 50, "window_hours": 3}
@@ -200,7 +200,11 @@ def test_administrators_manage_webhooks_and_thresholds_through_the_api(personas)
     client = api(personas["admin"])
     made = client.post(
         reverse("api-alert-webhooks"),
-        {"name": "ops", "url": "https://hooks.example.test/a", "secret_env": "OPS_SECRET"},
+        {
+            "name": "ops",
+            "url": "https://hooks.example.test/a",
+            "secret_env": "ANTIDOTE_ALERT_OPS_SECRET",
+        },
         format="json",
     )
     assert made.status_code == 201, made.json()

@@ -30,7 +30,7 @@ from tests.browse.conftest import api, login
 pytestmark = pytest.mark.django_db
 
 ROUTING_KEY = "e93facc04764012d7bfb002500d5d1a6"  # PagerDuty's are 32 characters
-ROUTING_KEY_ENV = "ANTIDOTE_TEST_PAGERDUTY_KEY"
+ROUTING_KEY_ENV = "ANTIDOTE_ALERT_TEST_PAGERDUTY_KEY"
 HOSTILE = (
     "<!channel> <@U024BE7LH> <https://evil.example|click> *bold* [here](https://evil.example) "
     "https://evil.example www.evil.example & <script>alert(1)</script> \u202etxt.exe\n- item"
@@ -38,8 +38,9 @@ HOSTILE = (
 
 
 @pytest.fixture
-def receivers(monkeypatch):
-    """Receivers by name, made on demand, each on its own port."""
+def receivers(monkeypatch, outbound_allow):
+    """Receivers by name, made on demand, each on its own port (which the outbound guard lets
+    through)."""
     monkeypatch.setenv(ROUTING_KEY_ENV, ROUTING_KEY)
     monkeypatch.setenv(SECRET_ENV, SECRET)
     made = {}
@@ -47,6 +48,7 @@ def receivers(monkeypatch):
     def make(name):
         made[name] = Receiver()
         made[name].start()
+        outbound_allow(f"127.0.0.1:{made[name].port}")
         return made[name]
 
     yield make
@@ -497,7 +499,7 @@ def test_an_administrator_adds_each_kind_of_target_on_the_outbox_page(personas):
         {
             "name": "pager",
             "format": "pagerduty",
-            "secret_env": "PAGERDUTY_ROUTING_KEY",
+            "secret_env": "ANTIDOTE_ALERT_PAGERDUTY_KEY",
             "kinds": [E.QUEUE_DISABLED, E.SOURCE_DOWN],
         },
     )
@@ -518,7 +520,7 @@ def test_an_administrator_adds_each_kind_of_target_on_the_outbox_page(personas):
     assert "PagerDuty (Events API v2)" in html and "none: its URL" in html
     # The audit trail keeps the URL's origin: a Slack URL's path is its password.
     entry = AuditEntry.objects.get(action="alerts.webhook_created", target_id="chat")
-    assert entry.details["url"] == "https://hooks.slack.test"
+    assert entry.details["url"] == "https://hooks.slack.test:443/[redacted]"
     assert entry.details["format"] == "slack"
 
 
@@ -555,7 +557,7 @@ def test_the_api_adds_targets_with_their_format_and_validates_their_events(perso
             "name": "pager",
             "format": "pagerduty",
             "kinds": [E.QUEUE_DISABLED, E.QUEUE_DISABLED],
-            "secret_env": "PAGERDUTY_ROUTING_KEY",
+            "secret_env": "ANTIDOTE_ALERT_PAGERDUTY_KEY",
         },
         format="json",
     )
@@ -567,8 +569,9 @@ def test_the_api_adds_targets_with_their_format_and_validates_their_events(perso
         "url": PAGERDUTY_URL,
         "kinds": [E.QUEUE_DISABLED],
         "queues": [],
-        "secret_env": "PAGERDUTY_ROUTING_KEY",
+        "secret_env": "ANTIDOTE_ALERT_PAGERDUTY_KEY",
         "active": True,
+        "disabled_reason": "",
     }
     bad = client.post(
         url,
@@ -578,7 +581,9 @@ def test_the_api_adds_targets_with_their_format_and_validates_their_events(perso
     assert bad.status_code == 400
     assert "kinds" in bad.json()["errors"]
     old = client.post(
-        url, {"name": "old", "url": "https://h.test/x", "secret_env": "OLD_SECRET"}, format="json"
+        url,
+        {"name": "old", "url": "https://h.test/x", "secret_env": "ANTIDOTE_ALERT_OLD_SECRET"},
+        format="json",
     )
     assert old.json()["format"] == "generic"  # as before formats were
     assert [h["format"] for h in client.get(url).json()] == ["generic", "pagerduty"]
@@ -589,7 +594,7 @@ def test_only_administrators_add_slack_teams_or_pagerduty_targets(personas, pers
     for fmt, extra in (
         ("slack", {"url": "https://hooks.slack.test/x"}),
         ("teams", {"url": "https://teams.test/x"}),
-        ("pagerduty", {"secret_env": "PD_KEY"}),
+        ("pagerduty", {"secret_env": "ANTIDOTE_ALERT_PD_KEY"}),
     ):
         given = {"name": fmt, "format": fmt, **extra}
         assert (
@@ -647,6 +652,7 @@ def test_the_api_reroutes_a_target_and_keeps_what_it_is_not_given(personas, targ
         "queues": ["orders"],
         "secret_env": ROUTING_KEY_ENV,
         "active": True,
+        "disabled_reason": "",
     }
     assert client.get(url).json()["kinds"] == [E.SOURCE_DOWN, E.QUEUE_DISABLED]
     for wrong, field in (

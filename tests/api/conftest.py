@@ -8,7 +8,7 @@ from drf_spectacular.generators import SchemaGenerator
 from drf_spectacular.renderers import OpenApiJsonRenderer
 from drf_spectacular.settings import spectacular_settings
 
-from console.accounts.roles import ROLES, roles_seed
+from console.accounts.roles import APPLICATION, ROLES, roles_seed
 from console.accounts.tokens import token_create
 from tests.conftest import settled
 
@@ -22,7 +22,8 @@ def openapi_document():
 
 @pytest.fixture
 def everyone(db):
-    """A user who holds every role."""
+    """A user who holds every role (a person: the application role's sending into every queue
+    is a service account's, R19)."""
     roles_seed()
     user = User.objects.create_user("everyone")
     user.groups.set(Group.objects.filter(name__in=ROLES))
@@ -30,6 +31,16 @@ def everyone(db):
 
 
 @pytest.fixture
-def token_headers(everyone):
-    _, token = token_create(actor=everyone, user=everyone, name="api tests")
+def service_account(db):
+    """A producer's service account: the application role alone, no password."""
+    roles_seed()
+    user = User.objects.create_user("shop-producer")
+    user.groups.set([Group.objects.get(name=APPLICATION)])
+    return settled(user)
+
+
+@pytest.fixture
+def token_headers(service_account):
+    """The headers of a client with a token: a token acts only for a service account."""
+    _, token = token_create(actor="command:tests", user=service_account, name="api tests")
     return {"Authorization": f"Token {token}"}

@@ -132,9 +132,9 @@ def test_swagger_ui_runs_in_a_browser_under_the_policy_and_tries_a_write(tab, pe
 
 def test_every_page_of_the_console_links_the_api_docs(personas):
     client = Client()
-    client.force_login(personas["application"])
+    client.force_login(personas["outsider"])
 
-    page = client.get("/account/tokens/").content.decode()
+    page = client.get("/account/").content.decode()
 
     assert 'id="nav-api-docs" href="/api/docs/"' in page
 
@@ -146,5 +146,8 @@ def test_the_docs_open_with_how_to_get_a_token_and_send_a_first_message():
 
     assert "## Getting started" in intro
     assert "Service tokens" in intro and "manage.py token_create" in intro
+    # A token acts only for a service account (R19): a person calls signed in.
+    assert "A *person* has no token" in intro
+    assert "API tokens" not in intro
     assert 'curl -X POST "$ANTIDOTE/api/v1/messages"' in intro
     assert "Authorization: Token $TOKEN" in intro

@@ -1,9 +1,11 @@
 """/api/v1/messages, where a REST client looks for messages: GET lists them (the quarantine
 browser's filters and pages), POST sends them in, each method with its own permission; a
-producer's service account (the application role) sends. The list's old path,
+producer's service account (the application role) sends, and a person only into a queue they may
+send into by hand (R19). The list's old path,
 /api/v1/index/messages, still answers, and says where it moved."""
 
 import pytest
+from django.utils import timezone
 from rest_framework.test import APIClient
 
 from console.accounts.tokens import token_create
@@ -25,8 +27,16 @@ def world(personas, lake_root):
 
 
 def _token_client(user):
+    """A service account's client, with its token."""
     _, token = token_create(actor="command:test", user=user, name="tests")
     return APIClient(headers={"Authorization": f"Token {token}"})
+
+
+def _signed_in(user):
+    """A person's client: signed in, with their session (a person has no token)."""
+    client = APIClient()
+    client.force_login(user)
+    return client
 
 
 def _ids(response):
@@ -55,7 +65,7 @@ def test_the_application_role_still_sees_no_message(world):
 
 
 def test_get_lists_what_the_index_lists_with_its_filters_and_pages(world):
-    viewer = _token_client(world["viewer"])
+    viewer = _signed_in(world["viewer"])
 
     everything = viewer.get(URL)
     orders = viewer.get(URL, {"queue": "orders", "state": "NDLV"})
@@ -72,7 +82,7 @@ def test_get_lists_what_the_index_lists_with_its_filters_and_pages(world):
 
 
 def test_get_refuses_filters_that_are_not_valid_saying_which(world):
-    response = _token_client(world["viewer"]).get(URL, {"page_size": 0})
+    response = _signed_in(world["viewer"]).get(URL, {"page_size": 0})
 
     assert response.status_code == 400
     assert list(response.json()["errors"]) == ["page_size"]
@@ -80,30 +90,38 @@ def test_get_refuses_filters_that_are_not_valid_saying_which(world):
 
 
 def test_a_viewer_may_list_but_not_send(world):
-    viewer = _token_client(world["viewer"])
+    viewer = _signed_in(world["viewer"])
 
     response = viewer.post(URL, {"id": "x", "queue": "orders", "body": ""}, format="json")
 
     assert viewer.get(URL).status_code == 200
     assert response.status_code == 403
-    assert response.json() == {
-        "detail": "this needs permission for sending messages "
-        "(the application, approver or operator role)"
-    }
+    assert response.json()["detail"].startswith(
+        "a person sends messages in only into a queue an administrator let them send into by hand"
+    )
 
 
-def test_an_operator_may_both_list_and_send(world):
-    operator = _token_client(world["operator"])
+def test_an_operator_lists_and_sends_only_into_a_queue_they_may_send_into_by_hand(world):
+    from console.access.models import IngestRight
+    from console.queues.models import Queue
 
-    sent = operator.post(URL, {"id": "order-8", "queue": "orders", "body": "8"}, format="json")
+    operator = _signed_in(world["operator"])
+    message = {"id": "order-8", "queue": "orders", "body": "8"}
 
+    refused = operator.post(URL, message, format="json")
+    IngestRight.objects.create(
+        user=world["operator"], queue=Queue.objects.get(name="orders"), since=timezone.now()
+    )
+    sent = operator.post(URL, message, format="json")
+
+    assert refused.status_code == 403
     assert sent.status_code == 201
     assert operator.get(URL).status_code == 200
 
 
-@pytest.mark.parametrize("role", ["admin", "auditor", "outsider"])
+@pytest.mark.parametrize("role", ["approver", "admin", "auditor", "outsider"])
 def test_roles_without_the_permission_may_not_send(world, role):
-    response = _token_client(world[role]).post(
+    response = _signed_in(world[role]).post(
         URL, {"id": "x", "queue": "orders", "body": ""}, format="json"
     )
 
@@ -111,7 +129,7 @@ def test_roles_without_the_permission_may_not_send(world, role):
 
 
 def test_the_old_path_answers_as_the_new_one_and_says_where_it_moved(world):
-    viewer = _token_client(world["viewer"])
+    viewer = _signed_in(world["viewer"])
 
     old = viewer.get(OLD, {"queue": "orders"})
     new = viewer.get(URL, {"queue": "orders"})

@@ -33,13 +33,22 @@ def test_a_wrong_method_is_told_the_methods_the_path_takes(api):
 
 
 def test_a_missing_permission_is_named_in_words_with_the_roles_that_hold_it(api):
-    response = api("viewer").post("/api/v1/messages", [], format="json")
+    response = api("viewer").post("/api/v1/requests", {}, format="json")
 
     assert response.status_code == 403
     detail = response.json()["detail"]
     assert detail == (
-        "this needs permission for sending messages (the application, approver or operator role)"
+        "this needs permission for requesting actions (the approver or operator role)"
     )
+    assert "decisions.add_actionrequest" not in detail
+
+
+def test_a_person_refused_the_sending_of_messages_is_told_how_to_get_it_in_words(api):
+    response = api("operator").post("/api/v1/messages", [], format="json")
+
+    assert response.status_code == 403
+    detail = response.json()["detail"]
+    assert detail.startswith("a person sends messages in only into a queue an administrator")
     assert "ingest.add_messagekey" not in detail
 
 
@@ -61,8 +70,8 @@ def test_a_permission_no_role_holds_says_so(personas, settings):
     assert needs_text([VIEW_AUDIT]) == (
         "this needs permission for reading the audit trail (no role holds it: ask an administrator)"
     )
-    assert needs_text([INGEST_MESSAGES], user=personas["operator"]).startswith(
-        "this needs permission for sending messages"
+    assert needs_text([INGEST_MESSAGES], user=personas["operator"]) == (
+        "this needs permission for sending messages (the application role)"
     )
 
 
@@ -107,7 +116,7 @@ def test_too_many_calls_say_when_to_try_again(personas, settings):
 def test_an_id_too_long_is_told_its_limit_and_its_length(api, lake_root):
     Index().queue("orders")
 
-    response = api("operator").post(
+    response = api("application").post(
         "/api/v1/messages", {"id": "x" * 10_000, "queue": "orders", "body": ""}, format="json"
     )
 

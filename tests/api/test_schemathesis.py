@@ -1,6 +1,7 @@
 """Schemathesis against a live server: the CLI (`schemathesis run`), as any outside client runs
 it, calls every operation of the document /api/schema/ serves, with requests it generates from
-it, as a caller of each role with that role's API token, on a demo's data. No request makes
+it, as a caller of each role (a person signed in, with their session's cookie and a CSRF token;
+the application role's service account with its API token: R19), on a demo's data. No request makes
 the API fail with a server error, and every answer is one the document describes (status,
 content type, body).
 
@@ -26,7 +27,7 @@ from django.core.cache import cache
 from django.core.management import call_command
 from django.utils import timezone
 
-from console.accounts.roles import ROLES
+from console.accounts.roles import APPLICATION, ROLES
 from console.accounts.tokens import token_create
 from console.decisions import services as decisions
 from console.delivery.poison import poison_entries_put
@@ -35,6 +36,7 @@ from console.lakequery.services import lake_query_create
 from console.notes.models import MESSAGE
 from console.notes.services import note_add
 from tests.browse.conftest import Index
+from tests.conftest import session_headers
 
 SCHEMATHESIS = str(Path(sys.executable).with_name("schemathesis"))
 # Per operation and phase; the whole run takes a few minutes on 2 cores.
@@ -96,19 +98,26 @@ def demo(transactional_db, lake_root, settings, tmp_path, monkeypatch):
     cache.clear()
 
 
-# Revoking a token is tested last, alone: the key of the caller's own token is in the answers
-# of GET /api/v1/tokens, and once it is revoked every call after it is a 401.
+# Revoking a token is tested last, alone: the key of a service account's own token is in the
+# answers of GET /api/v1/tokens, and once it is revoked every call after it is a 401.
 LAST = "tokens_revoke"
 
 
-def _run(live_server, token, *, phases, tmp_path, operations):
+def _headers(user):
+    """How `user` calls: a service account with a token, a person with their session."""
+    if user.username != APPLICATION:
+        return session_headers(user)
+    _, token = token_create(actor="command:schemathesis", user=user, name="schemathesis")
+    return {"Authorization": f"Token {token}"}
+
+
+def _run(live_server, headers, *, phases, tmp_path, operations):
     return subprocess.run(
         [
             SCHEMATHESIS,
             "run",
             f"{live_server.url}/api/schema/?format=json",
-            "--header",
-            f"Authorization: Token {token}",
+            *(arg for name, value in headers.items() for arg in ("--header", f"{name}: {value}")),
             "--checks",
             CHECKS,
             "--phases",
@@ -147,10 +156,10 @@ ON_POSTGRESQL_TOO = ("admin", "operator")
 def test_no_generated_request_makes_the_api_fail_or_answer_off_its_schema(
     role, demo, live_server, tmp_path
 ):
-    _, token = token_create(actor="command:schemathesis", user=demo[role], name="schemathesis")
+    headers = _headers(demo[role])
 
     runs = [
-        _run(live_server, token, phases=PHASES, tmp_path=tmp_path, operations=options)
+        _run(live_server, headers, phases=PHASES, tmp_path=tmp_path, operations=options)
         for options in (["--exclude-operation-id", LAST], ["--include-operation-id", LAST])
     ]
 

@@ -30,19 +30,23 @@ def low_rates(settings):
     cache.clear()
 
 
+# What a service account (the application role) may call: a token acts only for one (R19).
+TOKEN_URL = "/api/v1/poison-list"
+
+
 def _token_client(user, name):
     _, token = token_create(actor="command:test", user=user, name=name)
     return APIClient(headers={"Authorization": f"Token {token}"})
 
 
-def _calls(client, n):
-    return [client.get(URL) for _ in range(n)]
+def _calls(client, n, url=URL):
+    return [client.get(url) for _ in range(n)]
 
 
 def test_a_token_over_its_rate_gets_429_with_retry_after(personas):
-    client = _token_client(personas["viewer"], "script")
+    client = _token_client(personas["application"], "script")
 
-    answers = _calls(client, RATE + 1)
+    answers = _calls(client, RATE + 1, TOKEN_URL)
 
     assert [a.status_code for a in answers] == [200] * RATE + [429]
     assert 0 < int(answers[-1]["Retry-After"]) <= 60
@@ -50,12 +54,12 @@ def test_a_token_over_its_rate_gets_429_with_retry_after(personas):
 
 
 def test_another_token_of_the_same_user_has_a_rate_of_its_own(personas):
-    first = _token_client(personas["viewer"], "first script")
-    second = _token_client(personas["viewer"], "second script")
-    _calls(first, RATE + 1)
+    first = _token_client(personas["application"], "first script")
+    second = _token_client(personas["application"], "second script")
+    _calls(first, RATE + 1, TOKEN_URL)
 
-    assert [a.status_code for a in _calls(second, RATE)] == [200] * RATE
-    assert first.get(URL).status_code == 429
+    assert [a.status_code for a in _calls(second, RATE, TOKEN_URL)] == [200] * RATE
+    assert first.get(TOKEN_URL).status_code == 429
 
 
 def test_a_session_is_counted_by_user(personas):

@@ -8,6 +8,7 @@ from decimal import Decimal
 import pika
 import pytest
 
+from tests.brokers.records import as_stored
 from workers.brokers.amqp_message import (
     PROPERTIES_HEADER,
     properties_read,
@@ -38,12 +39,14 @@ def _properties(**values):
 
 
 def _record(properties, body=b"order 1"):
-    return record_of(
-        body=body,
-        properties=properties,
-        drained_from="orders.dlq",
-        into="orders-dead",
-        source="orders-rabbitmq",
+    return as_stored(
+        record_of(
+            body=body,
+            properties=properties,
+            drained_from="orders.dlq",
+            into="orders-dead",
+            source="orders-rabbitmq",
+        )
     )
 
 
@@ -98,3 +101,21 @@ def test_a_table_nested_too_deep_to_write_is_an_error_the_consumer_sets_aside():
         inner = inner["deeper"]
     with pytest.raises(TypeError):
         _record(pika.BasicProperties(headers={"x-nested": nested}))
+
+
+def test_a_publisher_cannot_write_a_record_of_ours_it_is_kept_under_a_foreign_name():
+    forged = {
+        "antidote-redrive-target": '{"exchange": "", "routing_key": "attacker"}',
+        "Antidote-Source": "someone",
+        "amqp-drained-from": "payments",
+        "x-trace": "t-1",
+    }
+    headers = _record(_properties(headers=forged))["headers"]
+
+    assert headers["amqp-drained-from"] == "orders.dlq"
+    assert headers["antidote-source"] == "orders-rabbitmq"
+    assert "antidote-redrive-target" not in headers
+    assert headers["x-foreign-antidote-redrive-target"] == forged["antidote-redrive-target"]
+    assert headers["x-foreign-Antidote-Source"] == "someone"
+    assert headers["x-foreign-amqp-drained-from"] == "payments"
+    assert headers["x-trace"] == "t-1"

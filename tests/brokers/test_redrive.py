@@ -11,11 +11,11 @@ from decimal import Decimal
 import pika
 import pytest
 
+from tests.brokers.records import as_stored
 from tests.brokers.tcp_proxy import TcpProxy
 from tests.conftest import require_service
 from workers.brokers import connector, redrive
 from workers.brokers.amqp_message import PROPERTIES_HEADER, record_of
-from workers.brokers.connector import REDRIVE_TARGET_HEADER
 from workers.brokers.dead_letters import dead_letter_of, latest_death
 from workers.engine.handlers import (
     Deferred,
@@ -108,8 +108,10 @@ def _dead_lettered(body, *, queue, exchange="", keys=None, headers=None, **prope
 
 
 def _record(body, properties):
-    return record_of(
-        body=body, properties=properties, drained_from="orders.dlq", into="orders", source="dlq"
+    return as_stored(
+        record_of(
+            body=body, properties=properties, drained_from="orders.dlq", into="orders", source="dlq"
+        )
     )
 
 
@@ -323,14 +325,14 @@ def test_exchange_and_routing_key_options_win_over_the_dead_letter_record(broker
 
 def _with_target(message, target):
     """`message` as a reprocess with a redrive target of its own hands it to the sink: the
-    target in REDRIVE_TARGET_HEADER (console.decisions.execution)."""
-    headers = {**message.headers, REDRIVE_TARGET_HEADER: json.dumps(target)}
+    target in its `redrive_target` (console.decisions.execution)."""
     return Message(
         id=message.id,
         queue=message.queue,
         body=message.body,
         content_type=message.content_type,
-        headers_json=json.dumps(headers),
+        headers_json=json.dumps(message.headers),
+        redrive_target=json.dumps(target),
     )
 
 
@@ -354,7 +356,7 @@ def test_a_requests_own_exchange_and_routing_key_win_over_the_queue_and_the_orig
     received = broker.drain(retry)
     assert [body for _, body in received] == [b"dead", b"1"]
     # The target is Antidote's bookkeeping: it does not go out with the message.
-    assert all(REDRIVE_TARGET_HEADER not in (p.headers or {}) for p, _ in received)
+    assert all(not any("antidote" in h for h in p.headers or {}) for p, _ in received)
     assert broker.drain(orders) == []
     assert broker.drain(elsewhere) == []
 
@@ -416,8 +418,27 @@ def test_a_message_with_no_dead_letter_record_and_no_target_fails_permanently(br
     reason, exception_type, _ = result.failures[0]
     assert exception_type == "NoRedriveTarget"
     assert reason == (
-        "no x-death record says where it came from and the queue sets no exchange/routing_key"
+        "no x-death record of a RabbitMQ source says where it came from and the queue sets "
+        "no exchange/routing_key"
     )
+
+
+def test_an_x_death_a_producer_wrote_does_not_say_where_a_message_goes(broker):
+    # Sent in over the API with a death record of its own: no RabbitMQ source drained it (R18).
+    victim = broker.queue()
+    forged = Message(
+        id="api-1",
+        queue="orders",
+        body=b"1",
+        content_type="text/plain",
+        headers={"x-death": _x_death((victim, "", [victim])), "x-first-death-queue": victim},
+    )
+
+    result = run_isolated([forged], handler_build(PUBLISHER, {}))
+
+    assert result.codes == [PERMANENT]
+    assert result.failures[0][1] == "NoRedriveTarget"
+    assert broker.drain(victim) == []
 
 
 def test_properties_that_cannot_be_read_fail_permanently(broker):

@@ -24,6 +24,7 @@ PAGES = [
     ("select all matching", "post", lambda: reverse("message-list"), META),
     ("message-detail", "get", lambda: reverse("message-detail", args=["order-1"]), META),
     ("message-raw", "get", lambda: reverse("message-raw", args=["order-1"]), BODY),
+    ("message-headers", "get", lambda: reverse("message-headers", args=["order-1"]), META),
     ("group-list", "get", lambda: reverse("group-list"), META),
     ("group-detail", "get", lambda: reverse("group-detail", args=["g1"]), META),
     ("queue-list", "get", lambda: reverse("queue-list"), META),
@@ -37,6 +38,7 @@ APIS = [
     ("stats", "get", "/api/v1/stats", META),
     ("message", "get", "/api/v1/messages/order-1", META),
     ("body", "get", "/api/v1/messages/order-1/body", BODY),
+    ("headers", "get", "/api/v1/messages/order-1/headers", META),
     ("enable", "post", "/api/v1/queues/orders/enable", ADMIN_POST_API),
 ]
 

@@ -21,6 +21,8 @@ def provider(tmp_path, settings, live_server):
     roles.write_text(GROUP_ROLES)
     op = OpenIdProvider(tmp_path / "op", redirect_base=live_server.url).start()
     op.settings(settings, OIDC_PROVIDER_NAME="Example SSO", SSO_GROUP_ROLES=str(roles))
+    # The operator's role from the group at once (by default it waits for an administrator).
+    settings.SSO_TRUST_PRIVILEGED_GROUPS = True
     yield op
     op.stop()
 

@@ -17,13 +17,12 @@ from concurrent.futures import ThreadPoolExecutor
 import psycopg
 import pytest
 from django.contrib.auth.models import Group, User
+from django.contrib.sessions.models import Session
 from django.db import connection
 
-from console.accounts.models import ApiToken
 from console.accounts.roles import roles_seed
-from console.accounts.tokens import token_create
 from tests.browse.conftest import Index
-from tests.conftest import require_service, settled
+from tests.conftest import require_service, session_headers, settled
 from tests.processes.conftest import (
     Processes,
     database_url,
@@ -48,8 +47,9 @@ def postgres(transactional_db):
 
 
 @pytest.fixture
-def token(postgres, lake_root):
-    """A viewer's API token, and messages to read: in the index, with bodies in the lake."""
+def signed_in(postgres, lake_root):
+    """A viewer's session (a person calls the API signed in: R19), as the headers of a call,
+    and messages to read: in the index, with bodies in the lake."""
     roles_seed()
     viewer = User.objects.create_user("viewer")
     viewer.groups.add(Group.objects.get(name="viewer"))
@@ -57,8 +57,7 @@ def token(postgres, lake_root):
     index = Index()
     for i in range(MESSAGES):
         index.message(f"m-{i:03d}", json.dumps({"order": i}))
-    _, key = token_create(actor=viewer, user=viewer, name="pool test")
-    return key
+    return session_headers(viewer)
 
 
 @pytest.fixture
@@ -69,7 +68,7 @@ def processes(postgres, lake_root):
             "DATABASE_URL": database_url(),
             "LAKE_URI": str(lake_root),
             "DJANGO_SETTINGS_MODULE": "console.settings",
-            # 200 calls of one token at once are the point here, not its rate.
+            # 200 calls of one caller at once are the point here, not its rate.
             "API_THROTTLE_RATE": "100000/min",
         }
     )
@@ -150,10 +149,10 @@ def _connected(port):
     return client
 
 
-def _ask(client, path, key=None):
+def _ask(client, path, headers=None):
     """(status, Retry-After, body: JSON when it is) of one call on a connected client."""
     try:
-        client.request("GET", path, headers={"Authorization": f"Token {key}"} if key else {})
+        client.request("GET", path, headers=headers or {})
         response = client.getresponse()
         body = response.read().decode(errors="replace")
         if response.getheader("Content-Type", "").startswith("application/json"):
@@ -163,11 +162,11 @@ def _ask(client, path, key=None):
         client.close()
 
 
-def _get(port, path, key=None):
-    return _ask(_connected(port), path, key)
+def _get(port, path, headers=None):
+    return _ask(_connected(port), path, headers)
 
 
-def _all_at_once(port, paths, key):
+def _all_at_once(port, paths, headers):
     """Every call from a thread of its own, sent together. The connections are opened first,
     one after another: runserver listens with a backlog of 10, and connections attempted all
     at once would mostly wait for their SYN to be retried (1, 3, 7 ... s later), never reaching
@@ -177,14 +176,14 @@ def _all_at_once(port, paths, key):
 
     def call(client, path):
         start.wait()
-        return _ask(client, path, key)
+        return _ask(client, path, headers)
 
     with ThreadPoolExecutor(max_workers=len(paths)) as pool:
         return list(pool.map(call, clients, paths))
 
 
 def test_two_hundred_concurrent_api_calls_never_hold_more_than_the_pool(
-    processes, token, postgres, tmp_path
+    processes, signed_in, postgres, tmp_path
 ):
     name = f"antidote-web-{uuid.uuid4().hex[:12]}"
     port, log = _server(processes, tmp_path, name, DB_POOL_MAX="4")
@@ -194,7 +193,7 @@ def test_two_hundred_concurrent_api_calls_never_hold_more_than_the_pool(
     ]
 
     with Sampler(postgres, name) as sampler:
-        answers = _all_at_once(port, paths, token)
+        answers = _all_at_once(port, paths, signed_in)
     statuses = Counter(status for status, _, _ in answers)
     print(f"{REQUESTS} calls: {dict(statuses)}; peak {sampler.peak} connections of 4 allowed")
 
@@ -210,19 +209,19 @@ def test_two_hundred_concurrent_api_calls_never_hold_more_than_the_pool(
 
 
 def test_a_call_that_finds_no_connection_free_in_time_is_answered_503(
-    processes, token, postgres, tmp_path
+    processes, signed_in, postgres, tmp_path
 ):
     name = f"antidote-web-{uuid.uuid4().hex[:12]}"
     port, log = _server(processes, tmp_path, name, DB_POOL_MAX="2", DB_POOL_TIMEOUT="1")
-    # The server's two connections are taken by calls stuck behind a lock on the token table,
+    # The server's two connections are taken by calls stuck behind a lock on the session table,
     # which this test holds until every other call has been answered.
     # Left in this order: the lock first, and the caller last, once its calls could finish.
     with (
         ThreadPoolExecutor(max_workers=1) as caller,
         Sampler(postgres, name) as sampler,
-        _table_locked(postgres, ApiToken._meta.db_table),
+        _table_locked(postgres, Session._meta.db_table),
     ):
-        pending = caller.submit(_all_at_once, port, ["/api/v1/index/messages"] * 10, token)
+        pending = caller.submit(_all_at_once, port, ["/api/v1/index/messages"] * 10, signed_in)
         wait_for(
             lambda: sampler.waiting_on_a_lock() == 2,
             timeout=60,
@@ -246,7 +245,7 @@ def test_a_call_that_finds_no_connection_free_in_time_is_answered_503(
 
 
 def test_a_page_that_finds_no_connection_free_in_time_is_a_503_page(
-    processes, token, postgres, tmp_path
+    processes, signed_in, postgres, tmp_path
 ):
     name = f"antidote-web-{uuid.uuid4().hex[:12]}"
     port, _ = _server(processes, tmp_path, name, DB_POOL_MAX="1", DB_POOL_TIMEOUT="1")
@@ -254,9 +253,9 @@ def test_a_page_that_finds_no_connection_free_in_time_is_a_503_page(
     with (
         ThreadPoolExecutor(max_workers=1) as caller,
         Sampler(postgres, name) as sampler,
-        _table_locked(postgres, ApiToken._meta.db_table),
+        _table_locked(postgres, Session._meta.db_table),
     ):
-        held = caller.submit(_get, port, "/api/v1/index/messages", token)
+        held = caller.submit(_get, port, "/api/v1/index/messages", signed_in)
         wait_for(lambda: sampler.waiting_on_a_lock() == 1, timeout=60, what="a held call")
         status, retry, page = _get(port, "/login/")
 

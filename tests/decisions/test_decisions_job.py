@@ -368,9 +368,15 @@ def test_an_edited_body_is_the_same_message_with_a_new_version_body_hash_and_siz
             "conversation_id": "c-1",
             "sender": "shop-7",
             "enqueued_at": T0,
+            "redrive_target": None,
         }
     ]
     assert edited.schema == MESSAGE_SCHEMA
+    # A request's own target travels with the version it writes, never in its headers (R18).
+    target = '{"url": "https://orders.example/hooks"}'
+    edited = D.edited_message(original, b"{}", version=2, redrive_target=target)
+    assert edited.column("redrive_target").to_pylist() == [target]
+    assert edited.column("headers").to_pylist() == ['{"x-source": "shop"}']
 
 
 # --- The canary ----------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 """A request's redrive target reaches the sinks (issue 32, item 5): each message a reprocess with
-a target puts back carries REDRIVE_TARGET_HEADER with the target, in the headers its queue's
-handler is handed; a later reprocess without a target hands it none. Real ingest, delivery runs
+a target puts back carries the target, as its `redrive_target` (never a header, R18), to its
+queue's handler; a later reprocess without a target hands it none. Real ingest, delivery runs
 and execution on the real Spark session."""
 
 import json
@@ -12,7 +12,6 @@ from console.decisions.models import ActionRequest
 from console.queues.models import Queue
 from tests.browse.conftest import login
 from tests.decisions.desk import make_desk
-from workers.brokers.connector import REDRIVE_TARGET_HEADER
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
@@ -50,7 +49,8 @@ def test_each_message_a_reprocess_with_a_target_puts_back_carries_it_and_a_later
     for message_id, body in zip(ids, ["one", "two"], strict=True):
         [first] = _attempts(tmp_path, message_id)
         assert first["body"] == body
-        assert first["headers"] == {**headers, REDRIVE_TARGET_HEADER: json.dumps(TARGET)}
+        assert first["headers"] == headers
+        assert first["redrive_target"] == json.dumps(TARGET, sort_keys=True)
         assert desk.index_state(message_id) == "NDLV"
     # The version that carries the target is no edit: the message page shows no lineage, and
     # its body as it was.
@@ -64,7 +64,7 @@ def test_each_message_a_reprocess_with_a_target_puts_back_carries_it_and_a_later
 
     for message_id, body in zip(ids, ["one", "two"], strict=True):
         second = _attempts(tmp_path, message_id)[1]
-        assert second == {"body": body, "headers": headers}
+        assert second == {"body": body, "headers": headers, "redrive_target": None}
 
 
 def test_an_edited_body_with_a_target_carries_both(desk, tmp_path):
@@ -86,4 +86,4 @@ def test_an_edited_body_with_a_target_carries_both(desk, tmp_path):
 
     [attempt] = _attempts(tmp_path, message_id)
     assert attempt["body"] == "new"
-    assert attempt["headers"][REDRIVE_TARGET_HEADER] == '{"url": "https://orders.example/hooks"}'
+    assert attempt["redrive_target"] == '{"url": "https://orders.example/hooks"}'

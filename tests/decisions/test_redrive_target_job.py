@@ -1,13 +1,11 @@
-"""The pure part of carrying a request's redrive target (workers.jobs.decisions): a message's
-headers with or without the target, its new versions, and the events pointed at them. Hand-written
-rows in, hand-written rows out."""
+"""The pure part of carrying a request's redrive target (workers.jobs.decisions): the new
+versions of messages whose target changes, and the events pointed at them. Hand-written rows in,
+hand-written rows out."""
 
-import json
 from datetime import UTC, datetime
 
 import pyarrow as pa
 
-from workers.brokers.connector import REDRIVE_TARGET_HEADER
 from workers.jobs import decisions as D
 from workers.lake.schema import EVENT_SCHEMA, MESSAGE_SCHEMA
 
@@ -15,7 +13,7 @@ T0 = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
 TARGET = '{"subject": "orders.retry"}'
 
 
-def _message(message_id, version, headers):
+def _message(message_id, version, headers, redrive_target=None):
     return {
         "message_id": message_id,
         "version": version,
@@ -28,29 +26,11 @@ def _message(message_id, version, headers):
         "conversation_id": None,
         "sender": None,
         "enqueued_at": T0,
+        "redrive_target": redrive_target,
     }
 
 
-def test_the_target_is_added_to_the_headers_in_their_order():
-    assert D.headers_with_target('{"b": 1, "a": 2}', TARGET) == (
-        '{"b": 1, "a": 2, "antidote-redrive-target": "{\\"subject\\": \\"orders.retry\\"}"}'
-    )
-
-
-def test_headers_that_already_say_so_need_no_new_version():
-    assert D.headers_with_target(json.dumps({REDRIVE_TARGET_HEADER: TARGET}), TARGET) is None
-    assert D.headers_with_target('{"a": 1}', None) is None
-    assert D.headers_with_target(None, None) is None
-
-
-def test_without_a_target_an_earlier_requests_target_is_taken_away():
-    headers = json.dumps({"a": 1, REDRIVE_TARGET_HEADER: TARGET})
-
-    assert D.headers_with_target(headers, None) == '{"a": 1}'
-    assert D.headers_with_target(headers, TARGET) is None
-
-
-def test_each_message_gets_a_new_version_with_the_target_and_the_same_body():
+def test_each_message_gets_a_new_version_with_the_target_and_the_same_body_and_headers():
     rows = pa.Table.from_pylist(
         [_message("m-2", 2, '{"x": "y"}'), _message("m-1", 1, None), _message("m-1", 1, None)],
         schema=MESSAGE_SCHEMA,
@@ -58,18 +38,33 @@ def test_each_message_gets_a_new_version_with_the_target_and_the_same_body():
 
     out = D.retargeted_messages(rows, TARGET)
 
-    expected = [
-        _message(
-            "m-1", 2, f'{{"{REDRIVE_TARGET_HEADER}": "{{\\"subject\\": \\"orders.retry\\"}}"}}'
-        ),
-        _message(
-            "m-2",
-            3,
-            f'{{"x": "y", "{REDRIVE_TARGET_HEADER}": "{{\\"subject\\": \\"orders.retry\\"}}"}}',
-        ),
-    ]
+    expected = [_message("m-1", 2, None, TARGET), _message("m-2", 3, '{"x": "y"}', TARGET)]
     assert out.schema == MESSAGE_SCHEMA
     assert out.to_pylist() == expected
+
+
+def test_a_version_that_already_says_so_needs_no_new_one():
+    rows = pa.Table.from_pylist(
+        [_message("m-1", 2, "{}", TARGET), _message("m-2", 1, "{}")], schema=MESSAGE_SCHEMA
+    )
+
+    assert D.retargeted_messages(rows, TARGET).column("message_id").to_pylist() == ["m-2"]
+    assert D.retargeted_messages(rows, None).column("message_id").to_pylist() == ["m-1"]
+
+
+def test_without_a_target_an_earlier_requests_target_is_taken_away():
+    rows = pa.Table.from_pylist([_message("m-1", 2, '{"a": "1"}', TARGET)], schema=MESSAGE_SCHEMA)
+
+    assert D.retargeted_messages(rows, None).to_pylist() == [_message("m-1", 3, '{"a": "1"}')]
+
+
+def test_a_header_a_producer_named_like_the_old_target_header_is_data_not_a_target():
+    forged = '{"antidote-redrive-target": "{\\"url\\": \\"http://attacker.example\\"}"}'
+    rows = pa.Table.from_pylist([_message("m-1", 1, forged)], schema=MESSAGE_SCHEMA)
+
+    out = D.retargeted_messages(rows, TARGET).to_pylist()
+
+    assert out == [_message("m-1", 2, forged, TARGET)]
 
 
 def test_the_events_point_at_the_new_versions_and_the_others_keep_theirs():

@@ -3,7 +3,6 @@
 import pytest
 from rest_framework.test import APIClient
 
-from console.accounts.tokens import token_create
 from console.lake.models import LakeCommit
 
 pytestmark = [pytest.mark.spark]
@@ -67,9 +66,8 @@ def test_it_refuses_those_without_the_right_to_view_messages(delivered, personas
     assert client.get(f"/api/v1/messages/{delivered}").status_code == status
 
 
-def test_it_takes_an_api_token(delivered, personas):
-    viewer = personas["viewer"]
-    _, token = token_create(actor=viewer, user=viewer, name="tests")
+def test_it_answers_a_person_signed_in_with_their_session(delivered, personas):
+    # A person has no API token (R19): their session is how they call the API.
     client = APIClient()
-    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
+    assert client.login(username="viewer", password="pw-viewer-1234")
     assert client.get(f"/api/v1/messages/{delivered}").status_code == 200

@@ -14,6 +14,14 @@ pytestmark = pytest.mark.django_db(transaction=True)
 
 
 @pytest.fixture
+def another_application(personas, django_user_model):
+    """A second application's service account, which shares the list."""
+    user = django_user_model.objects.create_user("inventory-app")
+    user.groups.add(personas["application"].groups.get())
+    return user
+
+
+@pytest.fixture
 def listed(lake_root, personas):
     """m00 … m11 on the list, m00 with the body "crash"."""
     crash = hashlib.sha256(b"crash").hexdigest()
@@ -42,11 +50,11 @@ def test_it_loads_the_whole_list_page_by_page(listed, live_server, personas):
 
 
 def test_a_report_is_on_the_list_for_the_reporter_and_for_everyone_else(
-    listed, live_server, personas
+    listed, live_server, personas, another_application
 ):
     reporter = poison_list(live_server, personas["application"])
     reporter.load()
-    other = poison_list(live_server, personas["viewer"])
+    other = poison_list(live_server, another_application)
     other.load()
 
     entry = reporter.report("ext-1", "crashed the billing app", queue="billing", body=b"boom")
@@ -85,15 +93,20 @@ def test_a_check_asks_the_console_without_a_copy(listed, live_server, personas):
 
 
 def test_a_refusal_raises_with_the_consoles_reason(listed, live_server, personas):
+    from django.contrib.auth.models import Group, Permission
+
     client = client_module()
-    viewer = poison_list(live_server, personas["viewer"])
+    application = poison_list(live_server, personas["application"])
+    # An install whose application role may not report (its rights are read at each call).
+    report = Permission.objects.get(content_type__app_label="delivery", codename="add_poisonentry")
+    Group.objects.get(name="application").permissions.remove(report)
 
     with pytest.raises(client.PoisonListError, match="403") as refused:
-        viewer.report("ext-1", "crashed")
+        application.report("ext-1", "crashed")
     assert refused.value.status == 403
     assert "this needs permission for reporting to the poison list" in refused.value.detail
 
-    application = poison_list(live_server, personas["application"])
+    Group.objects.get(name="application").permissions.add(report)
     with pytest.raises(client.PoisonListError, match="400") as bad:
         application.report("ext-1", "crashed", body_sha256="not a hash")
     assert "body_sha256" in bad.value.detail

@@ -7,6 +7,7 @@ from django.core.management import call_command
 
 from console.ingest.consumers import source_config
 from console.queues.models import BrokerSource
+from tests.brokers.records import as_stored
 from workers.brokers.connector import connector_loaded
 
 # The environment variable of each broker demo: a test turns off all but its own.
@@ -28,15 +29,15 @@ def demo_seed():
 
 
 def source_drain(name, *, ack, first_wait, then_wait):
-    """The ingest records the source `name` fetches until a fetch comes back empty (the first
-    waiting `first_wait` seconds, the later ones `then_wait`); acknowledged on the broker
-    (drained for good) when `ack`."""
+    """The ingest records (as ingest stores them) the source `name` fetches until a fetch comes
+    back empty (the first waiting `first_wait` seconds, the later ones `then_wait`);
+    acknowledged on the broker (drained for good) when `ack`."""
     config = source_config(BrokerSource.objects.get(name=name))
     link = connector_loaded(config.kind).open(config)
     try:
         records, timeout = [], first_wait
         while batch := link.fetch(limit=500, timeout=timeout):
-            records += [link.record(delivery) for delivery in batch]
+            records += [as_stored(link.record(delivery)) for delivery in batch]
             if ack:
                 link.ack(batch)
             timeout = then_wait

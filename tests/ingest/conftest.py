@@ -2,7 +2,7 @@ import os
 import time
 
 import pytest
-from django.contrib.auth.models import Permission, User
+from django.contrib.auth.models import Group, User
 
 from console.lake.selectors import lake_paths
 from console.lake.services import lake
@@ -21,9 +21,14 @@ def orders(db, lake_root):
 
 @pytest.fixture
 def alice(db):
-    """An operator: may send messages in."""
-    user = User.objects.create_user("alice", password="pw-alice-123")
-    user.user_permissions.add(Permission.objects.get(codename="add_messagekey"))
+    """A producer's service account (the application role alone, no password): may send
+    messages into every queue (R19: a person sends by hand only where two administrators agreed,
+    tests/security/test_ingest_by_hand.py)."""
+    from console.accounts.roles import APPLICATION, roles_seed
+
+    roles_seed()
+    user = User.objects.create_user("alice")
+    user.groups.add(Group.objects.get(name=APPLICATION))
     return user
 
 

@@ -14,8 +14,10 @@ URL = "/api/v1/messages"
 
 @pytest.fixture
 def client(alice):
+    """Alice's producer, with the token an administrator made for her service account."""
+    _, token = token_create(actor="command:test", user=alice, name="tests")
     client = APIClient()
-    client.force_login(alice)
+    client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
     return client
 
 
@@ -149,8 +151,8 @@ def test_it_refuses_a_user_without_the_permission(charlie, orders):
     assert not MessageKey.objects.exists()
 
 
-def test_it_accepts_a_token(alice, orders):
-    _, token = token_create(actor=alice, user=alice, name="tests")
+def test_it_accepts_a_service_accounts_token_and_no_session_of_its_own_is_needed(alice, orders):
+    _, token = token_create(actor="command:test", user=alice, name="tests")
     client = APIClient()
     client.credentials(HTTP_AUTHORIZATION=f"Token {token}")
 

@@ -126,9 +126,10 @@ def _never_sent(exc):
 class Reader(threading.Thread):
     """Reads messages that exist, each by every endpoint in turn, until halted."""
 
-    def __init__(self, web, token, cookie):
+    def __init__(self, web, cookie):
         super().__init__(name="reader", daemon=True)
-        self.web, self.token, self.cookie = web, token, cookie
+        # A person reads, signed in: their session answers the API and the pages alike (R19).
+        self.web, self.cookie = web, cookie
         self.fixed = []  # [(message_id, kind, body)] set up before the reads start
         self.sent = []  # the same, of those the web answered 201 for
         self.lock = threading.Lock()
@@ -156,7 +157,6 @@ class Reader(threading.Thread):
     def run(self):
         http = requests.Session()
         http.trust_env = False
-        http.headers["Authorization"] = f"Token {self.token}"
         http.cookies.set(django_settings.SESSION_COOKIE_NAME, self.cookie)
         turn = 0
         while not self.halt.is_set():
@@ -319,8 +319,9 @@ def test_a_message_that_exists_never_answers_404_while_the_lake_and_the_web_are_
     engine = Engine(spark)
     read, old = _setup(engine)
 
-    operator = personas["operator"]  # reads metadata and bodies, and sends messages in
-    _, token = token_create(actor=operator, user=operator, name="reader")
+    operator = personas["operator"]  # reads metadata and bodies
+    # A producer's service account sends messages in, with its token.
+    _, token = token_create(actor="command:tests", user=personas["application"], name="sender")
     browser = Client()
     browser.force_login(operator)
     cookie = browser.cookies[settings.SESSION_COOKIE_NAME].value
@@ -336,7 +337,7 @@ def test_a_message_that_exists_never_answers_404_while_the_lake_and_the_web_are_
         },
     )
     web.start()
-    reader = Reader(web, token, cookie)
+    reader = Reader(web, cookie)
     for message_id, (kind, body) in read.items():
         reader.add(message_id, kind, body)
     sender = Sender(web, token, reader)
@@ -404,7 +405,7 @@ def test_a_message_that_exists_never_answers_404_while_the_lake_and_the_web_are_
     assert not MessageKey.objects.filter(message_id__in=purged).exists()
     gone = requests.get(
         f"{web.url}/api/v1/messages/{purged[0]}",
-        headers={"Authorization": f"Token {token}"},
+        cookies={settings.SESSION_COOKIE_NAME: cookie},
         timeout=PATIENCE,
     )
     assert gone.status_code == 404

@@ -30,6 +30,10 @@ def group_roles(tmp_path, settings):
     path = tmp_path / "group-roles.yaml"
     path.write_text(GROUP_ROLES)
     settings.SSO_GROUP_ROLES = str(path)
+    # These tests are about signing in: the groups give their roles at once. By default every
+    # role that grows a person's rights waits for an administrator the first time (R19):
+    # tests/sso/test_oidc_separation_of_duties.py and the LDAP ones on the leads turn it off.
+    settings.SSO_TRUST_PRIVILEGED_GROUPS = True
     return path
 
 

@@ -140,18 +140,23 @@ def test_the_check_judges_nobody_when_the_people_branch_is_missing(
 def test_the_leads_group_waits_for_an_administrators_confirmation_and_the_cool_down(
     personas, directory, client, settings
 ):
+    settings.SSO_TRUST_PRIVILEGED_GROUPS = False  # the default: every growing role waits (R19)
     directory.person("lead", password=PASSWORD, groups=["ops", "leads"])
 
     _login(client, "lead")
 
-    assert _roles("lead") == ["operator"]
-    grant = RoleGrant.objects.get(user__username="lead")
+    assert _roles("lead") == []
+    assert set(RoleGrant.objects.values_list("role__name", "status")) == {
+        ("operator", "pending"),
+        ("approver", "pending"),
+    }
+    grant = RoleGrant.objects.get(user__username="lead", role__name="approver")
     assert (grant.status, grant.source) == ("pending", "ldap")
     assert grant.source_groups == ["cn=leads,ou=groups,dc=example,dc=com"]
     confirmed_at = timezone.now()
     role_grant_confirm(actor=personas["admin"], grant=grant)
     lead = User.objects.get(username="lead")
-    assert _roles("lead") == ["approver", "operator"]
+    assert _roles("lead") == ["approver"]
     assert approver_cooldown_until(lead) >= confirmed_at + timedelta(
         hours=settings.APPROVER_COOLDOWN_HOURS
     )

@@ -1,7 +1,8 @@
-"""Issue 34, item 4, with OpenID Connect: a group that gives the right to approve waits, the
-first time, for an administrator's confirmation (a role grant asked for by the provider); the
-approver cool-down counts from that confirmation; SSO_TRUST_PRIVILEGED_GROUPS gives it at
-sign-in instead, and the cool-down counts from the sign-in."""
+"""Issue 34, item 4, and issue 43 (R19), with OpenID Connect: a group that gives a role which
+grows the person's rights waits, the first time, for an administrator's confirmation (a role
+grant asked for by the provider: the provider asks, an administrator confirms); the approver
+cool-down counts from that confirmation; SSO_TRUST_PRIVILEGED_GROUPS gives it at sign-in instead,
+and the cool-down counts from the sign-in."""
 
 from datetime import timedelta
 
@@ -18,8 +19,45 @@ from console.audit.models import AuditEntry
 pytestmark = [pytest.mark.django_db]
 
 
+@pytest.fixture(autouse=True)
+def untrusted(group_roles, settings):
+    """The default: the provider's groups are not trusted to give a role alone."""
+    settings.SSO_TRUST_PRIVILEGED_GROUPS = False
+
+
 def _roles(username):
     return sorted(User.objects.get(username=username).groups.values_list("name", flat=True))
+
+
+def _grant(role, **status):
+    return RoleGrant.objects.get(user__username="lead", role__name=role, **status)
+
+
+def test_the_ops_group_asks_for_the_operator_role_and_an_administrator_confirms_it(
+    personas, person
+):
+    person.op.person("dana", groups=["ops"])
+
+    refused = person.sign_in("dana")
+
+    assert refused.status_code == 403
+    assert "operator waits for an administrator" in refused.content.decode()
+    assert _roles("dana") == []
+    grant = RoleGrant.objects.get(user__username="dana")
+    assert (grant.status, grant.role.name, grant.asked_by) == (
+        "pending",
+        "operator",
+        "provider:oidc",
+    )
+
+    role_grant_confirm(actor=personas["admin"], grant=grant)
+    person.client.post("/logout/")
+    answer = person.sign_in("dana")
+
+    assert answer.status_code == 302
+    assert _roles("dana") == ["operator"]
+    given = ProviderRole.objects.get(user__username="dana")
+    assert (given.provider, given.confirmed_by) == ("oidc", personas["admin"])
 
 
 def test_the_leads_group_asks_for_the_approver_role_and_an_administrator_confirms_it(
@@ -29,12 +67,12 @@ def test_the_leads_group_asks_for_the_approver_role_and_an_administrator_confirm
 
     person.sign_in("lead")
 
-    assert _roles("lead") == ["operator"]  # approving waits
-    grant = RoleGrant.objects.get(user__username="lead")
+    assert _roles("lead") == []  # operating and approving both wait
+    grant = _grant("approver")
     assert (grant.status, grant.source, grant.source_groups) == ("pending", "oidc", ["leads"])
     assert grant.requested_by is None and grant.asked_by == "provider:oidc"
-    asked = AuditEntry.objects.get(action="role_grant.requested")
-    assert asked.actor == "provider:oidc"
+    asked = AuditEntry.objects.filter(action="role_grant.requested")
+    assert {e.actor for e in asked} == {"provider:oidc"}
     # Nobody withdraws the provider's grant but the provider (at the sign-in without the group).
     with pytest.raises(PermissionDenied):
         role_grant_withdraw(actor=personas["admin"], grant=grant)
@@ -43,7 +81,7 @@ def test_the_leads_group_asks_for_the_approver_role_and_an_administrator_confirm
     role_grant_confirm(actor=personas["admin"], grant=grant)
 
     lead = User.objects.get(username="lead")
-    assert _roles("lead") == ["approver", "operator"]
+    assert _roles("lead") == ["approver"]
     given = ProviderRole.objects.get(user=lead, role__name="approver")
     assert (given.provider, given.confirmed_by) == ("oidc", personas["admin"])
     # The cool-down counts from the confirmation, and holds.
@@ -57,12 +95,14 @@ def test_the_leads_group_asks_for_the_approver_role_and_an_administrator_confirm
 def test_a_confirmed_role_is_kept_at_later_sign_ins_and_goes_with_the_group(personas, person):
     person.op.person("lead", groups=["ops", "leads"])
     person.sign_in("lead")
-    role_grant_confirm(actor=personas["admin"], grant=RoleGrant.objects.get())
+    role_grant_confirm(actor=personas["admin"], grant=_grant("approver"))
     person.client.post("/logout/")
 
     person.sign_in("lead")
+    # The operator's role adds nothing to an approver's: given, and its grant withdrawn.
     assert _roles("lead") == ["approver", "operator"]
-    assert RoleGrant.objects.count() == 1  # no second confirmation asked
+    assert _grant("operator").status == "withdrawn"
+    assert RoleGrant.objects.filter(status="pending").count() == 0  # no confirmation asked again
     person.client.post("/logout/")
 
     person.op.person("lead", groups=["ops"])
@@ -87,8 +127,8 @@ def test_a_waiting_grant_is_withdrawn_when_the_group_goes_before_anyone_confirms
     person.op.person("lead", groups=["ops"])
     person.sign_in("lead")
 
-    grant = RoleGrant.objects.get()
-    assert grant.status == "withdrawn"
+    assert _grant("approver").status == "withdrawn"
+    assert _grant("operator").status == "pending"
     withdrawn = AuditEntry.objects.get(action="role_grant.withdrawn")
     assert withdrawn.actor == "provider:oidc"
 

@@ -28,6 +28,9 @@ from workers.brokers.connector import SOURCE_HEADER
 
 PROPERTIES_HEADER = "amqp-properties"
 DRAINED_FROM_HEADER = "amqp-drained-from"
+UNUSABLE_ID_HEADER = "amqp-message-id-unusable"
+# What this source writes of a message, besides the source's name (workers.engine.own_headers).
+OWN_HEADERS = frozenset((PROPERTIES_HEADER, DRAINED_FROM_HEADER, UNUSABLE_ID_HEADER))
 PROPERTY_NAMES = (
     "content_type",
     "content_encoding",
@@ -193,19 +196,22 @@ def message_id_of(*, body, properties, queue):
 def record_of(*, body, properties, drained_from, into, source):
     """The ingest record of one message taken from RabbitMQ queue `drained_from` for Antidote
     queue `into`, by source `source`."""
-    text = properties_text(properties)
-    headers = {name: header_text(value) for name, value in (properties.headers or {}).items()}
+    own = {
+        PROPERTIES_HEADER: properties_text(properties),
+        SOURCE_HEADER: source,
+        DRAINED_FROM_HEADER: drained_from,
+    }
     raw_id = properties.message_id
     if raw_id is not None and not _usable_id(raw_id):
-        headers["amqp-message-id-unusable"] = header_text(raw_id)[:1000]
-    headers[PROPERTIES_HEADER] = text
-    headers[SOURCE_HEADER] = source
-    headers[DRAINED_FROM_HEADER] = drained_from
+        own[UNUSABLE_ID_HEADER] = header_text(raw_id)[:1000]
     record = {
         "id": message_id_of(body=body, properties=properties, queue=drained_from),
         "queue": into,
         "body": bytes(body),
-        "headers": headers,
+        # The publisher's headers, which ingest keeps as they are but for a name of ours
+        # (R18: set aside), and our records of the delivery.
+        "headers": {name: header_text(value) for name, value in (properties.headers or {}).items()},
+        "own_headers": own,
     }
     content_type = properties.content_type
     if isinstance(content_type, str) and content_type and content_type.isprintable():

@@ -35,6 +35,10 @@ from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any, Protocol
 
+from workers.engine.own_headers import SOURCE_HEADER, is_product_name
+
+__all__ = ["SOURCE_HEADER", "is_bookkeeping"]
+
 # Kinds, and the module that holds each one's `CONNECTOR` (a Connector).
 CONNECTOR_MODULES = {
     "rabbitmq": "workers.brokers.rabbitmq",
@@ -49,20 +53,9 @@ KIND_TITLES = {
     "redis": "Redis Streams",
 }
 
-# The header that carries a redrive request's own target (set by the console when a request
-# names one): a JSON object whose keys the sink of the message's queue reads (an exchange and
-# routing key, a subject, a stream, a URL).
-REDRIVE_TARGET_HEADER = "antidote-redrive-target"
-# The name of the source that drained a message, on every broker's records.
-SOURCE_HEADER = "antidote-source"
-# Headers Antidote writes about a message, not the message's own: every broker's origin record
-# (amqp-*, nats-*, redis-*), the source, the redrive target. A sink never sends them on.
-BOOKKEEPING_PREFIXES = ("antidote-", "amqp-", "nats-", "redis-")
-
-
-def is_bookkeeping(name):
-    """Whether header `name` (in any case) is one of Antidote's, not the message's own."""
-    return name.lower().startswith(BOOKKEEPING_PREFIXES)
+# Headers Antidote writes about a message, not the message's own (every broker's origin record,
+# the source: workers.engine.own_headers). A sink never sends them on.
+is_bookkeeping = is_product_name
 
 
 # After a sink's failed connect, its calls of the next few seconds fail at once with the same
@@ -251,11 +244,12 @@ def connector_loaded(kind: str) -> Connector:
 
 def redrive_destination(message, *, keys, configured, origin):
     """Where a sink sends `message`: {key: value} for `keys`, from the first that names any of
-    them among the request's own target (REDRIVE_TARGET_HEADER), the queue's handler options
-    (`configured`) and the message's origin (`origin()`, read from its headers); None when
-    nothing says. A request's target that is not a JSON object is ignored."""
+    them among the request's own target (the `redrive_target` of the version the request wrote,
+    never a header: R18), the queue's handler options (`configured`) and the message's origin
+    (`origin()`, read from the records its source wrote); None when nothing says. A request's
+    target that is not a JSON object is ignored."""
     chosen = None
-    text = (message.headers or {}).get(REDRIVE_TARGET_HEADER)
+    text = message.redrive_target
     if text:
         try:
             requested = json.loads(text)

@@ -1,13 +1,13 @@
 """The handler that delivers a message to a web service: `workers.brokers.http.poster`.
 
 Each call POSTs the message's body, as Antidote holds it (edited, if it was edited), to a URL:
-the one a redrive request names (REDRIVE_TARGET_HEADER, key "url"), else the queue's `url`, else
+the one a redrive request names (its `redrive_target`, key "url"), else the queue's `url`, else
 the URL in the environment variable `url_env` (for a URL that holds a token). The request
 carries:
 
 - `Content-Type`: the message's content type (application/octet-stream when it has none);
 - the message's own headers, as they were received: everything but Antidote's bookkeeping
-  (connector.is_bookkeeping: the redrive target, the typed copy of AMQP
+  (connector.is_bookkeeping: the source that drained it, the typed copy of AMQP
   properties, where a drain took the message from) and the headers HTTP itself or the signature
   own (HTTP_OWNED: Host, Content-Length, Connection, ..., and webhook-*);
 - a Standard Webhooks signature (https://www.standardwebhooks.com): `webhook-id` (the message
@@ -27,6 +27,13 @@ Reasons name the destination as scheme://host:port only: a URL's path or query m
 token. The secret is read from the environment by the process that sends, never kept in
 options or written anywhere.
 
+Where it may send (workers.outbound): a URL is read once, as urllib3 reads it, and refused when
+another reader could see another host in it; internal addresses (loopback, link-local, private,
+...) are refused unless OUTBOUND_ALLOW_INTERNAL lets one through (for demos and tests only):
+when the queue is loaded for an address written in its `url`, and when sending for every
+address the host resolves to, the connection going to the addresses checked (no second
+lookup). A refused destination is a permanent failure (DestinationRefused) and nothing is sent.
+
 Processes: the engine builds the handler once and calls it in forked children, so the HTTP
 session (its pool of keep-alive connections) is made lazily by the process that sends and
 reused for all its calls, never inherited from a parent.
@@ -43,13 +50,27 @@ import re
 import time
 from datetime import UTC, datetime
 from email.utils import parsedate_to_datetime
-from urllib.parse import urlsplit
 
 import requests
 from standardwebhooks import Webhook
 
 from workers.brokers.connector import is_bookkeeping, redrive_destination
 from workers.engine.handlers import PermanentFailure, TransientFailure, configurable
+from workers.outbound import (
+    AllowanceError,
+    DestinationError,
+    OutboundRefused,
+    allowance_from_environment,
+    destination_check,
+    destination_parse,
+    failure_cause,
+    guarded_session,
+)
+from workers.redaction import library_logs_redacted, scrubbed, url_secrets
+
+# urllib3 logs each request's path at DEBUG (a URL's token may be there): redacted, in every
+# process that sends, the Spark executors' included.
+library_logs_redacted()
 
 # Set by HTTP or by the signature for this request: a message's own copy would contradict them.
 HTTP_OWNED = frozenset(
@@ -96,6 +117,11 @@ class NoDeliveryUrl(PermanentFailure):
     """Nothing says where the message should go, or what says it is not an http(s) URL."""
 
 
+class DestinationRefused(PermanentFailure):
+    """The destination is an internal address the product does not send to
+    (workers.outbound): nothing was sent."""
+
+
 class Unsendable(PermanentFailure):
     """A header of the message cannot be written in an HTTP request."""
 
@@ -115,11 +141,12 @@ def poster(
     if url is not None:
         if not isinstance(url, str):
             raise ValueError("url must be text")
-        problem = _url_problem(url)
-        if problem:
-            raise ValueError(f"url {problem}")
-        if urlsplit(url).username is not None:
-            raise ValueError("url must not hold credentials: put such a URL in url_env")
+        # Read as it will be sent, and an address written in it checked (names are resolved and
+        # checked when sending: building a handler looks nothing up).
+        try:
+            destination_check(url, allowance=allowance_from_environment())
+        except (DestinationError, OutboundRefused, AllowanceError) as exc:
+            raise ValueError(f"url {exc}") from None
     if url_env is not None and (not isinstance(url_env, str) or not url_env):
         raise ValueError("url_env must name an environment variable")
     if not isinstance(secret_env, str) or not secret_env:
@@ -140,8 +167,7 @@ class Poster:
         self._signer = None
 
     def __call__(self, message):
-        url = self._url(message)
-        where = _where(url)
+        url, where = self._url(message)
         headers = _forwarded_headers(message.headers)
         body = bytes(message.body)
         session, signer = self._open()
@@ -156,19 +182,30 @@ class Poster:
                 allow_redirects=False,
                 stream=True,
             )
+        except OutboundRefused as exc:
+            raise DestinationRefused(f"not sent to {where}: {exc}") from None
+        except DestinationError as exc:
+            raise NoDeliveryUrl(f"the delivery URL {exc}") from None
         except requests.Timeout:
             raise DeliveryFailed(f"{where} did not answer within {self.timeout:g} s") from None
         except requests.ConnectionError as exc:
-            raise DeliveryFailed(f"cannot reach {where}: {_cause(exc)}") from None
+            raise DeliveryFailed(f"cannot reach {where}: {failure_cause(exc)}") from None
         except (requests.RequestException, ValueError) as exc:
             # Anything else refused before sending (a header requests or http.client will not
             # write): the same message would be refused again.
             raise Unsendable(f"cannot send to {where}: {exc.__class__.__name__}") from None
         with response:
             try:
-                _outcome(response, where)
+                _outcome(response, where, url_secrets(url))
             finally:
                 _drain(response)
+
+    def destinations_check(self, *, allowance, resolver=None):
+        """Check the queue's own `url` as far as can be before sending: every address its name
+        resolves to now (console.queues loads a queue file with it). Raises DestinationError or
+        OutboundRefused."""
+        if self.url is not None:
+            destination_check(self.url, allowance=allowance, resolve=True, resolver=resolver)
 
     def _url(self, message):
         configured = {"url": self.url}
@@ -183,11 +220,15 @@ class Poster:
                 raise DeliveryFailed(f"{self.url_env} is not set")
             raise NoDeliveryUrl("no URL: the queue sets no url or url_env and the request none")
         url = chosen["url"]
-        problem = _url_problem(url) if isinstance(url, str) else "is not text"
-        if problem:
+        # Only the URL of url_env may hold a user and password (the request's and the queue's
+        # own were refused any when they were written).
+        from_env = self.url_env is not None and url == configured["url"]
+        try:
+            destination = destination_parse(url, credentials=from_env)
+        except DestinationError as exc:
             # The URL itself is not repeated: a mistyped one may hold its token anywhere.
-            raise NoDeliveryUrl(f"the delivery URL {problem}")
-        return url
+            raise NoDeliveryUrl(f"the delivery URL {exc}") from None
+        return url, destination.origin
 
     def _open(self):
         pid = os.getpid()
@@ -198,11 +239,13 @@ class Poster:
         if self._signer is None:
             self._signer = _Signer.from_environment(self.secret_env)
         if self._session is None:
-            session = requests.Session()
-            # No proxy settings or ~/.netrc credentials from the environment: what goes out is
-            # what the queue says.
-            session.trust_env = False
-            self._session = session
+            # Only to addresses the guard checks as it connects; no proxy settings or ~/.netrc
+            # credentials from the environment: what goes out is what the queue says.
+            try:
+                self._session = guarded_session()
+            except AllowanceError as exc:
+                # Transient: a fixed deployment delivers it; R3 quarantines it meanwhile.
+                raise DeliveryFailed(str(exc)) from None
         return self._session, self._signer
 
 
@@ -247,13 +290,13 @@ class _Signer:
         }
 
 
-def _outcome(response, where):
+def _outcome(response, where, secrets=()):
     status = response.status_code
     if 200 <= status < 300:
         return
     answered = f"{where} answered {status}"
     if response.reason:
-        answered += f" {_inert(response.reason[:REASON_BYTES])}"
+        answered += f" {scrubbed(_inert(response.reason[:REASON_BYTES]), secrets)}"
     if status in TRANSIENT_STATUSES or status >= 500:
         failure = DeliveryFailed(
             answered,
@@ -262,7 +305,7 @@ def _outcome(response, where):
         if failure.retry_after is not None:
             failure.args = (f"{answered}; Retry-After {failure.retry_after:g} s",)
         raise failure
-    first = _first_bytes(response)
+    first = _first_bytes(response, secrets)
     if 300 <= status < 400:
         answered += " (a redirect: not followed; set the queue's URL to where it points)"
     if first:
@@ -318,12 +361,17 @@ def _drain(response):
         response.raw.read(DRAIN_BYTES)
 
 
-def _first_bytes(response):
+def _first_bytes(response, secrets=()):
+    """The start of the answer, inert, with `secrets` scrubbed: a receiver may quote the request
+    back, and its URL's path or query may be a token. Read past the cut by the longest secret,
+    so that one quoted across it is scrubbed whole."""
+    margin = max(map(len, secrets), default=0)
     try:
-        head = response.raw.read(REASON_BYTES, decode_content=True) or b""
+        head = response.raw.read(REASON_BYTES + margin, decode_content=True) or b""
     except Exception:  # whatever the body does, the status is the reason
         return ""
-    return _inert(head[:REASON_BYTES].decode("utf-8", errors="replace")).strip()
+    text = scrubbed(_inert(head.decode("utf-8", errors="replace")), secrets)
+    return text[:REASON_BYTES].strip()
 
 
 def _inert(text):
@@ -332,39 +380,3 @@ def _inert(text):
     if text.isprintable():
         return text
     return "".join(c if c.isprintable() else " " for c in text)
-
-
-def _url_problem(url):
-    try:
-        parts = urlsplit(url)
-        host = parts.hostname
-        parts.port  # noqa: B018 - reading it checks it
-    except ValueError:
-        return "is not a valid URL"
-    if parts.scheme.lower() not in ("http", "https"):
-        return "must start with http:// or https://"
-    if not host:
-        return "names no host"
-    return None
-
-
-def _where(url):
-    parts = urlsplit(url)
-    port = parts.port or (443 if parts.scheme.lower() == "https" else 80)
-    host = parts.hostname
-    host = f"[{host}]" if ":" in host else host
-    return f"{parts.scheme.lower()}://{host}:{port}"
-
-
-def _cause(exc):
-    # requests wraps urllib3's error, which wraps the socket's: the innermost says what happened
-    # ("Connection refused") without the URL that the outer ones repeat.
-    inner = exc
-    for _ in range(10):
-        deeper = inner.__cause__ or inner.__context__
-        if deeper is None:
-            break
-        inner = deeper
-    if isinstance(inner, OSError) and inner.strerror:
-        return inner.strerror
-    return inner.__class__.__name__

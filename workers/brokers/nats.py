@@ -36,7 +36,7 @@ import logging
 import os
 import re
 import time
-from urllib.parse import unquote, urlsplit
+from urllib.parse import urlsplit
 
 import nats
 import nats.errors
@@ -52,6 +52,7 @@ from workers.brokers.connector import (
     redrive_destination,
 )
 from workers.engine.handlers import Deferred, PermanentFailure, configurable
+from workers.redaction import scrubbed, url_secrets
 
 log = logging.getLogger(__name__)
 
@@ -112,11 +113,7 @@ def _where(url):
         host, port = parts.hostname or "localhost", parts.port or 4222
     except ValueError:
         return "an unreadable URL", (url,)
-    secrets = [url]
-    for part in (parts.username, parts.password):
-        if part:
-            secrets += [part, unquote(part)]
-    return f"{host}:{port}", tuple(s for s in secrets if s)
+    return f"{host}:{port}", url_secrets(url, path=False)
 
 
 def _check_url(url, url_env):
@@ -664,7 +661,7 @@ class _PublishLink:
             _check_url(url, url_env)
         except SourceDown as exc:
             raise RedriveConnectionFailed(str(exc)) from None
-        where, _ = _where(url)
+        where, secrets = _where(url)
         loop = _Loop()
         try:
             nc = loop.run(
@@ -672,8 +669,9 @@ class _PublishLink:
             )
         except Exception as exc:
             loop.close()
+            # What the server said may quote the CONNECT it was sent, password and all.
             raise RedriveConnectionFailed(
-                f"cannot connect to NATS at {where}: {_describe(exc)}"
+                scrubbed(f"cannot connect to NATS at {where}: {_describe(exc)}", secrets)
             ) from None
         return cls(loop, nc, where, stream, ack_timeout, window)
 

@@ -51,12 +51,8 @@ ADVISORY_TYPES = {
 ADVISORY_SUBJECT_TOKENS = {MAX_DELIVER: "MAX_DELIVERIES", TERMINATED: "MSG_TERMINATED"}
 # The message's own headers, exactly, as a JSON object: what a redrive publishes.
 HEADERS_HEADER = "nats-headers"
-# The names of Antidote's records (this NATS one, and the AMQP one a redrive to RabbitMQ reads):
-# a message's header of one of these names, in any case, is not shown as its own (it could pass
-# for a record); it stays whole in HEADERS_HEADER.
-RECORD_HEADERS = frozenset(
-    (*D.NATS_HEADERS, HEADERS_HEADER, SOURCE_HEADER, "amqp-properties", "amqp-drained-from")
-)
+# What this source writes of a message, besides the source's name (workers.engine.own_headers).
+OWN_HEADERS = frozenset((*D.NATS_HEADERS, HEADERS_HEADER))
 
 NAME_LIMIT = 255
 REASON_LIMIT = 2000
@@ -233,36 +229,30 @@ def reason_of(advisory):
 
 def record_of(*, advisory, original, into, source):
     """The ingest record of `original`, named by `advisory`, for Antidote queue `into`."""
-    # The message's own headers first, for people, less any spelling of a name of ours (which
-    # the dead-letter reader, matching names in any case, could take for ours): theirs all stay
-    # whole in HEADERS_HEADER.
-    headers = {
-        name: value
-        for name, value in original.headers.items()
-        if name.lower() not in RECORD_HEADERS
+    own = {
+        SUBJECT_HEADER: original.subject,
+        STREAM_HEADER: original.stream,
+        SEQUENCE_HEADER: str(original.seq),
+        CONSUMER_HEADER: advisory.consumer,
+        DELIVERIES_HEADER: str(advisory.deliveries),
+        ADVISORY_HEADER: advisory.kind,
+        # The message's own headers, exactly: what a redrive publishes.
+        HEADERS_HEADER: json.dumps(original.headers, ensure_ascii=False, sort_keys=True),
+        REASON_HEADER: reason_of(advisory),
+        SOURCE_HEADER: source,
     }
-    headers.update(
-        {
-            SUBJECT_HEADER: original.subject,
-            STREAM_HEADER: original.stream,
-            SEQUENCE_HEADER: str(original.seq),
-            CONSUMER_HEADER: advisory.consumer,
-            DELIVERIES_HEADER: str(advisory.deliveries),
-            ADVISORY_HEADER: advisory.kind,
-            HEADERS_HEADER: json.dumps(original.headers, ensure_ascii=False, sort_keys=True),
-            REASON_HEADER: reason_of(advisory),
-            SOURCE_HEADER: source,
-        }
-    )
     if original.time:
-        headers[STORED_AT_HEADER] = original.time
+        own[STORED_AT_HEADER] = original.time
     if advisory.reason:
-        headers[TERM_REASON_HEADER] = advisory.reason
+        own[TERM_REASON_HEADER] = advisory.reason
     return {
         "id": message_id_of(advisory, original),
         "queue": into,
         "body": original.body,
-        "headers": headers,
+        # For people and the dead-letter reader; ingest keeps a name of ours (its Nats-Msg-Id,
+        # a forged record) under a foreign name (R18).
+        "headers": dict(original.headers),
+        "own_headers": own,
     }
 
 

@@ -22,6 +22,7 @@ import pika.exceptions as amqp
 
 from workers.brokers.amqp_message import PROPERTY_NAMES, record_of
 from workers.brokers.connector import KIND_TITLES, Delivery, SourceConfig, SourceDown
+from workers.redaction import url_secrets
 
 KIND = "rabbitmq"
 REFUSED_SUFFIX = ".antidote-refused"
@@ -66,7 +67,7 @@ class RabbitMQLink:
         self.parking = config.drained + REFUSED_SUFFIX
         self.where = _where(parameters)
         password = getattr(parameters.credentials, "password", "") or ""
-        self.secrets = tuple(s for s in (config.url, password) if s)
+        self.secrets = tuple(s for s in (*url_secrets(config.url, path=False), password) if s)
         self.parking_declared = False
         self.lag_seen = None
         self.lag_asked = None

@@ -32,7 +32,7 @@ import base64
 import hashlib
 import json
 
-from workers.brokers.connector import REDRIVE_TARGET_HEADER, SOURCE_HEADER
+from workers.brokers.connector import SOURCE_HEADER
 from workers.brokers.dead_letters import (
     REDIS_CONSUMER,
     REDIS_DELIVERIES,
@@ -53,11 +53,8 @@ IDLE_HEADER = REDIS_IDLE_MS
 ORIGIN_HEADERS = REDIS_HEADERS
 BODY_FIELD_HEADER = "redis-body-field"
 FIELDS_HEADER = "redis-fields"
-# Headers Antidote writes or reads itself: a field of the same name is not made a header (it
-# stays in FIELDS_HEADER), or an entry could pass for another origin or name a redrive target.
-RESERVED_HEADERS = frozenset(
-    (*ORIGIN_HEADERS, BODY_FIELD_HEADER, FIELDS_HEADER, SOURCE_HEADER, REDRIVE_TARGET_HEADER)
-)
+# What this source writes of a message, besides the source's name (workers.engine.own_headers).
+OWN_HEADERS = frozenset((*ORIGIN_HEADERS, BODY_FIELD_HEADER, FIELDS_HEADER))
 CONTENT_TYPE_FIELD = b"content-type"
 # A Redis key may be any bytes up to 512 MB, an ingest id at most 200 characters: an id keeps
 # the stream's name when it is short and printable (with an entry id of at most 41, it fits), a
@@ -118,9 +115,7 @@ def record_of(
     Raises EntryMalformed when no record can hold the entry."""
     wanted = body_field.encode("utf-8")
     position = next((i for i, (name, _) in enumerate(fields) if name == wanted), None)
-    # Antidote's headers first: a reader that takes the first of two spellings of a name
-    # (dead_letters reads names in any case) takes ours, not a field's "Redis-Stream".
-    headers = {
+    own = {
         STREAM_HEADER: stream,
         ENTRY_ID_HEADER: entry_id,
         GROUP_HEADER: group,
@@ -137,18 +132,21 @@ def record_of(
             None if i == position else [_typed(name), _typed(value)]
             for i, (name, value) in enumerate(fields)
         ]
-        headers[BODY_FIELD_HEADER] = body_field
-        headers[FIELDS_HEADER] = json.dumps(kept)
+        own[BODY_FIELD_HEADER] = body_field
+        own[FIELDS_HEADER] = json.dumps(kept)
+    # The entry's fields as its headers, for people and the dead-letter reader; ingest keeps a
+    # field named like one of ours under a foreign name (R18), so no entry can pass for another
+    # origin. A name given twice: the first value shows (FIELDS_HEADER has both).
+    headers = {}
     for i, (name, value) in enumerate(fields):
-        text_name = _name(name)
-        if i != position and text_name.lower() not in RESERVED_HEADERS:
-            # A name given twice: the first value shows (FIELDS_HEADER has both).
-            headers.setdefault(text_name, _readable(value))
+        if i != position:
+            headers.setdefault(_name(name), _readable(value))
     record = {
         "id": message_id_of(stream, entry_id),
         "queue": into,
         "body": body,
         "headers": headers,
+        "own_headers": own,
     }
     content_type = next((v for n, v in fields if n == CONTENT_TYPE_FIELD), None)
     content_type = _text(content_type) if content_type is not None else None

@@ -75,6 +75,7 @@ from workers.brokers.redis_message import (
     record_of,
 )
 from workers.engine.handlers import Deferred, PermanentFailure, configurable
+from workers.redaction import scrubbed, url_secrets
 
 KIND = "redis"
 DEFAULT_URL_ENV = "ANTIDOTE_REDIS_STREAMS_URL"
@@ -165,11 +166,8 @@ def _raw(response, **options):
 
 
 def _secrets(url):
-    try:
-        password = urlsplit(url).password
-    except ValueError:
-        password = None
-    return tuple(s for s in (url, password) if s)
+    # The URL, its user and password, its query (redis-py reads ?password= there too).
+    return url_secrets(url, path=False)
 
 
 def _text(value):
@@ -700,6 +698,7 @@ class _Batch:
         self.timeout = timeout
         self.client = None
         self.where = None
+        self.secrets = ()  # what no reason may show: the URL, its user and password
         self.pipe = None
         self.waiting = []  # (stream, Deferred) per queued XADD, in order
         self.failure = None  # why the connection failed, when it did
@@ -719,6 +718,7 @@ class _Batch:
         if not url:
             raise RedriveConnectionFailed(f"{self.url_env} is not set")
         self.where = _where(url)
+        self.secrets = _secrets(url)
         try:
             # No connection is made here: redis-py connects when the pipeline is sent.
             client = _client(url, self.url_env, timeout=self.timeout)
@@ -733,11 +733,14 @@ class _Batch:
             return
         try:
             replies = self.pipe.execute(raise_on_error=False)
-        except (redis.ConnectionError, redis.TimeoutError, OSError) as exc:
+        except (redis.RedisError, OSError) as exc:
             # Part of the pipeline may have been written and applied: its outcome is unknown.
-            reason = (
+            # (A server that refuses the handshake answers an error: redis-py raises it here.)
+            # What the server said may quote the login it was sent: scrubbed.
+            reason = scrubbed(
                 f"connection to Redis at {self.where} failed before it answered the XADD: "
-                f"{_describe(exc)}"
+                f"{_describe(exc)}",
+                self.secrets,
             )
             self.failure = reason
             for _, deferred in waiting:
@@ -748,7 +751,8 @@ class _Batch:
             if isinstance(reply, Exception):
                 deferred.fail(
                     RedriveRefused(
-                        f"Redis at {self.where} refused the XADD to stream '{stream}': {reply}"
+                        f"Redis at {self.where} refused the XADD to stream '{stream}': "
+                        + scrubbed(str(reply), self.secrets)
                     )
                 )
             else:

@@ -1,6 +1,6 @@
 """The handler that publishes a message back to RabbitMQ: `workers.brokers.redrive.publisher`.
 
-A redrive request may name its own exchange and routing key (REDRIVE_TARGET_HEADER, keys
+A redrive request may name its own exchange and routing key (its `redrive_target`, keys
 `exchange` and `routing_key`): they come first. Otherwise the redrive queue's handler options say
 where a message goes: by default back to the queue it died
 in (the default exchange, with that queue's name as routing key, so no other queue bound to its
@@ -147,19 +147,25 @@ class Redrive:
             return requested
         if self.exchange is not None or self.routing_key is not None:
             return self.exchange or "", self.routing_key or ""
-        queue, exchange, keys = latest_death(message.headers)
+        # The broker's death record says where a message died, but only of a message a
+        # RabbitMQ source drained (R18): any other route's `x-death` is what a producer wrote.
+        headers = message.headers
+        queue, exchange, keys = (
+            latest_death(headers) if came_from_rabbitmq(headers) else (None, None, ())
+        )
         if self.target == "original_exchange":
             if exchange is not None:
                 return exchange, keys[0] if keys else ""
         elif queue is not None:
             return "", queue
         raise NoRedriveTarget(
-            "no x-death record says where it came from and the queue sets no exchange/routing_key"
+            "no x-death record of a RabbitMQ source says where it came from and the queue sets "
+            "no exchange/routing_key"
         )
 
 
 def _requested(message):
-    """(exchange, routing key) of the redrive request's own target (REDRIVE_TARGET_HEADER), None
+    """(exchange, routing key) of the redrive request's own target (`redrive_target`), None
     when it names neither: then the queue's options or the message's origin say. An exchange
     left out is the default exchange, as the queue's own options have it."""
     chosen = redrive_destination(

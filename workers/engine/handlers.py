@@ -110,6 +110,7 @@ class Message:
         "enqueued_at",
         "id",
         "queue",
+        "redrive_target",
         "sender",
     )
 
@@ -127,6 +128,7 @@ class Message:
         enqueued_at=None,
         delivery_count=0,
         attempt=1,
+        redrive_target=None,
     ):
         self.id = id
         self.queue = queue
@@ -139,6 +141,9 @@ class Message:
         self.enqueued_at = enqueued_at
         self.delivery_count = delivery_count
         self.attempt = attempt
+        # A reprocess's own target (JSON text), which only the request that wrote this version
+        # of the message could set (workers.lake.schema): the sinks read it, never a header.
+        self.redrive_target = redrive_target
 
     @property
     def headers(self):

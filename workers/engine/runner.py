@@ -124,6 +124,7 @@ class _Columns:
             enqueued_at=c["enqueued_at"][i],
             delivery_count=c["delivery_count"][i],
             attempt=c["delivery_count"][i] + 1,
+            redrive_target=c["redrive_target"][i],
         )
 
 

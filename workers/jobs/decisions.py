@@ -17,7 +17,6 @@ transaction, and watches the steps (console.decisions.sweeper).
 """
 
 import hashlib
-import json
 import os
 from dataclasses import dataclass, field
 from datetime import datetime
@@ -30,7 +29,6 @@ import pyarrow.parquet as pq
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
-from workers.brokers.connector import REDRIVE_TARGET_HEADER
 from workers.engine import states as S
 from workers.engine.actions import END, REPROCESS, TO_STATE, VERBS
 from workers.jobs.conversations import CONVERSATION_STEP_BASE
@@ -542,14 +540,16 @@ def _decided(before, events):
 # --- An edited body ------------------------------------------------------------------------------
 
 
-def edited_message(original: pa.Table, body: bytes, *, version) -> pa.Table:
+def edited_message(original: pa.Table, body: bytes, *, version, redrive_target=None) -> pa.Table:
     """R13: an edited body as a new version of the message, the original (a message's row, of
-    the messages dataset) kept: the same message with the new body, its hash and size."""
+    the messages dataset) kept: the same message with the new body, its hash and size, and the
+    request's own redrive target (JSON text, or None)."""
     row = original.slice(0, 1).to_pylist()[0] | {
         "version": version,
         "body": body,
         "body_sha256": hashlib.sha256(body).hexdigest(),
         "body_size": len(body),
+        "redrive_target": redrive_target,
     }
     return pa.Table.from_pylist([row], schema=MESSAGE_SCHEMA)
 
@@ -557,47 +557,31 @@ def edited_message(original: pa.Table, body: bytes, *, version) -> pa.Table:
 # --- A request's own redrive target ------------------------------------------------------------
 
 
-def headers_with_target(headers_json, target_json):
-    """A message's headers (JSON text) with a request's redrive target (JSON text) in
-    REDRIVE_TARGET_HEADER, or without that header when `target_json` is None; None when they
-    are already so (no new version is needed)."""
-    try:
-        headers = json.loads(headers_json) if headers_json else {}
-    except ValueError:
-        headers = {}
-    if not isinstance(headers, dict):
-        headers = {}
-    if headers.get(REDRIVE_TARGET_HEADER) == target_json:
-        return None
-    if target_json is None:
-        headers.pop(REDRIVE_TARGET_HEADER, None)
-    else:
-        headers[REDRIVE_TARGET_HEADER] = target_json
-    # In their order: the AMQP properties' tables go back out as they came.
-    return json.dumps(headers)
-
-
 def retargeted_messages(rows: pa.Table, target_json) -> pa.Table:
     """New versions of the messages `rows` (their current version's row each, MESSAGE_SCHEMA)
-    that carry the redrive target `target_json` in their headers (None: that carry none), for
-    those whose headers do not already say so, sorted by id. Body and everything else are kept:
-    a sink reads the target from the headers of the version it delivers."""
+    whose `redrive_target` is `target_json` (None: none), for those whose current version does
+    not already say so, sorted by id. Body, headers and everything else are kept: a sink reads
+    the target of the version it delivers, and only a request writes one (R18)."""
     rows = rows.sort_by("message_id")
-    keep, headers, seen = [], [], set()
-    for i, (message_id, text) in enumerate(
-        zip(rows.column("message_id").to_pylist(), rows.column("headers").to_pylist(), strict=True)
+    keep, seen = [], set()
+    for i, (message_id, current) in enumerate(
+        zip(
+            rows.column("message_id").to_pylist(),
+            rows.column("redrive_target").to_pylist(),
+            strict=True,
+        )
     ):
         # One row per message: a version found in two commits is the same version.
         if message_id in seen:
             continue
         seen.add(message_id)
-        changed = headers_with_target(text, target_json)
-        if changed is not None:
+        if current != target_json:
             keep.append(i)
-            headers.append(changed)
     out = rows.take(pa.array(keep, pa.int64()))
     out = out.set_column(
-        out.schema.get_field_index("headers"), "headers", pa.array(headers, pa.string())
+        out.schema.get_field_index("redrive_target"),
+        "redrive_target",
+        pa.array([target_json] * out.num_rows, pa.string()),
     )
     version = pc.add(out.column("version"), pa.scalar(1, pa.int32())).cast(pa.int32())
     out = out.set_column(out.schema.get_field_index("version"), "version", version)

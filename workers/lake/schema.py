@@ -32,6 +32,10 @@ MESSAGE_SCHEMA = pa.schema(
         ("conversation_id", pa.string()),
         ("sender", pa.string()),
         ("enqueued_at", TS),
+        # A reprocess's own target, as JSON text (console.decisions.targets): set only on the
+        # version the request that names it writes, so nothing a producer sends can steer a
+        # sink (R18). Null on what ingest writes.
+        ("redrive_target", pa.string()),
     ]
 )
 

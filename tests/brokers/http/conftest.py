@@ -16,13 +16,15 @@ def secret(monkeypatch):
 
 
 @pytest.fixture
-def receiver():
-    """receiver(script) starts a receiver answering `script`; all are stopped after the test."""
+def receiver(outbound_allow):
+    """receiver(script) starts a receiver answering `script`, which the outbound guard lets
+    through (it alone: its address and port); all are stopped after the test."""
     started = []
 
     def start(*script):
         server = Receiver(script)
         started.append(server)
+        outbound_allow(f"127.0.0.1:{server.port}")
         return server
 
     yield start

@@ -16,7 +16,6 @@ from standardwebhooks import Webhook
 from tests.brokers.http.conftest import SECRET
 from tests.brokers.http.receiver import Answer
 from workers.brokers import http
-from workers.brokers.connector import REDRIVE_TARGET_HEADER
 from workers.engine.handlers import (
     RETRY_AFTER_LIMIT,
     HandlerImportError,
@@ -36,13 +35,16 @@ def _poster(**options):
     return handler_build(POSTER, options)
 
 
-def _message(body=ORDER, headers=None, id="m-1", content_type="application/json"):
+def _message(
+    body=ORDER, headers=None, id="m-1", content_type="application/json", redrive_target=None
+):
     return Message(
         id=id,
         queue="orders.http",
         body=body,
         content_type=content_type,
         headers=dict(OWN_HEADERS if headers is None else headers),
+        redrive_target=redrive_target,
     )
 
 
@@ -170,10 +172,11 @@ def test_a_receiver_that_does_not_answer_in_time_is_a_transient_failure(receiver
     assert str(failed.value) == f"http://127.0.0.1:{server.port} did not answer within 0.3 s"
 
 
-def test_a_receiver_that_is_not_there_is_a_transient_failure(secret):
+def test_a_receiver_that_is_not_there_is_a_transient_failure(secret, outbound_allow):
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))
         port = sock.getsockname()[1]
+    outbound_allow(f"127.0.0.1:{port}")
     with pytest.raises(http.DeliveryFailed) as failed:
         _poster(url=f"http://127.0.0.1:{port}/hooks")(_message())
     assert str(failed.value) == f"cannot reach http://127.0.0.1:{port}: Connection refused"
@@ -186,7 +189,7 @@ def test_antidotes_bookkeeping_headers_stay_home_and_content_type_is_the_message
         "__connect.errors.topic": "orders",
         "amqp-properties": '{"headers": {}}',
         "antidote-source": "rabbitmq",
-        REDRIVE_TARGET_HEADER: json.dumps({"url": server.url}),
+        "x-foreign-antidote-redrive-target": json.dumps({"url": "http://attacker.test/"}),
         "nats-stream": "ORDERS",
         "redis-entry-id": "1-0",
         "Content-Type": "text/plain",
@@ -200,8 +203,10 @@ def test_antidotes_bookkeeping_headers_stay_home_and_content_type_is_the_message
     assert sent["__connect.errors.topic"] == "orders"
     assert sent["content-type"] == "application/xml"
     assert sent["host"] == f"127.0.0.1:{server.port}"
-    for gone in ("amqp-properties", "antidote-source", REDRIVE_TARGET_HEADER, "nats-stream"):
+    for gone in ("amqp-properties", "antidote-source", "nats-stream"):
         assert gone not in sent
+    # A producer's header set aside at ingest is the producer's: it goes on, as data.
+    assert sent["x-foreign-antidote-redrive-target"] == '{"url": "http://attacker.test/"}'
     assert "redis-entry-id" not in sent
     _verified(server.received[0])
 
@@ -229,8 +234,8 @@ def test_a_binary_body_is_signed_over_its_bytes(receiver, secret):
 def test_a_request_that_names_a_url_goes_there(receiver, secret):
     queue_server = receiver(Answer(200))
     requested = receiver(Answer(200))
-    headers = {REDRIVE_TARGET_HEADER: json.dumps({"url": requested.url})}
-    _poster(url=queue_server.url)(_message(headers=headers))
+    target = json.dumps({"url": requested.url})
+    _poster(url=queue_server.url)(_message(redrive_target=target))
     assert (len(queue_server.received), len(requested.received)) == (0, 1)
 
 
@@ -247,15 +252,16 @@ def test_the_url_can_come_from_the_environment_and_is_never_repeated(receiver, s
         _poster(url_env="ORDERS_HOOK_URL")(_message())
     # A request that names its own URL needs none from the environment.
     requested = receiver(Answer(200))
-    headers = {REDRIVE_TARGET_HEADER: json.dumps({"url": requested.url})}
-    _poster(url_env="ORDERS_HOOK_URL")(_message(headers=headers))
+    target = json.dumps({"url": requested.url})
+    _poster(url_env="ORDERS_HOOK_URL")(_message(redrive_target=target))
     assert len(requested.received) == 1
 
 
-def test_an_unusable_requested_url_is_permanent_and_not_repeated(secret):
-    headers = {REDRIVE_TARGET_HEADER: json.dumps({"url": "ftp://user:s3cret@files.example/x"})}
+def test_an_unusable_requested_url_is_permanent_and_not_repeated(secret, outbound_allow):
+    outbound_allow("127.0.0.1:1")  # the queue's own URL, never sent to here
+    target = json.dumps({"url": "ftp://user:s3cret@files.example/x"})
     with pytest.raises(http.NoDeliveryUrl) as failed:
-        _poster(url="http://127.0.0.1:1/")(_message(headers=headers))
+        _poster(url="http://127.0.0.1:1/")(_message(redrive_target=target))
     assert str(failed.value) == "the delivery URL must start with http:// or https://"
     with pytest.raises(http.NoDeliveryUrl, match="no URL"):
         _poster()(_message())

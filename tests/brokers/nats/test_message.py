@@ -5,8 +5,8 @@ import json
 
 import pytest
 
+from tests.brokers.records import as_stored
 from workers.brokers import nats_message as M
-from workers.brokers.connector import REDRIVE_TARGET_HEADER
 from workers.brokers.dead_letters import dead_letter_of
 
 MAX_DELIVER = {
@@ -112,7 +112,9 @@ def test_a_message_the_stream_no_longer_holds_is_gone():
 def test_the_record_keeps_the_origin_and_the_reason():
     advisory = M.advisory_of(json.dumps(TERMINATED).encode())
     original = _original(seq=43, hdrs=b"NATS/1.0\r\nX-Trace: t-1\r\n\r\n", data=b'{"order": 1}')
-    record = M.record_of(advisory=advisory, original=original, into="orders-dead", source="orders")
+    record = as_stored(
+        M.record_of(advisory=advisory, original=original, into="orders-dead", source="orders")
+    )
 
     assert record["id"] == M.message_id_of(advisory, original)
     assert record["body"] == b'{"order": 1}'
@@ -159,8 +161,11 @@ def test_control_characters_in_a_reason_do_not_forge_lines():
 def test_a_header_of_the_message_spelled_like_ours_cannot_forge_the_record():
     advisory = M.advisory_of(json.dumps(MAX_DELIVER).encode())
     original = _original(hdrs=b"NATS/1.0\r\nNats-Reason: all fine\r\nX-Trace: t-1\r\n\r\n")
-    headers = M.record_of(advisory=advisory, original=original, into="q", source="s")["headers"]
+    record = M.record_of(advisory=advisory, original=original, into="q", source="s")
+    headers = as_stored(record)["headers"]
     assert "Nats-Reason" not in headers
+    # Set aside by ingest, for people to see (R18).
+    assert headers["x-foreign-Nats-Reason"] == "all fine"
     assert dead_letter_of(headers).reason.startswith("max deliveries reached")
     # Kept whole for the redrive.
     assert json.loads(headers["nats-headers"]) == {"Nats-Reason": "all fine", "X-Trace": "t-1"}
@@ -173,7 +178,7 @@ def test_a_nats_message_is_published_with_its_own_headers():
             {"X-Trace": "t-1", "Nats-Msg-Id": "o-1", "Nats-Expected-Last-Sequence": "41"}
         ),
         "nats-subject": "orders.created",
-        REDRIVE_TARGET_HEADER: "{}",
+        "antidote-source": "orders",
     }
     assert M.publish_headers(headers) == {"X-Trace": "t-1"}
 

@@ -8,6 +8,7 @@ import time
 import pytest
 
 from tests.brokers.nats.conftest import source_config
+from tests.brokers.records import as_stored
 from tests.processes.conftest import wait_for
 from workers.brokers import nats as N
 from workers.brokers import nats_message as M
@@ -60,7 +61,7 @@ def test_a_message_the_consumer_gave_up_on_is_drained_with_its_origin_and_reason
     client.fail_until_given_up(worker)
 
     (delivery,) = _fetch_all(link, 1)
-    record = link.record(delivery)
+    record = as_stored(link.record(delivery))
 
     assert record["id"].startswith(f"nats-{orders}-1-")
     assert record["queue"] == "orders-dead"
@@ -93,7 +94,7 @@ def test_a_terminated_message_is_drained_as_terminated(client, orders, open_link
     client.terminate_next(worker)
 
     (delivery,) = _fetch_all(link, 1)
-    record = link.record(delivery)
+    record = as_stored(link.record(delivery))
 
     assert record["headers"]["nats-advisory"] == "terminated"
     assert record["headers"]["nats-reason"].startswith(
@@ -116,7 +117,7 @@ def test_advisories_wait_in_the_capture_stream_while_no_antidote_consumer_runs(
     link = open_link()
     assert link.lag() == 3
     deliveries = _fetch_all(link, 3)
-    assert sorted(link.record(d)["body"] for d in deliveries) == [
+    assert sorted(as_stored(link.record(d))["body"] for d in deliveries) == [
         b"order 0",
         b"order 1",
         b"order 2",
@@ -141,13 +142,13 @@ def test_a_link_that_dies_before_its_acknowledgement_gets_the_same_records_again
     client.publish(f"orders.{tag}.a", b"a")
     client.publish(f"orders.{tag}.b", b"b", headers={"Nats-Msg-Id": "order-b"})
     client.fail_until_given_up(worker)
-    ids = sorted(first.record(d)["id"] for d in _fetch_all(first, 2))
+    ids = sorted(as_stored(first.record(d))["id"] for d in _fetch_all(first, 2))
     first.close()  # killed: nothing acknowledged
 
     time.sleep(1.2)
     second = open_link()
     again = _fetch_all(second, 2)
-    assert sorted(second.record(d)["id"] for d in again) == ids
+    assert sorted(as_stored(second.record(d))["id"] for d in again) == ids
     second.ack(again)
 
 
@@ -159,7 +160,7 @@ def test_remove_deletes_a_drained_message_from_its_stream_once_acknowledged(
     client.publish(f"orders.{tag}.a", b"stored")
     client.publish(f"orders.{tag}.b", b"refused by ingest")
     client.fail_until_given_up(worker)
-    deliveries = sorted(_fetch_all(link, 2), key=lambda d: link.record(d)["body"])
+    deliveries = sorted(_fetch_all(link, 2), key=lambda d: as_stored(link.record(d))["body"])
     refused, _stored = deliveries
     assert client.stream_info(orders).state.messages == 2
 
@@ -193,7 +194,7 @@ def test_an_advisory_whose_message_is_gone_is_parked_with_its_reason(
 
     (delivery,) = _fetch_all(link, 1)
     with pytest.raises(M.OriginalGone) as gone:
-        link.record(delivery)
+        as_stored(link.record(delivery))
     link.park(delivery, str(gone.value))
     link.ack([delivery])
 
@@ -218,7 +219,7 @@ def test_an_unreadable_advisory_is_parked_once_even_when_parked_again(
     client.publish(f"$JS.EVENT.ADVISORY.CONSUMER.MAX_DELIVERIES.{orders}.billing", b"not json")
     (delivery,) = _fetch_all(link, 1)
     with pytest.raises(M.AdvisoryUnreadable, match="the advisory is not JSON"):
-        link.record(delivery)
+        as_stored(link.record(delivery))
     # A consumer killed between the park and the acknowledgement parks it again.
     link.park(delivery, "the advisory is not JSON")
     link.park(delivery, "the advisory is not JSON")
@@ -235,7 +236,7 @@ def test_a_consumer_filter_drains_that_consumer_only(client, orders, open_link, 
     client.fail_until_given_up(billing)
     client.fail_until_given_up(shipping)
     (delivery,) = _fetch_all(link, 1) + link.fetch(limit=10, timeout=0.5)
-    assert link.record(delivery)["headers"]["nats-consumer"] == "billing"
+    assert as_stored(link.record(delivery))["headers"]["nats-consumer"] == "billing"
 
 
 def test_a_stream_that_already_captures_the_advisories_can_be_named(client, orders, open_link, tag):
@@ -253,7 +254,7 @@ def test_a_stream_that_already_captures_the_advisories_can_be_named(client, orde
     # Each nak publishes an advisory of its own there too: not a dead letter, skipped.
     client.fail_until_given_up(worker)
     (delivery,) = _fetch_all(link, 1) + link.fetch(limit=10, timeout=0.5)
-    assert link.record(delivery)["headers"]["nats-advisory"] == "max_deliver"
+    assert as_stored(link.record(delivery))["headers"]["nats-advisory"] == "max_deliver"
     link.ack([delivery])
     assert link.lag() == 0
 

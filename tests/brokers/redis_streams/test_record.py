@@ -4,6 +4,7 @@ import json
 
 import pytest
 
+from tests.brokers.records import as_stored
 from workers.brokers.dead_letters import dead_letter_of
 from workers.brokers.redis_message import (
     EntryMalformed,
@@ -28,7 +29,7 @@ def _record(fields, **overrides):
         "source": "orders-dlq",
         **overrides,
     }
-    return record_of(**arguments)
+    return as_stored(record_of(**arguments))
 
 
 def test_fields_come_back_exactly_with_the_body_antidote_holds():
@@ -45,11 +46,14 @@ def test_fields_come_back_exactly_with_the_body_antidote_holds():
 
     assert record["body"] == b'{"order": 7}'
     headers = record["headers"]
-    # Readable headers: the first of a repeated name, bytes in base64, ours win over a field's.
+    # Readable headers: the first of a repeated name, bytes in base64; a field named like one of
+    # ours is kept under a foreign name (R18), and ours are the drain's.
     assert headers["tenant"] == "acme"
     assert headers["blob"] == "/wA="
     assert headers["redis-stream"] == "orders"
     assert "Redis-Consumer" not in headers and "antidote-redrive-target" not in headers
+    assert headers["x-foreign-redis-stream"] == "forged"
+    assert headers["x-foreign-antidote-redrive-target"] == '{"stream": "elsewhere"}'
     assert dead_letter_of(headers).reason.endswith("last consumer 'worker-1'")
     assert headers["redis-body-field"] == "body"
     assert fields_to_publish(headers=headers, body=b'{"order": 7}', body_field="body") == fields

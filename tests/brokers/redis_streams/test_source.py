@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.brokers.records import as_stored
 from tests.brokers.redis_streams.conftest import URL_ENV, link_of, source_config
 from workers.brokers.connector import SourceDown
 from workers.brokers.dead_letters import dead_letter_of
@@ -49,7 +50,7 @@ def test_it_claims_an_entry_read_past_the_threshold_with_its_origin_and_reason(s
 
     with link_of(stream, group=group, min_deliveries=3, min_idle_ms=IDLE_MS) as link:
         (delivery,) = link.fetch(limit=10, timeout=2)
-        record = link.record(delivery)
+        record = as_stored(link.record(delivery))
 
     assert record["id"] == f"redis-{stream}-{entry_id}"
     assert record["queue"] == "orders-dead"
@@ -194,7 +195,7 @@ os.kill(os.getpid(), signal.SIGKILL)
         found = drained(link)
         # Antidote's own unacknowledged entries come first, then the claims.
         assert list(found) == ids
-        recovered = link.record(found[first[0]])
+        recovered = as_stored(link.record(found[first[0]]))
         assert recovered["id"] == f"redis-{stream}-{first[0]}"
         assert recovered["headers"]["redis-deliveries"] == "3"
         assert dead_letter_of(recovered["headers"]).reason.endswith(
@@ -212,7 +213,7 @@ def test_an_entry_without_a_body_field_becomes_the_json_of_its_fields(streams):
 
     with link_of(stream, group=group, min_deliveries=1, min_idle_ms=IDLE_MS) as link:
         (delivery,) = link.fetch(limit=10, timeout=2)
-        record = link.record(delivery)
+        record = as_stored(link.record(delivery))
 
     assert json.loads(record["body"]) == {"order_id": "7", "amount": "12.50"}
     assert record["content_type"] == "application/json"
@@ -227,7 +228,7 @@ def test_a_malformed_entry_is_parked_with_its_reason_then_acknowledged(streams):
     with link_of(stream, group=group, min_deliveries=1, min_idle_ms=IDLE_MS) as link:
         (delivery,) = link.fetch(limit=10, timeout=2)
         with pytest.raises(EntryMalformed) as caught:
-            link.record(delivery)
+            as_stored(link.record(delivery))
         reason = f"could not be read: EntryMalformed: {caught.value}"
         link.park(delivery, reason)
         link.ack([delivery])
@@ -260,7 +261,7 @@ def test_an_entry_deleted_while_antidote_held_it_is_parked_with_what_is_left(str
     with link_of(stream, **options) as link:
         (delivery,) = link.fetch(limit=10, timeout=2)
         with pytest.raises(EntryMalformed, match="was deleted from the stream"):
-            link.record(delivery)
+            as_stored(link.record(delivery))
         link.park(delivery, "deleted")
         link.ack([delivery])
 

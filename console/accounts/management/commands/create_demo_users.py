@@ -6,11 +6,16 @@ from console.access.actor import acting_as, cli_actor
 from console.accounts.roles import RoleError
 from console.accounts.services import demo_users_create
 
+# What the table says for a service account, which has no password.
+NO_PASSWORD = "-"  # noqa: S105 - what a table cell says, not a password
+
 
 class Command(BaseCommand):
     help = (
         "Create one demo user per role (viewer, operator, approver, admin, auditor, application) "
-        "and print their passwords. Existing demo users get a fresh password."
+        "and print their passwords. Existing demo users get a fresh password. The application "
+        "role's account is a service account: it has none, and calls the API with a token "
+        "(the Service tokens page, or manage.py token_create application --name demo)."
     )
 
     def handle(self, *args, **options):
@@ -21,7 +26,12 @@ class Command(BaseCommand):
             raise CommandError(str(exc)) from exc
         rows = [("user", "role", "password", "")]
         rows += [
-            (u.username, u.role, u.password, "created" if u.created else "password reset")
+            (
+                u.username,
+                u.role,
+                u.password or NO_PASSWORD,
+                "created" if u.created else "password reset" if u.password else "",
+            )
             for u in users
         ]
         widths = [max(len(row[i]) for row in rows) for i in range(4)]
@@ -31,3 +41,10 @@ class Command(BaseCommand):
             if index == 0:
                 self.stdout.write("  ".join("-" * w for w in widths[:3]))
         self.stdout.write("These passwords are shown once; run the command again for new ones.")
+        for u in users:
+            if u.password is None:
+                self.stdout.write(
+                    f"The account {u.username} is a service account: no password, it never "
+                    "signs in. It calls the API with a token: "
+                    f"manage.py token_create {u.username} --name demo"
+                )

@@ -1,4 +1,5 @@
-"""manage.py token_create USER --name NAME [--days N]: an API token, printed once."""
+"""manage.py token_create USER --name NAME [--days N]: a service account's API token, printed
+once."""
 
 from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
@@ -9,10 +10,10 @@ from console.accounts.tokens import DAYS_MAX, account_named, token_create
 
 class Command(BaseCommand):
     help = (
-        "Make an API token for a user and print it once (only its digest is stored). Unlike the "
-        "screens and the API, it may make one for any user, a person's account too: whoever runs "
-        "commands holds the server already. The token is in the audit trail, made by the server "
-        'account that ran the command ("cli:<account>").'
+        "Make an API token for a service account (the application role alone, no way to sign "
+        "in) and print it once (only its digest is stored). A token acts only for a service "
+        "account: never for a person's account. The token is in the audit trail, made by the "
+        'server account that ran the command ("cli:<account>").'
     )
 
     def add_arguments(self, parser):
