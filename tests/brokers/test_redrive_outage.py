@@ -95,7 +95,7 @@ def test_a_broker_outage_mid_redrive_is_retried_and_nothing_confirmed_is_sent_tw
         max_failed_deliveries=5,
     )
     records = [_dead_letter(n, queue) for n in range(COUNT)]
-    assert not messages_ingest(records=records, source="test").errors
+    assert not messages_ingest(records=records, source="test", from_source=True).errors
     cutter = threading.Thread(target=_cut_when, args=(URL, queue, proxy, CUT_AFTER))
     cutter.start()
 

@@ -255,4 +255,7 @@ def test_the_migration_makes_each_canary_a_one_step_progression_and_keeps_its_ve
             "passed"
         ]
     finally:
-        MigrationExecutor(connection).migrate(leaves)
+        # Every app's newest migration: going back also took away those of other apps that
+        # depend on these (a later test reads the plan as "every migration applied").
+        executor = MigrationExecutor(connection)
+        executor.migrate(executor.loader.graph.leaf_nodes())
