@@ -9,7 +9,7 @@ import socket
 import pytest
 
 # The outbound guard's: a test receiver let through exactly, every connect watched.
-from tests.outbound import connections, outbound_allow  # noqa: F401 - fixtures
+from tests.outbound import connections, outbound_allow, receiver  # noqa: F401 - fixtures
 
 REQUIRE_SERVICES = os.environ.get("REQUIRE_SERVICES") == "1"
 

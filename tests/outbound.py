@@ -78,3 +78,22 @@ def connections():
     """Watch this test's connections and lookups (ConnectionsWatched)."""
     with ConnectionsWatched() as watched:
         yield watched
+
+
+@pytest.fixture
+def receiver(outbound_allow):
+    """receiver(*script): a receiver answering `script`, let through by the guard (its address
+    and port, nothing else); all are stopped after the test."""
+    from tests.brokers.http.receiver import Receiver
+
+    started = []
+
+    def start(*script):
+        server = Receiver(script)
+        started.append(server)
+        outbound_allow(f"127.0.0.1:{server.port}")
+        return server
+
+    yield start
+    for server in started:
+        server.close()

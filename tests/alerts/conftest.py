@@ -175,3 +175,20 @@ def emails(personas):
         user.email = f"{name}@example.test"
         user.save(update_fields=["email"])
     return {name: f"{name}@example.test" for name in personas}
+
+
+def queue_disabled_alert(**kwargs):
+    """Raise the alert "Queue orders was disabled" (to whom `kwargs` say, `to=[]`: to nobody
+    but the webhooks); the one alert the tests of the outbox and of what it sends raise."""
+    from console.alerts import events as E
+    from console.alerts.services import alert_raise
+
+    return alert_raise(
+        kind=E.QUEUE_DISABLED,
+        about="orders",
+        title="Queue orders was disabled",
+        text="The queue orders was disabled: 5 failed attempts in a row",
+        link="/queues/",
+        queue="orders",
+        **kwargs,
+    )

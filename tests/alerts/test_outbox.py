@@ -12,20 +12,9 @@ from console.alerts.models import AlertDelivery
 from console.alerts.sending import alerts_send
 from console.alerts.services import alert_raise, delivery_retry
 from console.audit.models import AuditEntry
+from tests.alerts.conftest import queue_disabled_alert
 
 pytestmark = pytest.mark.django_db
-
-
-def raise_one(**kwargs):
-    return alert_raise(
-        kind=E.QUEUE_DISABLED,
-        about="orders",
-        title="Queue orders was disabled",
-        text="The queue orders was disabled: queue disabled: 5 failed attempts in a row",
-        link="/queues/",
-        queue="orders",
-        **kwargs,
-    )
 
 
 def later(minutes):
@@ -33,7 +22,7 @@ def later(minutes):
 
 
 def test_a_webhook_receiver_that_fails_gets_the_alert_once_it_recovers(receiver, webhook):
-    raise_one(to=[])
+    queue_disabled_alert(to=[])
     receiver.answer = 503
     assert alerts_send() == (0, 1)
     delivery = AlertDelivery.objects.get(channel="webhook")
@@ -64,7 +53,7 @@ def test_a_webhook_receiver_that_fails_gets_the_alert_once_it_recovers(receiver,
 
 def test_a_mail_server_that_is_down_loses_no_email(personas, emails, mailbox):
     mailbox.stop()
-    raise_one(to=[personas["admin"]])
+    queue_disabled_alert(to=[personas["admin"]])
     assert alerts_send() == (0, 1)
     delivery = AlertDelivery.objects.get(channel="email")
     assert delivery.address == emails["admin"]
@@ -79,7 +68,7 @@ def test_a_delivery_that_keeps_failing_stays_failed_until_an_admin_sends_it_agai
     settings, personas, receiver, webhook
 ):
     settings.ALERTS_MAX_ATTEMPTS = 3
-    raise_one(to=[])
+    queue_disabled_alert(to=[])
     receiver.answer = 500
     for minutes in (0, 1, 3):
         assert alerts_send(now=later(minutes)) == (0, 1)
@@ -100,7 +89,7 @@ def test_a_webhook_whose_secret_is_not_set_fails_saying_which_variable(
     monkeypatch, receiver, webhook
 ):
     monkeypatch.delenv("ANTIDOTE_ALERT_TEST_WEBHOOK_SECRET")
-    raise_one(to=[])
+    queue_disabled_alert(to=[])
     assert alerts_send() == (0, 1)
     assert AlertDelivery.objects.get(channel="webhook").last_error == (
         "SecretMissing: the environment variable ANTIDOTE_ALERT_TEST_WEBHOOK_SECRET, which holds "
@@ -120,7 +109,7 @@ def test_a_webhook_hears_only_of_its_events_and_queues(personas, receiver):
         queues=["payments"],
         secret_env="ANTIDOTE_ALERT_TEST_WEBHOOK_SECRET",
     )
-    raise_one(to=[])  # orders: not its queue
+    queue_disabled_alert(to=[])  # orders: not its queue
     alert_raise(
         kind=E.QUEUE_ENABLED, about="payments", title="t", text="x", queue="payments", to=[]
     )  # not its event
@@ -138,7 +127,7 @@ def test_old_alerts_are_forgotten_once_nothing_of_theirs_is_left_to_send(
     from console.alerts.watch import alerts_forget
 
     settings.ALERTS_KEEP_DAYS = 30
-    sent = raise_one(to=[personas["admin"]])
+    sent = queue_disabled_alert(to=[personas["admin"]])
     receiver.answer = 500
     unsent = alert_raise(
         kind=E.QUEUE_ENABLED, about="orders", title="t", text="x", queue="orders", to=[]

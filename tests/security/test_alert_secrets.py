@@ -23,13 +23,14 @@ from console.alerts import events as E
 from console.alerts.checks import named_variables_check
 from console.alerts.models import AlertDelivery, Webhook
 from console.alerts.sending import alerts_send
-from console.alerts.services import alert_raise, webhook_switch
+from console.alerts.services import webhook_switch
 from console.envnames import settings_variables, variables_read
 from console.ingest.consumers import source_config
 from console.queues.models import BrokerSource, Queue
 from console.queues.services import QueueLoadError, queues_load
 from console.settings import envnamelist
-from tests.brokers.http.receiver import Answer, Receiver
+from tests.alerts.conftest import queue_disabled_alert
+from tests.brokers.http.receiver import Answer
 from tests.browse.conftest import api, login
 from workers.brokers.connector import SourceDown
 
@@ -52,12 +53,9 @@ MIGRATION = importlib.import_module("console.alerts.migrations.0006_webhook_secr
 
 
 @pytest.fixture
-def attacker(outbound_allow):
+def attacker(receiver):
     """The attacker's endpoint: it accepts whatever comes (202, as PagerDuty answers)."""
-    server = Receiver([Answer(202, b'{"status":"success"}')])
-    outbound_allow(f"127.0.0.1:{server.port}")
-    yield server
-    server.close()
+    return receiver(Answer(202, b'{"status":"success"}'))
 
 
 @pytest.fixture
@@ -78,17 +76,6 @@ def _pager(attacker, secret_env, **fields):
     }
 
 
-def _raise():
-    return alert_raise(
-        kind=E.QUEUE_DISABLED,
-        about="orders",
-        title="Queue orders was disabled",
-        text="5 failed attempts in a row",
-        queue="orders",
-        to=[],
-    )
-
-
 @pytest.mark.parametrize("name", PRODUCT_SECRETS)
 def test_an_administrator_cannot_point_a_pagerduty_webhook_at_a_product_secret(
     personas, planted, attacker, name
@@ -100,7 +87,7 @@ def test_an_administrator_cannot_point_a_pagerduty_webhook_at_a_product_secret(
     assert made.status_code == 400, made.json()
     assert "one of Antidote's own settings" in made.json()["errors"]["secret_env"][0]
     assert not Webhook.objects.exists()
-    _raise()
+    queue_disabled_alert(to=[])
     alerts_send()
     assert attacker.received == []
 
@@ -177,7 +164,7 @@ def test_an_allowed_routing_key_still_reaches_pagerduty(personas, monkeypatch, a
         reverse("api-alert-webhooks"), _pager(attacker, "ANTIDOTE_ALERT_PAGER_KEY"), format="json"
     )
 
-    _raise()
+    queue_disabled_alert(to=[])
 
     assert alerts_send() == (1, 0)
     assert ROUTING_KEY.encode() in attacker.received[0].body
@@ -194,7 +181,7 @@ def test_a_webhook_saved_before_the_rule_is_disabled_saying_why_and_sends_nothin
         secret_env="DATABASE_URL",
         created_by=personas["admin"],
     )
-    _raise()  # its delivery is due before the migration runs
+    queue_disabled_alert(to=[])  # its delivery is due before the migration runs
 
     MIGRATION.disable_refused(registry, None)
 
@@ -245,7 +232,7 @@ def test_a_webhook_left_enabled_with_a_product_secret_sends_nothing_and_is_liste
         secret_env="EMAIL_HOST_PASSWORD",
         created_by=personas["admin"],
     )
-    _raise()
+    queue_disabled_alert(to=[])
 
     assert alerts_send() == (0, 1)
     assert AlertDelivery.objects.get(webhook=hook).state == AlertDelivery.FAILED

@@ -22,13 +22,13 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from django.urls import reverse
 
-from console.alerts import events as E
 from console.alerts.models import AlertDelivery, Webhook
 from console.alerts.sending import alerts_send
-from console.alerts.services import alert_raise, webhook_create
+from console.alerts.services import webhook_create
 from console.decisions.models import ActionRequest
 from console.queues.models import Queue
 from console.queues.services import QueueLoadError, queues_load
+from tests.alerts.conftest import queue_disabled_alert
 from tests.brokers.http.receiver import Answer, Receiver
 from tests.browse.conftest import api
 from workers.brokers import http
@@ -56,29 +56,14 @@ def attacker():
 
 
 @pytest.fixture
-def receiver(outbound_allow):
+def allowed(receiver):
     """A receiver the allowance names: the one place these tests may send to."""
-    server = Receiver([Answer(200, b"ok")])
-    outbound_allow(f"127.0.0.1:{server.port}")
-    yield server
-    server.close()
+    return receiver(Answer(200, b"ok"))
 
 
 @pytest.fixture
 def signing(monkeypatch):
     monkeypatch.setenv("ANTIDOTE_WEBHOOK_SECRET", SECRET)
-
-
-def raise_alert():
-    return alert_raise(
-        kind=E.QUEUE_DISABLED,
-        about="orders",
-        title="Queue orders was disabled",
-        text="The queue orders was disabled: 5 failed attempts in a row",
-        link="/queues/",
-        queue="orders",
-        to=[],
-    )
 
 
 def _message(**fields):
@@ -141,10 +126,10 @@ def test_an_operator_cannot_name_a_loopback_redrive_url_and_is_told_why(
 
 
 def test_a_redrive_url_that_reaches_the_sink_anyway_is_refused_when_sending(
-    signing, receiver, attacker, connections
+    signing, allowed, attacker, connections
 ):
     # Written before the guard, or a name whose record changed since: the sink checks again.
-    poster = handler_build(POSTER, {"url": receiver.url})
+    poster = handler_build(POSTER, {"url": allowed.url})
     message = _message(redrive_target=json.dumps({"url": attacker.url}))
 
     with pytest.raises(http.DestinationRefused) as refused:
@@ -154,7 +139,7 @@ def test_a_redrive_url_that_reaches_the_sink_anyway_is_refused_when_sending(
         f"not sent to http://127.0.0.1:{attacker.port}: 127.0.0.1, a loopback address: "
         f"{INTERNAL} (OUTBOUND_ALLOW_INTERNAL lets one through, for demos and tests only)"
     )
-    assert attacker.received == [] and receiver.received == []
+    assert attacker.received == [] and allowed.received == []
     assert ("127.0.0.1", attacker.port) not in connections.connects
 
 
@@ -251,7 +236,7 @@ def test_an_alert_target_stored_with_a_loopback_url_fails_at_once_and_sends_noth
         queues=[],
         secret_env="" if fmt == Webhook.SLACK else "ANTIDOTE_ALERT_TEST_KEY",
     )
-    raise_alert()
+    queue_disabled_alert(to=[])
 
     assert alerts_send() == (0, 1)
 
@@ -262,15 +247,15 @@ def test_an_alert_target_stored_with_a_loopback_url_fails_at_once_and_sends_noth
     assert attacker.received == []
 
 
-def test_the_allowance_lets_through_one_address_and_port_not_the_host(signing, receiver, attacker):
+def test_the_allowance_lets_through_one_address_and_port_not_the_host(signing, allowed, attacker):
     # 127.0.0.1:<receiver's port> is allowed; the attacker on another port of the same host
     # is not.
     with pytest.raises(HandlerImportError, match="a loopback address"):
         handler_build(POSTER, {"url": attacker.url})
 
-    handler_build(POSTER, {"url": receiver.url})(_message())
+    handler_build(POSTER, {"url": allowed.url})(_message())
 
-    assert len(receiver.received) == 1 and attacker.received == []
+    assert len(allowed.received) == 1 and attacker.received == []
 
 
 # --- Internal addresses refused at the guard, before any connection ---------------------------
@@ -339,47 +324,45 @@ def test_a_name_that_resolves_to_a_public_and_an_internal_address_is_refused(con
     assert connections.connects == []
 
 
-def test_a_name_that_resolves_to_the_allowed_receiver_and_metadata_is_refused(
-    receiver, connections
-):
+def test_a_name_that_resolves_to_the_allowed_receiver_and_metadata_is_refused(allowed, connections):
     # The allowed address first: still refused, since the connect might have used the other.
     session = guarded_session(
-        allowance=allowance_parse(f"127.0.0.1:{receiver.port}"),
+        allowance=allowance_parse(f"127.0.0.1:{allowed.port}"),
         resolver=_resolver(["127.0.0.1", "169.254.169.254"]),
     )
 
     with pytest.raises(OutboundRefused, match=r"resolves to 169\.254\.169\.254, a link-local"):
-        session.post(f"http://partner.test:{receiver.port}/hooks", data=b"x", timeout=2)
-    assert receiver.received == [] and connections.connects == []
+        session.post(f"http://partner.test:{allowed.port}/hooks", data=b"x", timeout=2)
+    assert allowed.received == [] and connections.connects == []
 
 
-def test_a_rebinding_record_cannot_move_the_connection_after_the_check(receiver, connections):
+def test_a_rebinding_record_cannot_move_the_connection_after_the_check(allowed, connections):
     # The record answers the allowed receiver once, then the metadata service: the check and
     # the connect use the one lookup, and the name is never resolved again for that connection.
     calls = []
     session = guarded_session(
-        allowance=allowance_parse(f"127.0.0.1:{receiver.port}"),
+        allowance=allowance_parse(f"127.0.0.1:{allowed.port}"),
         resolver=_resolver(["127.0.0.1"], ["169.254.169.254"], calls=calls),
     )
 
-    answered = session.post(f"http://rebind.test:{receiver.port}/hooks", data=b"x", timeout=2)
+    answered = session.post(f"http://rebind.test:{allowed.port}/hooks", data=b"x", timeout=2)
 
     assert answered.status_code == 200
     assert calls == ["rebind.test"]  # one lookup, by the guard
     assert connections.lookups == []  # and none by urllib3 behind its back
-    assert connections.connects == [("127.0.0.1", receiver.port)]
+    assert connections.connects == [("127.0.0.1", allowed.port)]
     # The Host header is the name's, as without the guard.
-    assert receiver.received[0].header("Host") == f"rebind.test:{receiver.port}"
+    assert allowed.received[0].header("Host") == f"rebind.test:{allowed.port}"
 
     # A new connection looks the name up again, and the new answer is refused.
     fresh = guarded_session(
-        allowance=allowance_parse(f"127.0.0.1:{receiver.port}"),
+        allowance=allowance_parse(f"127.0.0.1:{allowed.port}"),
         resolver=_resolver(["169.254.169.254"], calls=calls),
     )
     with pytest.raises(OutboundRefused, match=r"rebind\.test resolves to 169\.254\.169\.254"):
-        fresh.post(f"http://rebind.test:{receiver.port}/hooks", data=b"x", timeout=2)
-    assert len(receiver.received) == 1
-    assert connections.connects == [("127.0.0.1", receiver.port)]
+        fresh.post(f"http://rebind.test:{allowed.port}/hooks", data=b"x", timeout=2)
+    assert len(allowed.received) == 1
+    assert connections.connects == [("127.0.0.1", allowed.port)]
 
 
 def test_tls_goes_to_the_checked_address_but_verifies_and_names_the_host(tmp_path, connections):
@@ -441,7 +424,7 @@ def test_of_a_refusing_answer_an_alert_keeps_a_short_inert_excerpt(personas, out
         queues=[],
         secret_env="",
     )
-    raise_alert()
+    queue_disabled_alert(to=[])
     try:
         alerts_send()
     finally:
@@ -468,7 +451,7 @@ def test_an_alert_receiver_that_redirects_to_the_attacker_sends_it_nothing(
         queues=[],
         secret_env="",
     )
-    raise_alert()
+    queue_disabled_alert(to=[])
     try:
         assert alerts_send() == (0, 1)
     finally:

@@ -19,7 +19,7 @@ from console.accounts.tokens import token_create
 from console.ingest.services import ingest_file
 from console.lake.selectors import lake_paths
 from console.lake.services import lake
-from tests.brokers.http.receiver import Answer, Receiver
+from tests.brokers.http.receiver import Answer
 from tests.brokers.nats.conftest import SHARED_URL as NATS_URL
 from tests.brokers.nats.conftest import Client as NatsClient
 from tests.browse.conftest import login
@@ -208,12 +208,11 @@ def desk(transactional_db, lake_root, spark, personas, settings):
 
 
 def test_a_producers_redrive_target_and_origin_reach_no_sink_a_plain_reprocess_goes_home(
-    desk, brokers, outbound_allow, personas
+    desk, brokers, receiver, personas
 ):
     rabbit, nats, streams, tag, made = brokers
-    legit_http, attacker_http = Receiver([Answer(503), Answer(200)]), Receiver([Answer(200)])
     # The guard lets both through: only R18 keeps the message from the attacker here.
-    outbound_allow(f"127.0.0.1:{legit_http.port}", f"127.0.0.1:{attacker_http.port}")
+    legit_http, attacker_http = receiver(Answer(503), Answer(200)), receiver(Answer(200))
     home_q, attacker_q = rabbit.name("home"), rabbit.name("attacker")
     rabbit.declare(attacker_q)  # home_q comes later: the first attempt finds no queue
     nats.add_stream(f"R18_ATTACK_{tag}", [f"attack.{tag}.>"])
@@ -304,8 +303,6 @@ def test_a_producers_redrive_target_and_origin_reach_no_sink_a_plain_reprocess_g
     headers, stored_target = _stored_headers("m-to-nats")
     assert headers["x-foreign-antidote-redrive-target"] == target
     assert stored_target is None
-    legit_http.close()
-    attacker_http.close()
 
 
 # --- What was stored before ---------------------------------------------------------------------

@@ -18,15 +18,14 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 import pytest
 from django.urls import reverse
 
-from console.alerts import events as E
 from console.alerts.models import AlertDelivery, Webhook
 from console.alerts.sending import alerts_send
-from console.alerts.services import alert_raise, delivery_retry, webhook_create
+from console.alerts.services import delivery_retry, webhook_create
 from console.audit.models import AuditEntry
 from console.ingest.consumers import source_consume
 from console.queues.models import BrokerSource
 from console.queues.services import queues_load
-from tests.alerts.conftest import Mailbox
+from tests.alerts.conftest import Mailbox, queue_disabled_alert
 from tests.browse.conftest import api, login
 from tests.conftest import require_service
 from workers.engine.handlers import Deferred, Message, handler_build
@@ -144,18 +143,6 @@ def test_a_text_quoting_a_url_or_its_parts_is_scrubbed():
 # --- Every alert kind -----------------------------------------------------------------------------
 
 
-def _raise(**kwargs):
-    return alert_raise(
-        kind=E.QUEUE_DISABLED,
-        about="orders",
-        title="Queue orders was disabled",
-        text="5 failed attempts in a row",
-        queue="orders",
-        link="/queues/",
-        **kwargs,
-    )
-
-
 @pytest.mark.django_db
 @pytest.mark.parametrize("fmt", [f for f, _ in Webhook.FORMATS])
 @pytest.mark.parametrize("status", [500, 404])
@@ -173,7 +160,7 @@ def test_no_alert_kind_logs_or_shows_its_webhooks_key(
         queues=[],
         secret_env="ANTIDOTE_ALERT_HOOK_SECRET" if fmt in Webhook.WITH_SECRET else "",
     )
-    _raise(to=[])
+    queue_disabled_alert(to=[])
 
     assert alerts_send() == (0, 1)
 
@@ -206,7 +193,7 @@ def test_the_email_kind_logs_no_password_of_its_mail_server(personas, settings, 
         admin.email = "admin@example.com"
         admin.save()
 
-        _raise(to=[admin])
+        queue_disabled_alert(to=[admin])
 
         assert alerts_send() == (0, 1)
     finally:
