@@ -23,7 +23,14 @@ def is_service_account(user):
     if user.is_superuser or user.is_staff or user.has_usable_password():
         return False
     roles = list(user.groups.values_list("name", flat=True)[:2])
-    return roles == [SERVICE_ROLE] and not user.user_permissions.exists()
+    if roles != [SERVICE_ROLE]:
+        return False
+    # An active account's own permissions through Django's cache (ModelBackend): the permission
+    # check after a token's authentication reads them then without a query of its own. An
+    # inactive account's are not in it (Django gives it none), so they are asked.
+    if user.is_active:
+        return not user.get_user_permissions()
+    return not user.user_permissions.exists()
 
 
 def holds_service_role(user):
