@@ -45,6 +45,8 @@ OWN_HEADERS_BY_KIND = {
     "nats": nats_message.OWN_HEADERS,
     "redis": redis_message.OWN_HEADERS,
 }
+# A quick look before parsing: a name of the product's namespaces, as a JSON key, in any case.
+LEGACY_NAMES = re.compile(r'"(?i:antidote-|amqp-|nats-|redis-)')
 # The directories a request writes versions into (console.decisions.execution).
 _REQUEST_DIR = re.compile(r"(?:^|/)request(\d+)-chunk\d+-(?:target|edit)-[0-9a-f]+$")
 
@@ -180,7 +182,3 @@ def stored_headers_set_aside(*, sources, request_targets):
         shutil.rmtree(store.path(relpath), ignore_errors=True)
     log.info("set aside producers' headers in %s messages commits", len(rewritten))
     return len(rewritten)
-
-
-# A quick look before parsing: names of the product's namespaces, as JSON keys, in any case.
-LEGACY_NAMES = re.compile(r'"(?i:antidote-|amqp-|nats-|redis-)')

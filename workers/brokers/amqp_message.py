@@ -24,7 +24,7 @@ from decimal import Decimal
 import orjson
 import pika
 
-from workers.brokers.connector import SOURCE_HEADER
+from workers.engine.own_headers import SOURCE_HEADER
 
 PROPERTIES_HEADER = "amqp-properties"
 DRAINED_FROM_HEADER = "amqp-drained-from"

@@ -35,10 +35,6 @@ from dataclasses import dataclass, field
 from importlib import import_module
 from typing import Any, Protocol
 
-from workers.engine.own_headers import SOURCE_HEADER, is_product_name
-
-__all__ = ["SOURCE_HEADER", "is_bookkeeping"]
-
 # Kinds, and the module that holds each one's `CONNECTOR` (a Connector).
 CONNECTOR_MODULES = {
     "rabbitmq": "workers.brokers.rabbitmq",
@@ -52,10 +48,6 @@ KIND_TITLES = {
     "nats": "NATS JetStream",
     "redis": "Redis Streams",
 }
-
-# Headers Antidote writes about a message, not the message's own (every broker's origin record,
-# the source: workers.engine.own_headers). A sink never sends them on.
-is_bookkeeping = is_product_name
 
 
 # After a sink's failed connect, its calls of the next few seconds fail at once with the same

@@ -7,7 +7,7 @@ carries:
 
 - `Content-Type`: the message's content type (application/octet-stream when it has none);
 - the message's own headers, as they were received: everything but Antidote's bookkeeping
-  (connector.is_bookkeeping: the source that drained it, the typed copy of AMQP
+  (workers.engine.own_headers: the source that drained it, the typed copy of AMQP
   properties, where a drain took the message from) and the headers HTTP itself or the signature
   own (HTTP_OWNED: Host, Content-Length, Connection, ..., and webhook-*);
 - a Standard Webhooks signature (https://www.standardwebhooks.com): `webhook-id` (the message
@@ -54,8 +54,9 @@ from email.utils import parsedate_to_datetime
 import requests
 from standardwebhooks import Webhook
 
-from workers.brokers.connector import is_bookkeeping, redrive_destination
+from workers.brokers.connector import redrive_destination
 from workers.engine.handlers import PermanentFailure, TransientFailure, configurable
+from workers.engine.own_headers import is_product_name
 from workers.outbound import (
     AllowanceError,
     DestinationError,
@@ -335,7 +336,7 @@ def _forwarded_headers(headers):
     forwarded = {}
     for name, value in (headers or {}).items():
         lowered = name.lower()
-        if is_bookkeeping(lowered) or lowered in HTTP_OWNED:
+        if is_product_name(lowered) or lowered in HTTP_OWNED:
             continue
         if value is None:
             continue

@@ -26,7 +26,7 @@ import json
 from dataclasses import dataclass
 
 from workers.brokers import dead_letters as D
-from workers.brokers.connector import SOURCE_HEADER, is_bookkeeping
+from workers.engine.own_headers import SOURCE_HEADER, is_product_name
 
 # The origin's header names have one home, beside the reader the intake handler and the message
 # page use (workers.brokers.dead_letters.dead_letter_of).
@@ -282,7 +282,7 @@ def publish_headers(headers, *, content_type=None):
         own = {
             name: value
             for name, value in headers.items()
-            if not is_bookkeeping(name) and isinstance(value, str)
+            if not is_product_name(name) and isinstance(value, str)
         }
         if content_type and not any(name.lower() == "content-type" for name in own):
             own["Content-Type"] = content_type

@@ -32,7 +32,6 @@ import base64
 import hashlib
 import json
 
-from workers.brokers.connector import SOURCE_HEADER
 from workers.brokers.dead_letters import (
     REDIS_CONSUMER,
     REDIS_DELIVERIES,
@@ -42,6 +41,7 @@ from workers.brokers.dead_letters import (
     REDIS_IDLE_MS,
     REDIS_STREAM,
 )
+from workers.engine.own_headers import SOURCE_HEADER
 
 # The origin headers, named where the intake handler reads them (dead_letters.dead_letter_of).
 STREAM_HEADER = REDIS_STREAM
