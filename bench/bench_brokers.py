@@ -272,7 +272,7 @@ def _prefixed(prefix, figures):
 def _deliver(spark, queue, n):
     """Delivery runs of `queue` until n of its messages were delivered (or nothing is due): how
     many were."""
-    from console.delivery.services import delivery_run
+    from console.delivery.execution import delivery_run
 
     delivered = 0
     while delivered < n:
@@ -284,7 +284,7 @@ def _deliver(spark, queue, n):
 
 
 def _deliver_until_idle(spark, queues):
-    from console.delivery.services import delivery_run
+    from console.delivery.execution import delivery_run
 
     while True:
         run = delivery_run(queues=queues, spark=spark)
@@ -294,7 +294,7 @@ def _deliver_until_idle(spark, queues):
 
 def _refreshed(spark):
     """The read models up to date: a decision's filter reads them."""
-    from console.readmodels.services import read_models_refresh
+    from console.readmodels.execution import read_models_refresh
 
     read_models_refresh(spark=spark)
 
@@ -389,8 +389,8 @@ def _floor(people, spark, n, servers):
     messages seeded beside the drained ones (not timed)."""
     from console.lake.services import lake
     from console.queues.services import queues_load
+    from console.readmodels.execution import read_models_refresh
     from console.readmodels.models import QueueStat
-    from console.readmodels.services import read_models_refresh
 
     queues_load(data={"queues": [{"name": "bench-floor", "handler": NOOP_HANDLER}]})
     _seed(lake(), n)

@@ -12,12 +12,11 @@ no slower than 1.2 x page 1; the search box's answer (issue 14), for an id and f
 ms. BENCH_MESSAGES overrides N for a quick look (e.g. 50000).
 """
 
-import os
 import time
 from datetime import timedelta
 from urllib.parse import quote, urlencode
 
-from bench.support import django_setup, messages_from_env, percentile
+from bench.support import console_bench_setup, percentile
 
 WARMUP = 3
 PAGE = 1_000
@@ -60,19 +59,11 @@ def _search(q):
 
 
 def run():
-    django_setup()
-    from django.conf import settings
-    from django.db import connection
+    n, requests, backend, cores = console_bench_setup()
     from django.test import Client
 
     from bench import console_seed
     from console.readmodels.models import MessageIndex
-
-    n = messages_from_env(1_000_000)
-    requests = int(os.environ.get("BENCH_REQUESTS", 40))
-    backend = connection.vendor
-    cores = os.cpu_count()
-    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
 
     started = time.perf_counter()
     seeded = console_seed.seed_fresh("console", n)

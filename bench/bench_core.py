@@ -53,7 +53,7 @@ def run():
     django_setup()
     from django.conf import settings
 
-    from console.delivery.services import delivery_run
+    from console.delivery.execution import delivery_run
     from console.ingest.services import ingest_file
     from console.lake.selectors import lake_paths
     from console.lake.services import lake

@@ -102,7 +102,7 @@ def _window(first, count):
 def _bulk(people, spark, *, first, count):
     from console.decisions.execution import action_request_execute
     from console.decisions.services import Action, action_request_approve, action_request_create
-    from console.readmodels.services import read_models_refresh
+    from console.readmodels.execution import read_models_refresh
 
     started = time.perf_counter()
     request = action_request_create(
@@ -119,8 +119,11 @@ def _bulk(people, spark, *, first, count):
         request = action_request_execute(request_id=request.id, spark=spark)
         seconds = time.perf_counter() - started
     assert (request.status, request.done) == ("done", count), (request.status, request.done)
-    # The views are up to date: the decisions updated them, there is nothing left to fold.
-    assert read_models_refresh(spark=spark) is None
+    # The views are up to date: the decisions updated them, there is nothing left to fold. The
+    # refresh after it takes their commits in to count their flows out of quarantine (the only
+    # thing the decision leaves to it), and changes no message.
+    refresh = read_models_refresh(spark=spark)
+    assert refresh is None or refresh.changed == 0, refresh.changed
     return request, frozen, seconds, memory.peak_mib
 
 
@@ -251,8 +254,9 @@ def run_here():
     from django.db import connection
 
     from console.decisions.models import ActionRequest
-    from console.lake.services import lake, lake_state_compact_if_due
-    from console.readmodels.services import read_models_refresh
+    from console.lake.execution import lake_state_compact_if_due
+    from console.lake.services import lake
+    from console.readmodels.execution import read_models_refresh
     from console.spark import spark_from_settings
 
     settings.REFRESH_ON_COMMIT = False

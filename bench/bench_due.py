@@ -20,7 +20,7 @@ from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
 
-from bench.support import django_setup, fresh_state, messages_from_env, rows_print
+from bench.support import django_setup, fresh_state, lake_table, messages_from_env, rows_print
 
 CHUNK = 100_000
 DUE = 100
@@ -87,9 +87,8 @@ def _commit(store, dataset, table, key, epoch=None):
     from django.db import transaction
 
     from console.lake.services import lake_commit_record
-    from workers.lake.schema import SCHEMAS
 
-    path = store.write_arrow(table.cast(SCHEMAS[dataset]), store.new_dir(dataset, "bench"))
+    path = store.write_arrow(lake_table(dataset, table), store.new_dir(dataset, "bench"))
     with transaction.atomic():
         lake_commit_record(
             dataset=dataset, path=path, row_count=table.num_rows, idempotency_key=key, epoch=epoch
@@ -119,7 +118,7 @@ def _runs(spark, label, local_max):
     """Median seconds of RUNS delivery runs of DUE newly ingested messages each."""
     from django.conf import settings
 
-    from console.delivery.services import delivery_run
+    from console.delivery.execution import delivery_run
     from console.lake.services import lake
 
     settings.DELIVERY_LOCAL_MAX = local_max
@@ -136,7 +135,8 @@ def _runs(spark, label, local_max):
 def _lake(name, n):
     from django.conf import settings
 
-    from console.lake.services import lake, lake_state_compact_if_due
+    from console.lake.execution import lake_state_compact_if_due
+    from console.lake.services import lake
     from console.queues.models import Queue
     from console.spark import spark_from_settings
 

@@ -25,15 +25,13 @@ PostgreSQL (bench.support.on_both_databases). BENCH_EXPORT_SIZES overrides the s
 import json
 import os
 import resource
-import subprocess
 import sys
 import time
 from pathlib import Path
 from urllib.parse import urlencode
 
 from bench.support import (
-    ROOT,
-    ROWS_MARKER,
+    child_rows,
     django_setup,
     fresh_state,
     on_both_databases,
@@ -127,21 +125,9 @@ def run_here():
 
 
 def _measure_in_child(*, file_format, bodies, filters, lake_root):
-    env = dict(os.environ, LAKE_URI=str(lake_root))
-    env.setdefault("VAR_DIR", str(ROOT / "var" / "bench"))
     argv = [MEASURE, json.dumps({"format": file_format, "bodies": bodies, "filters": filters})]
-    done = subprocess.run(
-        [sys.executable, "-m", "bench.bench_exports", *argv],
-        env=env,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        check=False,
-    )
-    for line in done.stdout.splitlines():
-        if line.startswith(ROWS_MARKER):
-            return json.loads(line[len(ROWS_MARKER) :])[0]
-    raise RuntimeError(f"the export failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+    env = dict(os.environ, LAKE_URI=str(lake_root))
+    return child_rows("bench.bench_exports", *argv, env=env, what="the export")[0]
 
 
 # --- In the child: one export ------------------------------------------------------------------

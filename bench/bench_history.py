@@ -137,9 +137,10 @@ def run():
     django_setup()
     from django.conf import settings
 
+    from console.lake.execution import lake_history_compact_if_due
     from console.lake.models import LakeCommit
     from console.lake.selectors import lake_history_inputs
-    from console.lake.services import lake, lake_history_compact_if_due
+    from console.lake.services import lake
     from console.spark import spark_from_settings
 
     settings.REFRESH_ON_COMMIT = False

@@ -13,14 +13,12 @@ task's time for it, and the scrape after it. Runs on SQLite, then on PostgreSQL 
 
 Goal on PostgreSQL at 1M: scrape p95 <= 100 ms. BENCH_MESSAGES overrides N (e.g. 50000)."""
 
-import os
 import threading
 import time
 
 from bench.broker_cpu import POSTGRES, Timed
 from bench.support import (
-    django_setup,
-    messages_from_env,
+    console_bench_setup,
     on_both_databases,
     percentile,
     rows_print,
@@ -96,18 +94,10 @@ def _history_queue(queue):
 
 
 def run_here():
-    django_setup()
-    from django.conf import settings
-    from django.db import connection
+    n, requests, backend, cores = console_bench_setup()
     from django.test import Client
 
     from bench import console_seed
-
-    n = messages_from_env(1_000_000)
-    requests = int(os.environ.get("BENCH_REQUESTS", 40))
-    backend = connection.vendor
-    cores = os.cpu_count()
-    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
 
     console_seed.seed_fresh("metrics", n)
     _beats()

@@ -175,12 +175,13 @@ def run_here():
     from django.db import connection
 
     from bench.console_seed import analyze, clear
-    from console.lake.services import lake, lake_state_compact_if_due
+    from console.lake.execution import lake_state_compact_if_due
+    from console.lake.services import lake
     from console.queues.models import Queue
+    from console.readmodels.execution import read_models_refresh
     from console.readmodels.models import (
         MessageIndex,
     )
-    from console.readmodels.services import read_models_refresh
     from console.retention.execution import purge_dirs_delete, purge_run
     from console.retention.models import PurgeRun
     from console.spark import spark_from_settings

@@ -24,7 +24,7 @@ from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
 
-from bench.support import PeakMemory, django_setup, fresh_state, messages_from_env
+from bench.support import PeakMemory, django_setup, fresh_state, lake_table, messages_from_env
 
 CHUNK = 100_000
 CHANGED = 10_000
@@ -136,9 +136,8 @@ def _commit(store, dataset, table, key, epoch=None):
     from django.db import transaction
 
     from console.lake.services import lake_commit_record
-    from workers.lake.schema import SCHEMAS
 
-    path = store.write_arrow(table.cast(SCHEMAS[dataset]), store.new_dir(dataset, "bench"))
+    path = store.write_arrow(lake_table(dataset, table), store.new_dir(dataset, "bench"))
     with transaction.atomic():
         return lake_commit_record(
             dataset=dataset, path=path, row_count=table.num_rows, idempotency_key=key, epoch=epoch
@@ -199,12 +198,13 @@ def run():
     from django.conf import settings
     from django.db import connection
 
-    from console.lake.services import lake, lake_history_compact_if_due, lake_state_compact_if_due
+    from console.lake.execution import lake_history_compact_if_due, lake_state_compact_if_due
+    from console.lake.services import lake
+    from console.readmodels.execution import read_models_refresh
     from console.readmodels.models import (
         FailureGroup,
         MessageIndex,
     )
-    from console.readmodels.services import read_models_refresh
     from console.spark import spark_from_settings
 
     settings.REFRESH_ON_COMMIT = False

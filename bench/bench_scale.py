@@ -105,13 +105,13 @@ def run():
 
     from console.decisions.execution import action_request_execute
     from console.decisions.services import Action, action_request_approve, action_request_create
-    from console.delivery.services import delivery_run
-    from console.lake.services import lake_history_compact_if_due, lake_state_compact_if_due
+    from console.delivery.execution import delivery_run
+    from console.lake.execution import lake_history_compact_if_due, lake_state_compact_if_due
     from console.queues.models import Queue
+    from console.readmodels.execution import read_models_refresh
     from console.readmodels.models import (
         MessageIndex,
     )
-    from console.readmodels.services import read_models_refresh
     from console.spark import spark_from_settings
 
     n = messages_from_env(10_000_000)
@@ -238,8 +238,8 @@ def run():
 def _trickle(inputs, spark, *, prefix):
     """{step: seconds}, medians of three: a delivery run of 100 new messages (small enough to
     run without Spark), then the refresh of what it changed."""
-    from console.delivery.services import delivery_run
-    from console.readmodels.services import read_models_refresh
+    from console.delivery.execution import delivery_run
+    from console.readmodels.execution import read_models_refresh
 
     times = {"delivery run (100 new)": [], "refresh, 100 changes": []}
     for k in range(3):

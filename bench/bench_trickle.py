@@ -69,7 +69,7 @@ def run_here():
     from console.lake.models import LakeCommit
     from console.queues.models import Queue
     from console.readmodels.models import RefreshRun
-    from console.readmodels.services import _cursor
+    from console.readmodels.selectors import read_models_folded_upto as _cursor
 
     count = min(messages_from_env(10), 60)
     db = connection.vendor

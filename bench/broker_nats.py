@@ -41,7 +41,7 @@ class Nats:
     def __init__(self, tag, body):
         import nats
 
-        from workers.brokers.nats import capture_stream_name
+        from workers.brokers.nats.source import capture_stream_name
 
         self.body = body
         self.loop = asyncio.new_event_loop()
@@ -60,7 +60,7 @@ class Nats:
         """The stream, its giving-up consumer, and the capture stream the source would make."""
         from nats.js import api
 
-        from workers.brokers.nats import advisory_subjects, capture_stream_config
+        from workers.brokers.nats.source import advisory_subjects, capture_stream_config
 
         stream = self.streams[batch]
         await self.js.add_stream(

@@ -346,7 +346,7 @@ def api_users(base):
 
     from console.access.actor import cli_actor
     from console.accounts.roles import APPLICATION, APPROVER, OPERATOR, roles_seed
-    from console.accounts.tokens import token_create
+    from console.accounts.tokens.services import token_create
 
     roles_seed()
     apis = {}

@@ -28,6 +28,19 @@ def django_setup():
     call_command("migrate", verbosity=0)
 
 
+def console_bench_setup():
+    """Django set up for a benchmark of the console's pages, its test client let in. Returns
+    (messages: BENCH_MESSAGES, 1M by default; requests timed a page: BENCH_REQUESTS, 40 by
+    default; the database's vendor; the cores)."""
+    django_setup()
+    from django.conf import settings
+    from django.db import connection
+
+    settings.ALLOWED_HOSTS = [*settings.ALLOWED_HOSTS, "testserver"]
+    requests = int(os.environ.get("BENCH_REQUESTS", 40))
+    return messages_from_env(1_000_000), requests, connection.vendor, os.cpu_count()
+
+
 def fresh_state(name):
     """An empty lake folder and empty product tables (the read models too) for one benchmark."""
     from django.conf import settings
@@ -64,6 +77,20 @@ def fresh_state(name):
     lake.mkdir(parents=True)
     settings.LAKE_URI = str(lake)
     return lake
+
+
+def lake_table(dataset, table):
+    """A seed's pyarrow table in the lake's layout of `dataset` (workers.lake.schema): the columns
+    it does not build (added to the schema since, as redrive_target) as nulls, then cast."""
+    import pyarrow as pa
+
+    from workers.lake.schema import SCHEMAS
+
+    schema = SCHEMAS[dataset]
+    for field in schema:
+        if field.name not in table.column_names:
+            table = table.append_column(field, pa.nulls(table.num_rows, field.type))
+    return table.select(schema.names).cast(schema)
 
 
 def orders_file(path, n, *, queue, seed=7, prefix="o"):
@@ -182,10 +209,18 @@ def on_both_databases(run_here, module):
     spark_stop()
     url = os.environ.get("BENCH_POSTGRES_URL", POSTGRES)
     _database_create(url)
-    env = dict(os.environ, DATABASE_URL=url)
-    env.setdefault("VAR_DIR", str(ROOT / "var" / "bench"))
+    return rows + child_rows(
+        module, env=dict(os.environ, DATABASE_URL=url), what="the PostgreSQL run"
+    )
+
+
+def child_rows(module, *argv, env, what):
+    """The rows `python -m module *argv` hands its parent (rows_print), run with `env` (VAR_DIR
+    the benchmarks' own unless set); RuntimeError with the end of its output if it hands none:
+    `what` failed."""
+    env = {"VAR_DIR": str(ROOT / "var" / "bench"), **env}
     done = subprocess.run(
-        [sys.executable, "-m", module],
+        [sys.executable, "-m", module, *argv],
         env=env,
         cwd=ROOT,
         capture_output=True,
@@ -194,8 +229,8 @@ def on_both_databases(run_here, module):
     )
     for line in done.stdout.splitlines():
         if line.startswith(ROWS_MARKER):
-            return rows + json.loads(line[len(ROWS_MARKER) :])
-    raise RuntimeError(f"the PostgreSQL run failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
+            return json.loads(line[len(ROWS_MARKER) :])
+    raise RuntimeError(f"{what} failed:\n{done.stdout[-3000:]}\n{done.stderr[-3000:]}")
 
 
 # --- The running product: Celery's spark and default workers and beat, as `make run` starts them

@@ -190,6 +190,34 @@ def bad_filters(errors):
     )
 
 
+class BadFilters(exceptions.APIException):
+    """Query parameters that are not valid, answered as BAD_FILTERS describes."""
+
+    status_code = status.HTTP_400_BAD_REQUEST
+
+    def __init__(self, errors):
+        super().__init__(
+            {"detail": errors_text(errors) or "the parameters are not valid", "errors": errors}
+        )
+
+
+def valid_filters(serializer_class, request):
+    """The request's query parameters as `serializer_class` validates them; BadFilters (a 400,
+    BAD_FILTERS) when they are not valid."""
+    params = serializer_class(data=request.query_params)
+    if not params.is_valid():
+        raise BadFilters(params.errors)
+    return params.validated_data
+
+
+def valid_input(serializer_class, data, **kwargs):
+    """`data` as `serializer_class` validates it; DRF's ValidationError (a 400, BAD_REQUEST)
+    when it is not valid."""
+    serializer = serializer_class(data=data, **kwargs)
+    serializer.is_valid(raise_exception=True)
+    return serializer.validated_data
+
+
 # --- Refusals in words (REST_FRAMEWORK's EXCEPTION_HANDLER) -----------------------------------
 
 

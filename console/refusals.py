@@ -34,7 +34,7 @@ def _why(request, response):
 
 def _who(request):
     # Here, not at the top: settings' LOGGING loads this module before the apps are ready.
-    from console.accounts.lockouts import client_ip
+    from console.accounts.lockouts.backends import client_ip
 
     user = getattr(request, "user", None)
     name = user.get_username() if user is not None and user.is_authenticated else "anonymous"

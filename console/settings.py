@@ -193,7 +193,7 @@ DATABASES = {"default": dj_database_url.parse(_db_url, conn_max_age=0)}
 # them kept for superusers): 10 makes 50 for the five processes of the Procfile, with room for
 # more web processes, manage.py commands and psql. 10 also covers the spark worker's 4 threads,
 # each holding one connection for its task and one for a decision's read-ahead thread; heartbeats
-# take one only for the moment of a beat (console/heartbeat.py). The rule, for any threaded
+# take one only for the moment of a beat (console/leases.py). The rule, for any threaded
 # process: DB_POOL_MAX at least twice its concurrency, plus one or two for heartbeats; never at
 # most its concurrency, or tasks that wait on a helper thread would wait for each other.
 DB_POOL_MAX = envint("DB_POOL_MAX", 10, minimum=1)
@@ -350,12 +350,12 @@ METRICS_TOKEN = os.environ.get("METRICS_TOKEN", "")
 # out for LOGIN_LOCKOUT_MINUTES after the last one, or until an administrator lifts it
 # (/lockouts/). The counts are in the database, shared by every process.
 AUTHENTICATION_BACKENDS = [
-    "console.accounts.lockouts.LockoutBackend",
+    "console.accounts.lockouts.backends.LockoutBackend",
     # Django's password check, refused to all but LOCAL_PASSWORD_USERS when LOCAL_PASSWORDS is off.
     "console.sso.backends.LocalPasswordBackend",
 ]
 # Axes' database handler, with the address throttle on top.
-AXES_HANDLER = "console.accounts.lockouts.LockoutHandler"
+AXES_HANDLER = "console.accounts.lockouts.backends.LockoutHandler"
 AXES_FAILURE_LIMIT = envint("LOGIN_FAILURE_LIMIT", 5, minimum=1)
 AXES_COOLOFF_TIME = timedelta(minutes=envint("LOGIN_LOCKOUT_MINUTES", 30, minimum=1))
 # The pair only: a lockout by name alone, or by address alone, is one anyone can aim at others
@@ -372,8 +372,8 @@ LOGIN_ADDRESS_DELAY_MAX_SECONDS = envint("LOGIN_ADDRESS_DELAY_MAX_SECONDS", 60, 
 AXES_RESET_ON_SUCCESS = False
 # Logins are in the audit trail already: no second copy of each in axes' own log, kept forever.
 AXES_DISABLE_ACCESS_LOG = True
-AXES_CLIENT_IP_CALLABLE = "console.accounts.lockouts.client_ip"
-AXES_LOCKOUT_CALLABLE = "console.accounts.lockout_views.lockout_page"
+AXES_CLIENT_IP_CALLABLE = "console.accounts.lockouts.backends.client_ip"
+AXES_LOCKOUT_CALLABLE = "console.accounts.lockouts.views.lockout_page"
 
 # Signing in with the company's identity (console.sso, docs/guides/sign-in.md). OpenID Connect is
 # on when OIDC_ISSUER is set: the provider's metadata is read from its
@@ -452,7 +452,7 @@ API_ANON_THROTTLE_RATE = envrate("API_ANON_THROTTLE_RATE", "60/min")
 REST_FRAMEWORK = {
     # Token first: its WWW-Authenticate challenge makes an anonymous call a 401, not a 403.
     "DEFAULT_AUTHENTICATION_CLASSES": [
-        "console.accounts.authentication.ApiTokenAuthentication",
+        "console.accounts.tokens.authentication.ApiTokenAuthentication",
         "rest_framework.authentication.SessionAuthentication",
     ],
     "DEFAULT_PERMISSION_CLASSES": ["rest_framework.permissions.IsAuthenticated"],
@@ -516,7 +516,7 @@ SPECTACULAR_SETTINGS = {
 # longer. Only its SHA-512 digest is stored; the token is shown once, when it is made.
 API_TOKEN_DAYS = envint("API_TOKEN_DAYS", 90, minimum=1)
 if API_TOKEN_DAYS > 365:
-    # The longest a token may be made for (console.accounts.tokens.DAYS_MAX).
+    # The longest a token may be made for (console.accounts.tokens.selectors.DAYS_MAX).
     raise ImproperlyConfigured(f"API_TOKEN_DAYS must be at most 365, not {API_TOKEN_DAYS}")
 KNOX_TOKEN_MODEL = "accounts.ApiToken"  # noqa: S105 - a model's name, not a secret
 # knox's migrations would make a table for its own token model, which ours replaces: an empty

@@ -13,7 +13,7 @@ import hashlib
 from rest_framework.settings import api_settings
 from rest_framework.throttling import SimpleRateThrottle
 
-from console.accounts.lockouts import client_ip
+from console.accounts.lockouts.backends import client_ip
 
 
 def _key(text):
@@ -51,7 +51,7 @@ class CallerRateThrottle(_RateThrottle):
 
 
 class AnonymousRateThrottle(_RateThrottle):
-    """An anonymous caller's rate, by address (console.accounts.lockouts.client_ip)."""
+    """An anonymous caller's rate, by address (console.accounts.lockouts.backends.client_ip)."""
 
     scope = "anonymous"
 

@@ -6,8 +6,7 @@ from drf_spectacular.views import SpectacularAPIView
 
 from console import views
 from console.access.urls import api_urlpatterns as access_api
-from console.accounts.lockout_urls import api_urlpatterns as lockouts_api
-from console.accounts.token_urls import api_urlpatterns as tokens_api
+from console.accounts.urls import api_urlpatterns as accounts_api
 from console.accounts.views import LoginView
 from console.alerts.urls import api_urlpatterns as alerts_api
 from console.audit.urls import api_urlpatterns as audit_api
@@ -17,6 +16,7 @@ from console.delivery.urls import api_urlpatterns as poison_list_api
 from console.lakequery.urls import api_urlpatterns as lakequery_api
 from console.notes.urls import api_urlpatterns as notes_api
 from console.processes.urls import api_urlpatterns as processes_api
+from console.queues.urls import api_urlpatterns as queues_api
 from console.retention.urls import api_urlpatterns as retention_api
 from console.runs.urls import api_urlpatterns as runs_api
 from console.sso.views import LogoutView as SsoLogoutView
@@ -38,14 +38,14 @@ urlpatterns = [
         name="api-docs",
     ),
     path("api/v1/", include(browse_api)),
+    path("api/v1/", include(queues_api)),
     path("api/v1/", include(audit_api)),
     path("api/v1/", include(lakequery_api)),
     path("api/v1/", include(decisions_api)),
     path("api/v1/", include(poison_list_api)),
     path("api/v1/", include(retention_api)),
     path("api/v1/", include(notes_api)),
-    path("api/v1/", include(tokens_api)),
-    path("api/v1/", include(lockouts_api)),
+    path("api/v1/", include(accounts_api)),
     path("api/v1/", include(access_api)),
     path("api/v1/", include(alerts_api)),
     path("api/v1/", include(runs_api)),
@@ -53,8 +53,7 @@ urlpatterns = [
     path("help/glossary/", views.glossary, name="glossary"),
     path("", include("console.audit.urls")),
     path("", include("console.alerts.urls")),
-    path("", include("console.accounts.token_urls")),
-    path("", include("console.accounts.lockout_urls")),
+    path("", include("console.accounts.urls")),
     path("", include("console.access.urls")),
     path("", include("console.runs.urls")),
     path("", include("console.processes.urls")),

@@ -6,7 +6,7 @@ import functools
 import importlib.util
 from pathlib import Path
 
-from console.accounts.tokens import token_create
+from console.accounts.tokens.services import token_create
 
 CLIENT = Path(__file__).resolve().parent.parent / "static" / "clients" / "antidote_poison.py"
 

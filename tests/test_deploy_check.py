@@ -4,11 +4,8 @@ an operator would, in its own process, with the environment production sets."""
 import os
 import secrets
 import string
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.console_process import deploy_check
 
 
 def _production_env(tmp_path):
@@ -30,14 +27,7 @@ def _production_env(tmp_path):
 
 
 def _check_deploy(tmp_path, **overrides):
-    return subprocess.run(
-        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-        cwd=ROOT,
-        env={**_production_env(tmp_path), **overrides},
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    return deploy_check({**_production_env(tmp_path), **overrides})
 
 
 def test_it_reports_nothing_with_production_settings(tmp_path):
@@ -57,14 +47,7 @@ def test_it_warns_without_https(tmp_path):
 def test_it_warns_when_the_audit_key_is_the_generated_one_or_short(tmp_path):
     # Without AUDIT_KEY, the key is made into VAR_DIR, beside the database it should not share.
     env = {k: v for k, v in _production_env(tmp_path).items() if k != "AUDIT_KEY"}
-    generated = subprocess.run(
-        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    generated = deploy_check(env)
     assert generated.returncode != 0
     assert "audit.W001" in generated.stderr + generated.stdout
 

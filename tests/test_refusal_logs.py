@@ -15,6 +15,16 @@ from rest_framework.test import APIClient
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def _signed_in(user, caplog, **client):
+    """A test client (`client`: its options) signed in as `user`; the log captured (INFO and up)
+    from then on."""
+    caplog.set_level(logging.INFO)
+    signed_in = Client(**client)
+    signed_in.force_login(user)
+    caplog.clear()
+    return signed_in
+
+
 def _lines(caplog):
     """What the request logged, as the console shows it, and from which loggers."""
     records = [r for r in caplog.records if r.name.startswith(("django", "console.refusals"))]
@@ -44,10 +54,7 @@ def test_a_permission_refused_by_the_api_is_one_line_at_info_saying_who_and_what
 
 
 def test_a_screen_refused_is_one_line_without_a_traceback(personas, caplog):
-    caplog.set_level(logging.INFO)
-    client = Client(REMOTE_ADDR="192.0.2.11")
-    client.force_login(personas["viewer"])
-    caplog.clear()
+    client = _signed_in(personas["viewer"], caplog, REMOTE_ADDR="192.0.2.11")
 
     client.get("/lockouts/")
 
@@ -107,10 +114,9 @@ def test_a_wrong_method_and_too_many_calls_are_one_line_each(api, caplog, settin
 
 
 def test_a_form_without_its_csrf_token_is_one_line_with_djangos_reason(personas, caplog):
-    caplog.set_level(logging.INFO)
-    client = Client(enforce_csrf_checks=True, REMOTE_ADDR="192.0.2.13")
-    client.force_login(personas["admin"])
-    caplog.clear()
+    client = _signed_in(
+        personas["admin"], caplog, enforce_csrf_checks=True, REMOTE_ADDR="192.0.2.13"
+    )
 
     client.post("/queues/orders/enable")
 

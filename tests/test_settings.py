@@ -1,13 +1,9 @@
 """Settings refuse a bad environment value at start, loudly, instead of misbehaving later."""
 
-import os
-import subprocess
-import sys
-from pathlib import Path
-
 import pytest
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.console_process import console_python
+
 STARTUP = "import django; django.setup(); from django.conf import settings; print(settings.DEBUG)"
 # Variables a developer or CI may have set that would change what these tests see.
 _OURS = (
@@ -27,17 +23,7 @@ _OURS = (
 
 
 def _start(tmp_path, **env):
-    environ = {k: v for k, v in os.environ.items() if k not in _OURS}
-    environ.update(DJANGO_SETTINGS_MODULE="console.settings", VAR_DIR=str(tmp_path), **env)
-    return subprocess.run(
-        [sys.executable, "-c", STARTUP],
-        env=environ,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return console_python(STARTUP, var_dir=tmp_path, unset=_OURS, **env)
 
 
 def test_it_starts_on_embedded_defaults(tmp_path):

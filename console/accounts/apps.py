@@ -8,6 +8,6 @@ class AccountsConfig(AppConfig):
 
     def ready(self):
         from console.accounts import receivers  # noqa: F401 - connects the lockout receivers
-        from console.accounts.proxy_checks import proxy_layout_check
+        from console.accounts.checks import proxy_layout_check
 
         register(proxy_layout_check, Tags.security, deploy=True)

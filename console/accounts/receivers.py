@@ -9,9 +9,10 @@ from django.db.models.signals import m2m_changed
 from django.dispatch import receiver
 
 from console.access.service_accounts import holds_service_role
-from console.accounts.lockouts import client_ip, lockout_forget_own_failures
+from console.accounts.lockouts.backends import client_ip
+from console.accounts.lockouts.services import lockout_forget_own_failures
 from console.accounts.models import ApiToken
-from console.accounts.tokens import tokens_revoke_all
+from console.accounts.tokens.services import tokens_revoke_all
 from console.audit.services import audit_record
 
 User = get_user_model()

@@ -129,7 +129,7 @@ class MessageFilterForm(NoAutocompleteForm):
 
     def offer(self, choices):
         """The page's pickers: queues, states, exception types and failure groups, each with how
-        many messages the list holds for it (browse.selectors.FilterChoices). The fields still
+        many messages the list holds for it (browse.counts.FilterChoices). The fields still
         take any value (a link's, a typed one); a current value not offered is kept."""
         current = self.data.get
         self.fields["queue"].widget = _picker(
@@ -180,6 +180,11 @@ class MessageFilterForm(NoAutocompleteForm):
         """The cleaned filters that are set, as the selectors take them."""
         data = self.cleaned_data
         return {name: data[name] for name in FILTER_FIELDS if data.get(name) not in (None, "")}
+
+    def keyset(self):
+        """The page asked for, as selectors.message_page takes it: the sort and the cursor."""
+        data = self.cleaned_data
+        return {"sort": data["sort"], "after": data["after"], "before": data["before"]}
 
 
 def _cut(text, size):

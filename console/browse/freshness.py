@@ -21,7 +21,7 @@ from console.readmodels.selectors import read_models_folded_upto
 # ordinary, three are not.
 STALE_INTERVALS = 3
 # A heartbeat this many beats old: the refresh's worker has likely stopped (the sweeper takes it
-# as dead at console.readmodels.services.MISSED_BEATS).
+# as dead at console.leases.MISSED_BEATS).
 SILENT_BEATS = 2
 ERROR_SHOWN = 300
 

@@ -20,7 +20,7 @@ import re
 from dataclasses import dataclass
 from json.decoder import scanstring
 
-from console.ingest.services import header_bytes
+from console.ingest.records import header_bytes
 from workers.engine.own_headers import FOREIGN_PREFIX
 
 HEADERS_SHOWN = 100

@@ -1,5 +1,6 @@
-"""Reads for the console's screens and API: the read models (MessageIndex, FailureGroup, QueueStat,
-QuarantineInflow), and one message's stored row and history from the lake with pyarrow.
+"""Reads for the console's screens and API: the messages (the list, by keyset, and how many
+match), one message's stored row and history from the lake with pyarrow, and the failure
+groups. The counts the read models keep (queues, flows, the dashboard) are console.browse.counts.
 
 Nothing here writes (R12). No query counts a large set exactly: the browser pages by keyset and
 counts matches up to COUNT_CAP.
@@ -7,31 +8,25 @@ counts matches up to COUNT_CAP.
 
 import logging
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta
+from datetime import datetime
 from functools import cached_property
 
 import pyarrow.compute as pc
 from django.core import signing
-from django.db.models import Count, Q, Sum
-from django.db.models.functions import TruncHour
+from django.db.models import Q
 
-from console.audit.models import AuditEntry
 from console.browse.forms import DEFAULT_SORT, OPEN, PAGE_SIZE
 from console.browse.headers import header_map, headers_shown
 from console.browse.message_words import is_batch_mate_reason
-from console.browse.policy_words import policy_sentences, relapse, relapse_words
-from console.delivery.models import DeliveryRun, PoisonEntry
+from console.delivery.models import PoisonEntry
 from console.delivery.selectors import HISTORY_FIELDS, message_history
 from console.ingest.models import MessageKey
 from console.lake.services import lake
 from console.notes.selectors import group_owner_q, message_owner_q
-from console.queues.models import POLICY_FIELDS, Queue
 from console.readmodels.models import (
-    CountsCheck,
     FailureGroup,
     MessageIndex,
     MessageState,
-    QuarantineInflow,
     QueueStat,
 )
 from workers.brokers.dead_letters import dead_letter_details, dead_letter_of
@@ -39,9 +34,6 @@ from workers.engine.states import (
     ATTENTION_STATES,
     DLNG,
     DLVD,
-    FLOWS,
-    NDLV,
-    STATES,
     is_failure,
 )
 from workers.lake.schema import MESSAGE_COLUMNS_WITHOUT_BODY
@@ -52,7 +44,6 @@ COUNT_CAP = 10_000
 CONVERSATION_SHOWN = 100
 GROUPS_SHOWN = 500
 TOP_GROUPS = 10
-INFLOW_HOURS = 7 * 24
 
 # sort key -> (MessageIndex column, may be NULL). A message that never failed has no
 # last_failure_at; those come after every failed one, whichever the direction.
@@ -520,7 +511,7 @@ def message_conversation(*, conversation_id, exclude=None, limit=CONVERSATION_SH
     return list(qs[:limit])
 
 
-# --- Failure groups, queues, dashboard -----------------------------------------------------------
+# --- Failure groups ------------------------------------------------------------------------------
 
 
 def group_list(*, queue=None, resolved=False, owner=None, limit=GROUPS_SHOWN):
@@ -550,223 +541,3 @@ def groups_apart(groups):
 
 def group_get(*, fingerprint):
     return FailureGroup.objects.filter(fingerprint=fingerprint).first()
-
-
-def state_counts(counts):
-    """[(state, n)] in lifecycle order, then any state we do not know, for stable display."""
-    counts = counts or {}
-    known = [(s, int(counts.get(s, 0))) for s in STATES if s in counts]
-    other = sorted((s, int(n)) for s, n in counts.items() if s not in STATES)
-    return known + other
-
-
-@dataclass
-class QueueOverview:
-    name: str
-    queue: Queue | None  # None: messages in the index for a queue that no longer exists
-    counts: list  # [(state, n)]
-    total: int
-    stats_at: datetime | None
-
-    @property
-    def policy(self):
-        if self.queue is None:
-            return []
-        return [(name, getattr(self.queue, name)) for name in POLICY_FIELDS]
-
-    @property
-    def policy_words(self):
-        """The policy as the queues page says it: [(topic, sentence)] (policy_words)."""
-        return [] if self.queue is None else policy_sentences(self.queue)
-
-
-def queue_overview():
-    """Every queue with its policy, status and message counts per state."""
-    stats = {s.queue: s for s in QueueStat.objects.all()}
-    queues = {q.name: q for q in Queue.objects.all()}
-    result = []
-    for name in sorted(set(queues) | set(stats)):
-        stat = stats.get(name)
-        counts = state_counts(stat.counts if stat else {})
-        result.append(
-            QueueOverview(
-                name=name,
-                queue=queues.get(name),
-                counts=counts,
-                total=sum(n for _, n in counts),
-                stats_at=stat.updated_at if stat else None,
-            )
-        )
-    return result
-
-
-HISTORY_SHOWN = 5
-
-
-def queue_history(*, names, per_queue=HISTORY_SHOWN):
-    """{queue name: its latest audit entries (created, changed, disabled, paused, enabled), newest
-    first}: how each queue's policy and status came to be what the page shows."""
-    history = {name: [] for name in names}
-    entries = AuditEntry.objects.filter(target_type="queue", target_id__in=names).order_by("-seq")
-    for entry in entries.only("seq", "at", "actor", "action", "target_id", "details")[:2000]:
-        shown = history[entry.target_id]
-        if len(shown) < per_queue:
-            shown.append(entry)
-    return history
-
-
-def queue_relapse(*, history, queue):
-    """R11: how `queue` (a Queue) disabled itself again right after someone enabled it, as a
-    sentence, from its audit entries (`history`, newest first, as queue_history gives them);
-    "" while it is enabled or was disabled otherwise."""
-    if queue is None or queue.enabled:
-        return ""
-    found = relapse(history)
-    return relapse_words(found) if found else ""
-
-
-def queues_disabled():
-    return list(Queue.objects.filter(enabled=False).order_by("name"))
-
-
-def flow_series(*, hours=INFLOW_HOURS, end=None, queue=None):
-    """{flow: [(hour, n)]} for every flow of FLOWS (into and out of quarantine, delivered,
-    failed attempts), all queues together or `queue`'s, over the same `hours` up to `end` (by
-    default the latest hour with any count), zeros included; every series empty if none."""
-    counted = QuarantineInflow.objects.all()
-    if queue:
-        counted = counted.filter(queue=queue)
-    latest = end or counted.order_by("-hour").values_list("hour", flat=True).first()
-    if latest is None:
-        return {flow: [] for flow in FLOWS}
-    latest = latest.replace(minute=0, second=0, microsecond=0)
-    start = latest - timedelta(hours=hours - 1)
-    sums = {
-        (flow, hour): int(n)
-        for flow, hour, n in counted.filter(hour__gte=start, hour__lte=latest)
-        .values("flow", "hour")
-        .annotate(n=Sum("count"))
-        .values_list("flow", "hour", "n")
-    }
-    moments = [start + timedelta(hours=i) for i in range(hours)]
-    return {flow: [(at, sums.get((flow, at), 0)) for at in moments] for flow in FLOWS}
-
-
-def dashboard_stats():
-    """The dashboard's numbers: messages per state overall and per queue, quarantined now."""
-    per_queue = []
-    totals = {}
-    latest = None
-    for stat in QueueStat.objects.order_by("queue"):
-        counts = state_counts(stat.counts)
-        per_queue.append((stat.queue, counts))
-        for state, n in counts:
-            totals[state] = totals.get(state, 0) + n
-        latest = max(latest, stat.updated_at) if latest else stat.updated_at
-    return {
-        "totals": state_counts(totals),
-        "per_queue": per_queue,
-        "quarantined": totals.get(NDLV, 0),
-        "updated_at": latest,
-        # DLVD counts every delivered message; the browser lists those that failed first.
-        "delivered_after_failure": message_match_count(filters={"state": DLVD}),
-    }
-
-
-def counts_check_latest():
-    """The newest check of the counts against the lake (console.readmodels.verify), or None."""
-    check = CountsCheck.objects.order_by("-id").first()
-    if check is None:
-        return None
-    return {
-        "status": check.status,
-        "finished_at": check.finished_at,
-        "differences": check.differences,
-    }
-
-
-def first_run():
-    """What the dashboard says before its first counts: how many messages were taken in, and the
-    delivery run under way (or the last one) with when it started. Read only while no queue
-    has stats yet, so the count is of a young system's keys."""
-    run = DeliveryRun.objects.order_by("-id").first()
-    return {
-        "ingested": MessageKey.objects.count(),
-        "run": run,
-        "running": run is not None and run.status == DeliveryRun.RUNNING,
-    }
-
-
-# The message list's pickers offer at most this many failure groups (the most pressing first); a
-# group further down is still chosen from its page, or typed.
-PICKER_GROUPS = 100
-
-
-@dataclass
-class FilterChoices:
-    """What the message list's pickers offer, each with how many messages the list would show
-    for it, from the read models' counts (as of the last refresh)."""
-
-    queues: list  # [(queue, n)]
-    states: list  # [(state, n)]
-    exception_types: list  # [(exception type, n)]
-    groups: list  # [(fingerprint, pattern, n)]
-
-
-def filter_choices():
-    listed = {}  # state -> messages the list holds in it (DLVD: those that failed first)
-    queues = []
-    for stat in QueueStat.objects.order_by("queue"):
-        counts = {s: int(n) for s, n in (stat.counts or {}).items()}
-        for state, n in counts.items():
-            listed[state] = listed.get(state, 0) + n
-        queues.append((stat.queue, sum(n for state, n in counts.items() if state != DLVD)))
-    if DLVD in listed:
-        listed[DLVD] = message_match_count(filters={"state": DLVD}).count
-    types = (
-        FailureGroup.objects.values_list("exception_type")
-        .annotate(n=Sum("count"))
-        .order_by("-n", "exception_type")
-    )
-    groups = FailureGroup.objects.order_by("-ndlv", "-wait", "-count", "fingerprint").values_list(
-        "fingerprint", "pattern", "count"
-    )[:PICKER_GROUPS]
-    return FilterChoices(
-        queues=queues,
-        states=state_counts(listed),
-        exception_types=[(name, int(n)) for name, n in types if name],
-        groups=[(fp, pattern, int(n)) for fp, pattern, n in groups],
-    )
-
-
-# A failure group's sparkline: its members by the hour of their latest failure, over this many
-# hours up to the newest failure among the groups shown.
-SPARK_HOURS = 24
-
-
-def group_recent(*, groups, hours=SPARK_HOURS, end=None):
-    """{fingerprint: [n per hour]}: the groups' members whose latest failure fell in each of the
-    `hours` up to `end` (by default the hour of the latest `last_seen` among `groups`). One
-    query over the group index's recent part; a member that failed again counts in its newer
-    hour only (the index keeps the latest failure)."""
-    if not groups:
-        return {}
-    end = end or max((g.last_seen for g in groups if g.last_seen), default=None)
-    if end is None:
-        return {g.fingerprint: [0] * hours for g in groups}
-    end = end.replace(minute=0, second=0, microsecond=0)
-    start = end - timedelta(hours=hours - 1)
-    rows = (
-        MessageIndex.objects.filter(
-            group_id__in=[g.fingerprint for g in groups],
-            last_failure_at__gte=start,
-            last_failure_at__lt=end + timedelta(hours=1),
-        )
-        .annotate(hour=TruncHour("last_failure_at"))
-        .values_list("group_id", "hour")
-        .annotate(n=Count("pk"))
-    )
-    recent = {g.fingerprint: [0] * hours for g in groups}
-    for fingerprint, hour, n in rows:
-        recent[fingerprint][int((hour - start).total_seconds() // 3600)] += n
-    return recent

@@ -37,9 +37,8 @@ api_urlpatterns = [
     path("search", apis.SearchApi.as_view(), name="api-search"),
     path("groups", apis.GroupListApi.as_view(), name="api-group-list"),
     path("groups/<path:fingerprint>", apis.GroupDetailApi.as_view(), name="api-group-detail"),
+    # A queue's switches are console.queues'; the list reads the counts, so it is here.
     path("queues", apis.QueueListApi.as_view(), name="api-queue-list"),
-    path("queues/<path:name>/enable", apis.QueueEnableApi.as_view(), name="api-queue-enable"),
-    path("queues/<path:name>/pause", apis.QueuePauseApi.as_view(), name="api-queue-pause"),
     path("stats", apis.StatsApi.as_view(), name="api-stats"),
     # The body and the headers first: the detail route would take ".../body" for a message id.
     path("messages/<path:message_id>/body", apis.MessageBodyApi.as_view(), name="api-message-body"),

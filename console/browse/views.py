@@ -16,7 +16,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from console.browse import charts, selectors
+from console.browse import charts, counts, selectors
 from console.browse.body import body_render, headers_download_response, raw_body_response
 from console.browse.exports import BODIES_REFUSED, MessageExportForm, message_export_response
 from console.browse.forms import (
@@ -81,13 +81,13 @@ def _auditors_to_the_audit_trail(view):
 def dashboard(request):
     chosen = request.GET.get("range", "")
     chosen = chosen if chosen in charts.RANGES else charts.DEFAULT_RANGE
-    stats = selectors.dashboard_stats()
+    stats = counts.dashboard_stats()
     queues = [queue for queue, _ in stats["per_queue"]]
     charted = request.GET.get("queue", "")
     charted = charted if charted in queues else ""
-    flows = selectors.flow_series(hours=charts.RANGES[chosen], queue=charted or None)
+    flows = counts.flow_series(hours=charts.RANGES[chosen], queue=charted or None)
     series = flows[FLOW_QUARANTINED]
-    disabled = selectors.queues_disabled()
+    disabled = counts.queues_disabled()
     ctx = {
         "stats": stats,
         # What the page shows rows and cards for: the poller reloads the page when it changes.
@@ -123,7 +123,7 @@ def dashboard(request):
         "chart_queue": charted,
         "inflow_total": sum(n for _, n in series),
         "inflow_peak": max((n for _, n in series), default=0),
-        "first_run": None if stats["updated_at"] else selectors.first_run(),
+        "first_run": None if stats["updated_at"] else counts.first_run(),
         "demo": demo_progress(),
         "processes_missing": process_warnings(),
     }
@@ -144,7 +144,7 @@ def message_list(request):
     turns it into an action request); for now it shows what the filter selects."""
     selecting = request.method == "POST"
     form = MessageFilterForm(request.POST if selecting else request.GET, user=request.user)
-    form.offer(selectors.filter_choices())
+    form.offer(counts.filter_choices())
     ctx = {"form": form, "selecting": selecting, "page": None, "count": None}
     valid = form.is_valid()
     if valid:
@@ -153,13 +153,7 @@ def message_list(request):
         size = data["size"]
         at = data["at"] or 1
         try:
-            page = selectors.message_page(
-                filters=filters,
-                sort=data["sort"],
-                after=data["after"],
-                before=data["before"],
-                size=size,
-            )
+            page = selectors.message_page(filters=filters, size=size, **form.keyset())
         except selectors.BadCursor as exc:
             form.add_error(None, str(exc))
             page = selectors.message_page(filters=filters, sort=data["sort"], size=size)
@@ -382,7 +376,7 @@ def group_list(request):
 def _with_sparklines(groups):
     """The groups, each with `.spark`: its recent failures by hour (charts.sparkline)."""
     groups = list(groups)
-    recent = selectors.group_recent(groups=groups)
+    recent = counts.group_recent(groups=groups)
     for group in groups:
         group.spark = charts.sparkline(recent.get(group.fingerprint))
     return groups
@@ -401,7 +395,7 @@ def group_detail(request, fingerprint):
     ctx = {
         "group": group,
         "batch_mates": is_batch_mate_reason(group.pattern),
-        "states": selectors.state_counts(group.states),
+        "states": counts.state_counts(group.states),
         "page": selectors.message_page(filters=filters),
         "everyone": everyone,
         "quick_query": urlencode({"scope": "group", "group": fingerprint}),
@@ -413,12 +407,12 @@ def group_detail(request, fingerprint):
 @login_required
 @perms_required(VIEW_QUEUES, VIEW_STATS)
 def queue_list(request):
-    queues = selectors.queue_overview()
-    history = selectors.queue_history(names=[q.name for q in queues])
+    queues = counts.queue_overview()
+    history = counts.queue_history(names=[q.name for q in queues])
     rows = []
     for q in queues:
         changes = history.get(q.name, [])
-        rows.append((q, changes, selectors.queue_relapse(history=changes, queue=q.queue)))
+        rows.append((q, changes, counts.queue_relapse(history=changes, queue=q.queue)))
     return render(
         request,
         "browse/queue_list.html",
@@ -435,8 +429,8 @@ def queue_enable(request, name):
         messages.info(request, f"Queue {queue.name} was already enabled.")
     else:
         # Read before enabling: afterwards the newest entry is this enabling.
-        history = selectors.queue_history(names=[queue.name], per_queue=2)[queue.name]
-        relapsed = selectors.queue_relapse(history=history, queue=queue)
+        history = counts.queue_history(names=[queue.name], per_queue=2)[queue.name]
+        relapsed = counts.queue_relapse(history=history, queue=queue)
         queue_reenable(queue_ids=[queue.id], actor=request.user)
         said = f"Queue {queue.name} is enabled again."
         if relapsed:

@@ -6,11 +6,12 @@ import uuid
 from django.conf import settings
 from django.db import models
 
+from console import leases
 from workers.engine import actions as A
 from workers.jobs import decisions as D
 
 
-class ActionRequest(models.Model):
+class ActionRequest(leases.LeasedRun):
     REPROCESS, FAIL, END = A.REPROCESS, A.FAIL, A.END
     ACTIONS = [(action, A.LABELS[action]) for action in A.ACTIONS]
 
@@ -43,6 +44,9 @@ class ActionRequest(models.Model):
     ]
     # Statuses a request never leaves.
     FINAL = (REJECTED, WITHDRAWN, EXPIRED, CANCELLED, DONE, FAILED)
+    # As a leased run: from its approval until it ends, executed.
+    ACTIVE, FINISHED = (APPROVED, RUNNING, CANARY), (CANCELLED, DONE, FAILED)
+    lease_by_beats = True
 
     action = models.CharField(max_length=20, choices=ACTIONS)
     target_queue = models.CharField(max_length=100, blank=True, default="")  # reprocess elsewhere
@@ -67,7 +71,7 @@ class ActionRequest(models.Model):
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
     )
     created_at = models.DateTimeField(auto_now_add=True)
-    status = models.CharField(max_length=12, choices=STATUSES)
+    status = leases.status_field(STATUSES, default=None)
     needs_approval = models.BooleanField()
     decided_by = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+", null=True, blank=True
@@ -108,10 +112,6 @@ class ActionRequest(models.Model):
     # Execution: a lease by heartbeat like a delivery run's, and progress counted per chunk in
     # the same transaction that commits the chunk.
     epoch = models.BigIntegerField(null=True, blank=True)
-    worker = models.CharField(max_length=200, blank=True, default="")
-    started_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
     plan_path = models.CharField(max_length=500, blank=True, default="")
     plan_upto = models.BigIntegerField(null=True, blank=True)  # last events commit it folded
     # A reprocess plans from the message index (as of its refresh, plan_upto) rather than from a
@@ -134,7 +134,6 @@ class ActionRequest(models.Model):
     # Per step, its outcome as the decisions sweeper last read it: step, size, delivered,
     # refailed, pending, rate (percent), verdict, reasons [[reason, messages]].
     step_results = models.JSONField(default=list, blank=True)
-    error = models.TextField(blank=True, default="")
 
     class Meta:
         ordering = ["-id"]
@@ -218,6 +217,9 @@ class ActionRequest(models.Model):
         if not self.count:
             return 0
         return min(100, round(100 * (self.done + self.skipped + self.failed) / self.count))
+
+
+leases.register("decision", ActionRequest, title="decision's execution")
 
 
 class ActionChunk(models.Model):

@@ -13,6 +13,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from console import leases
 from console.audit.services import audit_record
 from console.decisions.execution import action_request_claim_for_execution
 from console.decisions.models import ActionChunk
@@ -140,12 +141,11 @@ def decisions_sweep(*, enqueue, now=None):
         # The claim marks it expired and records it.
         action_request_claim_for_execution(request_id=request_id, now=now)
         done["expired"] += 1
-    stale = now - timedelta(seconds=3 * settings.HEARTBEAT_SECONDS)
     waiting = now - timedelta(seconds=settings.SWEEP_INTERVAL_SECONDS)
     lost = R.objects.filter(
         Q(status=R.APPROVED, expires_at__gt=now)
         & (Q(decided_at__lte=waiting) | Q(decided_at__isnull=True, created_at__lte=waiting))
-        | Q(status=R.RUNNING) & (Q(heartbeat_at__isnull=True) | Q(heartbeat_at__lt=stale))
+        | leases.stale(R, now)
     ).values_list("id", flat=True)
     for request_id in lost:
         # At most once in a while: the task may only be waiting behind a long one.

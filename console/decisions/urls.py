@@ -1,6 +1,6 @@
 from django.urls import path
 
-from console.decisions import apis, views
+from console.decisions import apis, approval_views, views
 
 urlpatterns = [
     path("requests/", views.request_list, name="request-list"),
@@ -11,16 +11,22 @@ urlpatterns = [
     path("requests/<int:request_id>/ids.txt", views.request_ids, name="request-ids"),
     path("requests/<int:request_id>/outcome", views.request_outcome_list, name="request-outcome"),
     path("requests/<int:request_id>/retry", views.request_retry, name="request-retry"),
-    path("requests/<int:request_id>/approve", views.request_approve, name="request-approve"),
-    path("requests/<int:request_id>/reject", views.request_reject, name="request-reject"),
-    path("requests/<int:request_id>/withdraw", views.request_withdraw, name="request-withdraw"),
-    path("requests/<int:request_id>/cancel", views.request_cancel, name="request-cancel"),
+    path(
+        "requests/<int:request_id>/approve", approval_views.request_approve, name="request-approve"
+    ),
+    path("requests/<int:request_id>/reject", approval_views.request_reject, name="request-reject"),
+    path(
+        "requests/<int:request_id>/withdraw",
+        approval_views.request_withdraw,
+        name="request-withdraw",
+    ),
+    path("requests/<int:request_id>/cancel", approval_views.request_cancel, name="request-cancel"),
     path(
         "requests/<int:request_id>/break-glass",
-        views.request_break_glass,
+        approval_views.request_break_glass,
         name="request-break-glass",
     ),
-    path("requests/<int:request_id>/review", views.request_review, name="request-review"),
+    path("requests/<int:request_id>/review", approval_views.request_review, name="request-review"),
     path("notifications/", views.notification_list, name="notification-list"),
 ]
 

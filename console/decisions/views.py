@@ -6,14 +6,12 @@ Every view checks its permission on the server, and the services check theirs ag
 requester cannot approve their own request however the form is posted). Comments, reasons, ids
 and bodies are attacker-controlled: they reach the templates as plain strings, escaped there."""
 
-import os
 from urllib.parse import urlencode
 
-from django import forms
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
-from django.http import Http404, QueryDict, StreamingHttpResponse
+from django.http import QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
@@ -24,17 +22,14 @@ from console.browse import selectors as browse_selectors
 from console.browse.body import body_render
 from console.browse.services import message_body_read_record
 from console.decisions import selectors
+from console.decisions.answers import frozen_ids_response, request_or_404, why
 from console.decisions.approval import approval_budget, approval_policy
 from console.decisions.break_glass import (
     break_glass_consequence,
-    break_glass_execute,
-    break_glass_review,
     may_break_glass,
     may_review,
 )
 from console.decisions.forms import (
-    COMMENT_MAX,
-    MAX_ID,
     NOTIFICATIONS_PAGE,
     REQUESTS_PAGE,
     TEXT_MAX,
@@ -55,20 +50,14 @@ from console.decisions.outcome import (
     request_outcome,
 )
 from console.decisions.overlaps import request_overlaps
-from console.decisions.scope import ScopeError, frozen_ids
+from console.decisions.scope import ScopeError
 from console.decisions.selections import selection_create, selection_ids, selection_ids_parse
 from console.decisions.services import (
     Action,
-    action_request_approve,
-    action_request_cancel,
     action_request_create,
     action_request_edited_body_read,
-    action_request_reject,
-    action_request_withdraw,
 )
 from console.decisions.targets import redrive_target_said
-from console.forms import LimitedForm
-from console.lake.services import lake
 from console.permissions import (
     APPROVE_REQUESTS,
     MAKE_REQUESTS,
@@ -83,40 +72,6 @@ from console.readmodels.models import MessageIndex
 BODY_EDIT_MAX = 1024 * 1024
 BREAKDOWN_SHOWN = 200
 SELECTION_SHOWN = 100
-
-
-def why(exc):
-    """A service's refusal as one readable sentence."""
-    if isinstance(exc, ValidationError):
-        return "; ".join(exc.messages)
-    return str(exc)
-
-
-def request_or_404(request_id):
-    """The request, or 404 for an id that is unknown, not a number, or too big for one."""
-    try:
-        number = int(request_id)
-    except (TypeError, ValueError):
-        number = 0
-    found = selectors.request_get(request_id=number) if 0 < number <= MAX_ID else None
-    if found is None:
-        raise Http404("no such request")
-    return found
-
-
-def frozen_ids_response(request):
-    """The frozen ids as text, one a line, in order: `sha256sum` of it is the request's
-    ids_sha256. Streamed from the lake a batch at a time."""
-    if not os.path.exists(lake().path(request.ids_path)):
-        raise Http404("the frozen id file is no longer in the lake")
-
-    def lines():
-        for ids in frozen_ids(request.ids_path):
-            yield "".join(f"{message_id}\n" for message_id in ids).encode()
-
-    response = StreamingHttpResponse(lines(), content_type="text/plain; charset=utf-8")
-    response["Content-Disposition"] = f'attachment; filename="request-{request.id}-ids.txt"'
-    return response
 
 
 # --- Asking -------------------------------------------------------------------------------------
@@ -516,135 +471,6 @@ def request_retry(request, request_id):
 @perms_required(VIEW_REQUESTS)
 def request_ids(request, request_id):
     return frozen_ids_response(request_or_404(request_id))
-
-
-# --- Deciding -----------------------------------------------------------------------------------
-
-
-class _CommentForm(LimitedForm):
-    comment = forms.CharField(required=False, max_length=COMMENT_MAX, strip=False)
-
-
-def _act(request, request_id, service, done):
-    r = request_or_404(request_id)
-    form = _CommentForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, " ".join(form.errors["comment"]))
-        return redirect("request-detail", r.id)
-    try:
-        r = service(actor=request.user, request=r, comment=form.cleaned_data["comment"])
-    except ValidationError as exc:
-        messages.error(request, why(exc))
-    else:
-        messages.success(request, done(r))
-    # PermissionDenied goes up: Django answers 403.
-    return redirect("request-detail", r.id)
-
-
-def _said(what):
-    return lambda r: f"Request {r.id} {what}."
-
-
-def _cancelled(r):
-    if r.status == R.CANCELLED:
-        return f"Request {r.id} is cancelled."
-    return f"Request {r.id} stops before its next chunk; the chunks done stay done."
-
-
-@require_POST
-@login_required
-@perms_required(VIEW_REQUESTS, APPROVE_REQUESTS)
-def request_approve(request, request_id):
-    return _act(request, request_id, action_request_approve, _said("is approved"))
-
-
-@require_POST
-@login_required
-@perms_required(VIEW_REQUESTS, APPROVE_REQUESTS)
-def request_reject(request, request_id):
-    return _act(request, request_id, action_request_reject, _said("is rejected"))
-
-
-@require_POST
-@login_required
-@perms_required(VIEW_REQUESTS)
-def request_withdraw(request, request_id):
-    return _act(request, request_id, action_request_withdraw, _said("is withdrawn"))
-
-
-@require_POST
-@login_required
-@perms_required(VIEW_REQUESTS)
-def request_cancel(request, request_id):
-    return _act(request, request_id, action_request_cancel, _cancelled)
-
-
-class _BreakGlassForm(LimitedForm):
-    # Not required here: the service says what is missing, in its words.
-    reason = forms.CharField(required=False, max_length=COMMENT_MAX, strip=False)
-    confirm = forms.BooleanField(required=False)
-
-
-@require_POST
-@login_required
-@perms_required(VIEW_REQUESTS)  # and an approver or an administrator: the service checks
-def request_break_glass(request, request_id):
-    """Execute a pending request alone (R17's break-glass), with a reason and the confirmation
-    of what happens. Off unless BREAK_GLASS is on: the service refuses it then (403)."""
-    r = request_or_404(request_id)
-    form = _BreakGlassForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, " ".join(m for errors in form.errors.values() for m in errors))
-        return redirect("request-detail", r.id)
-    try:
-        r = break_glass_execute(
-            actor=request.user,
-            request=r,
-            reason=form.cleaned_data["reason"],
-            confirm=form.cleaned_data["confirm"],
-        )
-    except ValidationError as exc:
-        messages.error(request, why(exc))
-    else:
-        messages.success(
-            request,
-            f"Request {r.id} is approved by you alone (break-glass) and starts now. Every other "
-            "approver and administrator is told; someone else must review it.",
-        )
-    return redirect("request-detail", r.id)
-
-
-class _ReviewForm(LimitedForm):
-    verdict = forms.ChoiceField(
-        choices=[("agree", "I agree"), ("disagree", "I disagree")],
-        error_messages={"required": "choose whether you agree or disagree"},
-    )
-    comment = forms.CharField(required=False, max_length=COMMENT_MAX, strip=False)
-
-
-@require_POST
-@login_required
-@perms_required(VIEW_REQUESTS)
-def request_review(request, request_id):
-    """Someone else's review of a break-glass decision: agree, or disagree and say why. Approvers
-    and administrators review; the service checks who (never the one who broke the glass, nor
-    the requester)."""
-    r = request_or_404(request_id)
-    form = _ReviewForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, " ".join(m for errors in form.errors.values() for m in errors))
-        return redirect("request-detail", r.id)
-    agrees = form.cleaned_data["verdict"] == "agree"
-    try:
-        r = break_glass_review(
-            actor=request.user, request=r, agrees=agrees, comment=form.cleaned_data["comment"]
-        )
-    except ValidationError as exc:
-        messages.error(request, why(exc))
-    else:
-        said = "agree with" if agrees else "disagree with"
-        messages.success(request, f"You {said} request {r.id}'s break-glass decision; recorded.")
-    return redirect("request-detail", r.id)
 
 
 # --- Error notifications ------------------------------------------------------------------------

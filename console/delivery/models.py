@@ -1,10 +1,11 @@
 from django.db import models
 
+from console import leases
 from workers.engine.poison_feed import ADDED, BODY_CLEARED, REMOVED
 from workers.engine.poison_feed import KINDS as CHANGE_KINDS
 
 
-class DeliveryRun(models.Model):
+class DeliveryRun(leases.LeasedRun):
     """One pass of the delivery engine. Its heartbeat is its lease on the messages it claimed:
     when the heartbeat stops, the sweeper applies R7 to the claims (ARCHITECTURE: tasks may be
     lost, work may not)."""
@@ -14,18 +15,14 @@ class DeliveryRun(models.Model):
     FAILED = "failed"  # the job raised; its claims were recovered by R7
     CRASHED = "crashed"  # its heartbeat stopped; the sweeper recovered its claims by R7
     STATUSES = [(s, s) for s in (RUNNING, COMMITTED, FAILED, CRASHED)]
+    FINISHED = (COMMITTED, FAILED, CRASHED)
 
     epoch = models.BigIntegerField(unique=True)
-    status = models.CharField(max_length=12, choices=STATUSES, default=RUNNING)
+    status = leases.status_field(STATUSES)
     queues = models.JSONField(default=list)  # the queues it holds (DeliveryLock) while running
-    worker = models.CharField(max_length=200, blank=True, default="")
-    started_at = models.DateTimeField()
-    heartbeat_at = models.DateTimeField()
-    finished_at = models.DateTimeField(null=True, blank=True)
     claims_path = models.CharField(max_length=500, blank=True, default="")
     claimed = models.BigIntegerField(default=0)
     outcomes = models.JSONField(default=dict)
-    error = models.TextField(blank=True, default="")
     recovered = models.BooleanField(default=False)
 
     class Meta:
@@ -39,6 +36,22 @@ class DeliveryRun(models.Model):
 
     def __str__(self):
         return f"run {self.id} ({self.status})"
+
+    def described(self):
+        """What the Runs page shows of it (console.leases.RunKind.describe)."""
+        states = (self.outcomes or {}).get("states") or {}
+        claimed = f"; {self.claimed} claimed" if self.claimed is not None else ""
+        return {
+            "variant": "",
+            "queues": list(self.queues or []),
+            "claimed": self.claimed,
+            "outcomes": {str(k): v for k, v in states.items()},
+            "position": f"{', '.join(self.queues or []) or 'no queue'}{claimed}",
+            "did": ", ".join(f"{state} {n}" for state, n in sorted(states.items())),
+        }
+
+
+leases.register("delivery", DeliveryRun, title="delivery run", order=1)
 
 
 class DeliveryLock(models.Model):

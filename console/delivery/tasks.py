@@ -1,4 +1,4 @@
-"""The delivery engine's Celery tasks: thin, each calls console.delivery.services.
+"""The delivery engine's Celery tasks: thin, each calls console.delivery.execution or services.
 
 Task names are kept from when every task lived in workers.tasks: the routes and beat's schedule
 (workers.celery) and tasks already waiting in a broker name them so. None of these retries on its
@@ -8,15 +8,13 @@ is due; a sweep recovers a dead run once)."""
 from celery import shared_task
 from django.utils import timezone
 
+from console import leases
+from console.delivery.execution import delivery_run, leases_sweep
 from console.delivery.poison import poison_feed_sweep
-from console.delivery.services import delivery_dispatch, delivery_run, leases_sweep
-from console.lake.services import (
-    lake_compactions_stale_fail,
-    lake_history_compact_if_due,
-    lake_state_compact_if_due,
-)
-from console.readmodels.services import refresh_runs_stale_fail
-from console.readmodels.verify import counts_checks_stale_fail
+from console.delivery.services import delivery_dispatch
+from console.lake.execution import lake_history_compact_if_due, lake_state_compact_if_due
+from console.lake.models import CompactionRun
+from console.readmodels.models import CountsCheck, RefreshRun
 
 
 @shared_task(
@@ -46,9 +44,8 @@ def sweep_leases_task():
     recovered = leases_sweep()
     poison_feed_sweep()
     now = timezone.now()
-    refresh_runs_stale_fail(now)
-    counts_checks_stale_fail(now=now)
-    lake_compactions_stale_fail(now=now)
+    for model in (RefreshRun, CountsCheck, CompactionRun):
+        leases.sweep_stale(model, now=now)
     return recovered
 
 

@@ -27,14 +27,7 @@ message and sent an edited copy in would walk around R17. A person's call is in 
 import hashlib
 import json
 
-from drf_spectacular.utils import (
-    OpenApiExample,
-    OpenApiResponse,
-    PolymorphicProxySerializer,
-    extend_schema,
-    extend_schema_field,
-)
-from rest_framework import serializers, status
+from rest_framework import status
 from rest_framework.exceptions import UnsupportedMediaType
 from rest_framework.permissions import BasePermission
 from rest_framework.response import Response
@@ -42,12 +35,12 @@ from rest_framework.views import APIView
 
 from console.access.selectors import ingest_queue_names
 from console.access.service_accounts import is_service_account
-from console.api import ERRORS, ErrorSerializer
 from console.audit.services import audit_record
+from console.ingest import api_schema, serializers
 from console.ingest.by_hand import person_source
 from console.ingest.files import record_max_bytes
 from console.ingest.models import MessageKey
-from console.ingest.services import ID_MAX_LENGTH, messages_ingest
+from console.ingest.services import messages_ingest
 from console.permissions import INGEST_MESSAGES, needs_text
 
 # The ids a person's call sent in, listed in its audit entry up to this many (all are hashed).
@@ -94,96 +87,6 @@ class _BadRequest(Exception):
         self.code = code
 
 
-_EXPECTED = 'send a message object, a list of them, or {"messages": [...]}'
-_JSON_EXAMPLE = "Expecting ',' delimiter: line 1 column 31 (char 30)"
-
-
-def _too_large(limit):
-    return (
-        f"the request is over {limit} bytes; send one message of up to MAX_BODY_BYTES per request, "
-        "or larger batches through the inbox folder"
-    )
-
-
-# For the schema only: console.ingest.services checks the messages (and says why it refuses one).
-class _MessageSerializer(serializers.Serializer):
-    """A message to send in."""
-
-    id = serializers.CharField(min_length=1, max_length=ID_MAX_LENGTH)
-    queue = serializers.CharField(help_text="The name of an existing queue.")
-    body = serializers.CharField(allow_blank=True, trim_whitespace=False)
-    body_encoding = serializers.ChoiceField(
-        ["text", "base64"], required=False, allow_null=True, help_text='"text" by default.'
-    )
-    content_type = serializers.CharField(
-        required=False,
-        allow_null=True,
-        help_text="text/plain for a text body, application/octet-stream for base64 by default.",
-    )
-    headers = serializers.DictField(
-        child=serializers.CharField(allow_blank=True),
-        required=False,
-        allow_null=True,
-        help_text=(
-            "Text to text. A name beginning with antidote-, amqp-, nats- or redis- is the "
-            "product's own (R18): it is kept under x-foreign-<name>, and never says where a "
-            "message goes. Limited by MAX_HEADER_COUNT headers, MAX_HEADER_NAME_BYTES a name, "
-            "MAX_HEADER_VALUE_BYTES a value and MAX_HEADERS_TOTAL_BYTES in all (UTF-8): a "
-            "message over one is refused, its error naming the setting."
-        ),
-    )
-    conversation_id = serializers.CharField(required=False, allow_null=True, allow_blank=True)
-    sender = serializers.CharField(required=False, allow_null=True, allow_blank=True)
-
-    class Meta:
-        ref_name = "IngestMessage"
-
-
-class _BatchSerializer(serializers.Serializer):
-    messages = _MessageSerializer(many=True)
-
-    class Meta:
-        ref_name = "IngestBatch"
-
-
-class _RefusalSerializer(serializers.Serializer):
-    index = serializers.IntegerField(allow_null=True, help_text="Its place in the batch, from 0.")
-    id = serializers.CharField(allow_null=True)
-    error = serializers.CharField()
-
-    class Meta:
-        ref_name = "IngestRefusal"
-
-
-class _ResultSerializer(serializers.Serializer):
-    accepted = serializers.IntegerField()
-    duplicates = serializers.IntegerField()
-    refused = serializers.IntegerField()
-    errors = serializers.SerializerMethodField()
-
-    class Meta:
-        ref_name = "IngestResult"
-
-    @extend_schema_field(_RefusalSerializer(many=True))
-    def get_errors(self, result):
-        return [e.as_dict() for e in result.errors]
-
-
-def _result(name, accepted, duplicates, errors):
-    return OpenApiExample(
-        name,
-        value={
-            "accepted": accepted,
-            "duplicates": duplicates,
-            "refused": len(errors),
-            "errors": [{"index": i, "id": id_, "error": text} for i, id_, text in errors],
-        },
-    )
-
-
-_TOO_LONG = (1, None, f"id is at most {ID_MAX_LENGTH} characters; this one has 10,000")
-
-
 class MessagesIngestApi(APIView):
     """Sending messages in: POST of /api/v1/messages (console.browse.apis.MessagesApi, whose GET
     lists them)."""
@@ -191,107 +94,7 @@ class MessagesIngestApi(APIView):
     permission_classes = [MaySendMessages]
     by_hand = None
 
-    @extend_schema(
-        operation_id="messages_ingest",
-        description="Send messages in: one message object, a list of them, or "
-        '`{"messages": [...]}`. Each is checked, deduplicated (the same id and body again is '
-        "a duplicate, not an error: resending a batch is safe) and appended to its queue, "
-        "where the next delivery run picks it up. 201 when every message was accepted or a "
-        "duplicate; 200 when some were refused (`errors` names each by its index in the "
-        "batch: resend only those, fixed); 400 when nothing was accepted. A service account "
-        "in the application role sends into every queue; a person (signed in) only into the "
-        "queues an administrator let them send into by hand, confirmed by a second one (403 "
-        "names the others), and each such call is in the audit trail.",
-        # JSON only: anything else is a 415.
-        request={
-            "application/json": PolymorphicProxySerializer(
-                component_name="IngestBody",
-                serializers=[_MessageSerializer, _MessageSerializer(many=True), _BatchSerializer],
-                resource_type_field_name=None,
-                many=False,
-            )
-        },
-        examples=[
-            OpenApiExample(
-                "One message",
-                value={
-                    "id": "order-2",
-                    "queue": "orders",
-                    "body": '{"order": 2}',
-                    "content_type": "application/json",
-                },
-                request_only=True,
-            ),
-            OpenApiExample(
-                "A batch",
-                value={
-                    "messages": [
-                        {
-                            "id": "order-3",
-                            "queue": "orders",
-                            "body": "b3JkZXIgMw==",
-                            "body_encoding": "base64",
-                        },
-                        {
-                            "id": "order-4",
-                            "queue": "orders",
-                            "body": "order 4",
-                            "headers": {"trace": "abc"},
-                            "conversation_id": "c-4",
-                        },
-                    ]
-                },
-                request_only=True,
-            ),
-        ],
-        responses={
-            201: OpenApiResponse(
-                _ResultSerializer,
-                description="Every message accepted, or a duplicate.",
-                examples=[_result("Accepted", 1, 0, [])],
-            ),
-            200: OpenApiResponse(
-                _ResultSerializer,
-                description="Some accepted, some refused (see errors).",
-                examples=[_result("Some refused", 1, 0, [_TOO_LONG])],
-            ),
-            400: OpenApiResponse(
-                PolymorphicProxySerializer(
-                    component_name="IngestRefused",
-                    serializers=[_ResultSerializer, ErrorSerializer],
-                    resource_type_field_name=None,
-                ),
-                description="Nothing accepted: every message refused (a result), or the request "
-                "was not a batch of messages (a detail).",
-                examples=[
-                    _result(
-                        "All refused",
-                        0,
-                        0,
-                        [(0, "order-2", "unknown queue 'ordres': no queue of that name exists")],
-                    ),
-                    OpenApiExample(
-                        "Not a batch", value={"detail": f"malformed JSON: {_JSON_EXAMPLE}"}
-                    ),
-                ],
-            ),
-            413: OpenApiResponse(
-                ErrorSerializer,
-                description="The request is too large.",
-                examples=[OpenApiExample("Too large", value={"detail": _too_large(11534336)})],
-            ),
-            415: OpenApiResponse(
-                ErrorSerializer,
-                description="The request is not JSON.",
-                examples=[
-                    OpenApiExample(
-                        "Not JSON", value={"detail": "send Content-Type: application/json"}
-                    )
-                ],
-            ),
-            **ERRORS,
-        },
-    )
+    @api_schema.messages_ingest
     def post(self, request):
         try:
             records = _records(_payload(request))
@@ -313,7 +116,7 @@ class MessagesIngestApi(APIView):
             code = status.HTTP_200_OK
         else:
             code = status.HTTP_400_BAD_REQUEST
-        return Response(_ResultSerializer(result).data, status=code)
+        return Response(serializers.ResultSerializer(result).data, status=code)
 
 
 def _queues_refusal(records, allowed):
@@ -372,15 +175,15 @@ def _payload(request):
     except ValueError:
         declared = 0
     if declared > limit:
-        raise _BadRequest(_too_large(limit), status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+        raise _BadRequest(serializers.too_large(limit), status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
     # Read here, with our own limit: Django's DATA_UPLOAD_MAX_MEMORY_SIZE (2.5 MB) is right for
     # forms but smaller than one message at MAX_BODY_BYTES.
     stream = request.stream
     raw = stream.read(limit + 1) if stream is not None else b""
     if len(raw) > limit:
-        raise _BadRequest(_too_large(limit), status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
+        raise _BadRequest(serializers.too_large(limit), status.HTTP_413_REQUEST_ENTITY_TOO_LARGE)
     if not raw.strip():
-        raise _BadRequest(_EXPECTED)
+        raise _BadRequest(serializers.EXPECTED)
     try:
         return json.loads(raw.decode("utf-8"))
     except UnicodeDecodeError:
@@ -395,12 +198,14 @@ def _payload(request):
 def _records(payload):
     if isinstance(payload, dict) and "messages" in payload:
         if len(payload) != 1 or not isinstance(payload["messages"], list):
-            raise _BadRequest(f'"messages" must be a list, alone in the object: {_EXPECTED}')
+            raise _BadRequest(
+                f'"messages" must be a list, alone in the object: {serializers.EXPECTED}'
+            )
         payload = payload["messages"]
     if isinstance(payload, dict):
         return [payload]
     if not isinstance(payload, list):
-        raise _BadRequest(f"{_EXPECTED}, not a JSON {type(payload).__name__}")
+        raise _BadRequest(f"{serializers.EXPECTED}, not a JSON {type(payload).__name__}")
     if not payload:
-        raise _BadRequest(f"the request holds no message: {_EXPECTED}")
+        raise _BadRequest(f"the request holds no message: {serializers.EXPECTED}")
     return payload

@@ -2,7 +2,7 @@
 long as it runs, whatever its broker.
 
 One thread per enabled source (`consumers_run`), each a loop of connect, drain, back off
-(`source_consume`); the broker's protocol is its connector's (workers.brokers.connector). A batch
+(`source_consume`); the broker's protocol is its connector's (workers.brokers.base). A batch
 of deliveries is stored first (`messages_ingest` commits to the lake and the DB before it
 returns) and acknowledged after, so a consumer killed at any point loses nothing: the broker
 hands over again what was not acknowledged, and ingest, being idempotent, stores each message
@@ -32,7 +32,8 @@ from console.envnames import broker_variable_refusal
 from console.ingest.services import messages_ingest
 from console.queues.models import CONSUMER_STATES, BrokerSource
 from console.queues.sources import source_drained, source_heartbeat, source_state_set
-from workers.brokers.connector import KIND_TITLES, SourceConfig, SourceDown, connector_loaded
+from workers.brokers.base import SourceConfig, SourceDown
+from workers.brokers.registry import KIND_TITLES, connector_loaded
 from workers.logcontext import log_context
 from workers.redaction import scrubbed, url_secrets
 

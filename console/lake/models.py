@@ -1,5 +1,7 @@
 from django.db import models
 
+from console import leases
+
 
 class Epoch(models.Model):
     """A number for one writer of lake events. Events carry it, and the latest event of a message
@@ -41,7 +43,7 @@ class LakeCommit(models.Model):
     # A refresh that loaded rows computed from the lake as it was before this commit (whose
     # writer had applied it) handed it back to be folded (views_applied off): until a refresh
     # takes it in, the read models may hold its changes for some of its messages and not for
-    # others (console.readmodels.services._applied_meanwhile_refold).
+    # others (console.readmodels.execution._applied_meanwhile_refold).
     handed_back = models.BooleanField(default=False)
 
     class Meta:
@@ -69,7 +71,7 @@ class LakeRewrite(models.Model):
         return f"{self.holder} until {self.until:%Y-%m-%d %H:%M:%S}"
 
 
-class CompactionRun(models.Model):
+class CompactionRun(leases.LeasedRun):
     """One compaction that was due: a state snapshot (with its open snapshot) or a history
     generation folded from the events commits, from the moment it starts folding to its commit.
     Compactions run inside other tasks (after a delivery run, lake_compact_task) and change no
@@ -85,13 +87,10 @@ class CompactionRun(models.Model):
     KINDS = [(k, k) for k in (STATE, HISTORY)]
     RUNNING, COMMITTED, SKIPPED, FAILED = "running", "committed", "skipped", "failed"
     STATUSES = [(s, s) for s in (RUNNING, COMMITTED, SKIPPED, FAILED)]
+    FINISHED = (COMMITTED, SKIPPED, FAILED)
 
     kind = models.CharField(max_length=12, choices=KINDS)
-    status = models.CharField(max_length=12, choices=STATUSES, default=RUNNING)
-    worker = models.CharField(max_length=200, blank=True, default="")  # host:pid
-    started_at = models.DateTimeField()
-    heartbeat_at = models.DateTimeField()
-    finished_at = models.DateTimeField(null=True, blank=True)
+    status = leases.status_field(STATUSES)
     # Its position: the last events commit it folds in (its snapshot or generation's covers_upto).
     covers_upto = models.BigIntegerField(null=True, blank=True)
     commits = models.IntegerField(default=0)  # events commits folded in
@@ -100,7 +99,6 @@ class CompactionRun(models.Model):
     # Why a compaction was skipped; an error for one that failed (its exception, or a lapsed
     # heartbeat).
     note = models.CharField(max_length=300, blank=True, default="")
-    error = models.TextField(blank=True, default="")
 
     class Meta:
         ordering = ["-id"]
@@ -111,3 +109,19 @@ class CompactionRun(models.Model):
 
     def __str__(self):
         return f"{self.kind} compaction {self.id} ({self.status})"
+
+    def described(self):
+        """What the Runs page shows of it (console.leases.RunKind.describe)."""
+        upto = "the start" if self.covers_upto is None else str(self.covers_upto)
+        did = [f"{self.rows} rows"] if self.rows is not None else []
+        return {
+            "variant": self.kind,
+            "upto_commit": self.covers_upto,
+            "rows": self.rows,
+            "note": self.note,
+            "position": f"covers up to events commit {upto}",
+            "did": "; ".join([*did, *([self.note] if self.note else [])]),
+        }
+
+
+leases.register("compaction", CompactionRun, title="compaction", order=3)

@@ -10,6 +10,16 @@ def lake_committed(*, idempotency_key):
     return LakeCommit.objects.filter(idempotency_key=idempotency_key).exists()
 
 
+def lake_newest(dataset):
+    """The id of the newest commit of `dataset` in use, or None."""
+    return (
+        LakeCommit.objects.filter(dataset=dataset, retired=False)
+        .order_by("-id")
+        .values_list("id", flat=True)
+        .first()
+    )
+
+
 def lake_paths(*, dataset):
     return list(
         LakeCommit.objects.filter(dataset=dataset, retired=False)

@@ -5,7 +5,7 @@ tasks already waiting in a broker name it so."""
 
 from celery import shared_task
 
-from console.lake.services import lake_history_compact_if_due, lake_state_compact_if_due
+from console.lake.execution import lake_history_compact_if_due, lake_state_compact_if_due
 
 
 @shared_task(

@@ -13,20 +13,14 @@ cancels its Spark jobs the way a person's cancel does, so that the worker's slot
 """
 
 import logging
-import os
 import shutil
-import socket
 import time
-import uuid
-from datetime import timedelta
 
 from django.conf import settings
 from django.db import transaction
-from django.db.models import F, Q
-from django.utils import timezone
 
+from console import leases
 from console.audit.services import audit_record
-from console.heartbeat import Heartbeat
 from console.lake.selectors import lake_paths, lake_state_inputs
 from console.lake.services import lake
 from console.lakequery.criteria import job_criteria
@@ -34,42 +28,11 @@ from console.lakequery.models import LakeQuery
 
 log = logging.getLogger(__name__)
 
-# The sweeper hands a query to the broker again when it has waited this long since it last did.
-REENQUEUE_AFTER = timedelta(minutes=1)
-# A query whose worker died this many times is given up: it may be what kills the worker.
-MAX_ATTEMPTS = 3
 # How often a running query writes its heartbeat and progress (at most HEARTBEAT_SECONDS).
 PROGRESS_SECONDS = 2
 
 
 # --- Running -------------------------------------------------------------------------------------
-
-
-def _stale_before(now):
-    return now - timedelta(seconds=3 * settings.HEARTBEAT_SECONDS)
-
-
-def _claim(query_id, now):
-    """Take the query if it waits, or if its runner's heartbeat stopped. Returns the claim's
-    worker token, or None when someone else has it (or it is finished)."""
-    token = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"
-    claimable = Q(status=LakeQuery.QUEUED) | Q(
-        status=LakeQuery.RUNNING, heartbeat_at__lt=_stale_before(now), attempts__lt=MAX_ATTEMPTS
-    )
-    won = (
-        LakeQuery.objects.filter(claimable, id=query_id)
-        .order_by()
-        .update(
-            status=LakeQuery.RUNNING,
-            worker=token[:200],
-            started_at=now,
-            heartbeat_at=now,
-            attempts=F("attempts") + 1,
-            progress=0,
-        )
-    )
-    # Nothing got updated: another worker got there first, or the query is over.
-    return token[:200] if won == 1 else None
 
 
 def lake_query_run(*, query_id, spark=None):
@@ -82,8 +45,7 @@ def lake_query_run(*, query_id, spark=None):
     from workers.jobs.lake_query import LakeQueryParams, run_lake_query
     from workers.spark import tracked_jobs
 
-    now = timezone.now()
-    worker = _claim(query_id, now)
+    worker = leases.claim(LakeQuery, query_id, progress=0)
     if worker is None:
         log.info("lake query %s is not waiting to run; nothing to do", query_id)
         return None
@@ -148,17 +110,17 @@ def lake_query_run(*, query_id, spark=None):
 def _finish(query_id, worker, *, status, error="", audited=None, **result):
     """Record the outcome, and its audit entry (with `audited` besides the outcome), in one
     transaction; only the claim that holds the query may. Returns True if it did."""
-    now = timezone.now()
     with transaction.atomic():
-        won = LakeQuery.objects.filter(id=query_id, status=LakeQuery.RUNNING, worker=worker).update(
+        won = leases.finish(
+            LakeQuery,
+            query_id,
+            worker=worker,
             status=status,
-            finished_at=now,
-            heartbeat_at=now,
             error=error,
             **({"progress": 100} if status == LakeQuery.DONE else {}),
             **result,
         )
-        if won != 1:
+        if not won:
             return False
         details = {"status": status, **result}
         if error:
@@ -193,7 +155,7 @@ def readable_error(exc):
     return f"{exc.__class__.__name__}: {spark_message(exc)}"[:2000]
 
 
-class QueryHeartbeat(Heartbeat):
+class QueryHeartbeat(leases.Heartbeat):
     """The query's heartbeat, which also writes its progress; when the query is no longer this
     run's (cancelled, or taken over), it cancels the run's Spark jobs. `jobs` is the run's
     workers.spark.tracked_jobs: a job group in a classic session, tagged operations over Spark
@@ -235,10 +197,7 @@ class QueryHeartbeat(Heartbeat):
             self._time_out()
             return
         progress = self._progress()
-        alive = LakeQuery.objects.filter(
-            id=self.row_id, status=LakeQuery.RUNNING, **self.owner
-        ).update(heartbeat_at=timezone.now(), progress=progress)
-        if alive:
+        if leases.heartbeat(LakeQuery, self.row_id, worker=self.owner, progress=progress):
             return
         log.info("lake query %s is no longer this run's: cancelling", self.row_id)
         self.lost = True
@@ -275,33 +234,11 @@ def lake_queries_sweep(*, enqueue, now=None):
     """Hand queued queries that waited over a minute, and running ones whose heartbeat stopped,
     to the broker again with `enqueue(query_id)` (at most once a minute each); give up on a
     query whose worker died MAX_ATTEMPTS times. Returns the ids handed over."""
-    now = now or timezone.now()
-    stale = Q(status=LakeQuery.RUNNING, heartbeat_at__lt=_stale_before(now))
-    for query in LakeQuery.objects.filter(stale, attempts__gte=MAX_ATTEMPTS):
-        error = (
-            f"given up after {query.attempts} attempts: the worker running it stopped each "
-            f"time (last heartbeat {query.heartbeat_at.isoformat()})"
-        )
-        if _finish(query.id, query.worker, status=LakeQuery.FAILED, error=error):
-            log.warning("lake query %s: %s", query.id, error)
-    waited = now - REENQUEUE_AFTER
-    due = LakeQuery.objects.filter(
-        Q(status=LakeQuery.QUEUED) | stale,
-        Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=waited),
-    ).values_list("id", flat=True)
-    handed = []
-    for query_id in list(due):
-        # One sweeper at a time wins each query.
-        if not LakeQuery.objects.filter(
-            Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=waited), id=query_id
-        ).update(enqueued_at=now):
-            continue
-        try:
-            enqueue(query_id)
-        except Exception:
-            log.exception(
-                "lake query %s could not be enqueued; the next sweep tries again", query_id
-            )
-            continue
-        handed.append(query_id)
-    return handed
+    return leases.sweep_lost(
+        LakeQuery,
+        enqueue=enqueue,
+        finish_given_up=lambda query, error: _finish(
+            query.id, query.worker, status=LakeQuery.FAILED, error=error
+        ),
+        now=now,
+    )

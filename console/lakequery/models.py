@@ -6,12 +6,16 @@ Parquet directory in the lake that becomes visible when the row records it as DO
 from django.conf import settings
 from django.db import models
 
+from console import leases
 
-class LakeQuery(models.Model):
+
+class LakeQuery(leases.LeasedRun):
     QUEUED, RUNNING, DONE, FAILED, CANCELLED = "queued", "running", "done", "failed", "cancelled"
     STATUSES = [(s, s) for s in (QUEUED, RUNNING, DONE, FAILED, CANCELLED)]
     # Statuses a query never leaves.
     FINAL = (DONE, FAILED, CANCELLED)
+    ACTIVE, FINISHED = (QUEUED, RUNNING), FINAL
+    lease_by_beats = True
 
     requester = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
@@ -22,21 +26,14 @@ class LakeQuery(models.Model):
     # The criteria read bodies: seeing the query (and which messages it found) needs the
     # permission to read bodies too.
     body_criteria = models.BooleanField(default=False)
-    status = models.CharField(max_length=12, choices=STATUSES, default=QUEUED)
-    # Who holds it while RUNNING: host, process and a token unique to the claim, so a run that
-    # lost its lease cannot record its result over the one that took it over.
-    worker = models.CharField(max_length=200, blank=True, default="")
+    status = leases.status_field(STATUSES, default=QUEUED)
     enqueued_at = models.DateTimeField(null=True, blank=True)  # last handed to the broker
     attempts = models.PositiveIntegerField(default=0)  # claims so far
-    started_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
     progress = models.PositiveSmallIntegerField(default=0)  # 0-100, from Spark's status tracker
     scanned = models.BigIntegerField(default=0)  # messages looked at: every message in the lake
     matched = models.BigIntegerField(default=0)
     result_path = models.CharField(max_length=500, blank=True, default="")  # lake relative dir
     upto = models.BigIntegerField(null=True, blank=True)  # last events commit folded
-    error = models.TextField(blank=True, default="")
 
     class Meta:
         ordering = ["-id"]
@@ -56,3 +53,6 @@ class LakeQuery(models.Model):
             (name, ", ".join(value) if isinstance(value, list) else str(value))
             for name, value in self.criteria.items()
         ]
+
+
+leases.register("lake_query", LakeQuery, title="lake query")

@@ -10,7 +10,7 @@ from django.db.models import Count, Q
 from django.utils import timezone
 
 from console.alerts.models import AlertDelivery
-from console.browse.selectors import state_counts
+from console.browse.counts import state_counts
 from console.decisions.models import ActionRequest
 from console.lake.models import LakeCommit
 from console.processes.selectors import process_heartbeat_ages

@@ -11,7 +11,7 @@ from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_safe
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 
-from console.accounts.lockouts import client_ip
+from console.accounts.lockouts.backends import client_ip
 from console.metrics.collector import registry
 
 REGISTRY = registry()

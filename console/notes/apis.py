@@ -6,110 +6,25 @@ The kind comes first in the path, the target's id last and whole (ids hold "/");
 come before the kind, so that no id can be read as one."""
 
 from django.http import Http404
-from drf_spectacular.utils import OpenApiParameter, extend_schema, inline_serializer
-from rest_framework import serializers, status
+from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from console.api import (
-    BAD_REQUEST,
-    ERRORS,
-    NOT_FOUND,
-    JSONParser,
-    ServiceRefusals,
-    answer,
-    path_key,
-    path_parameter,
-    sent,
-)
-from console.notes import selectors, services
-from console.notes.models import GROUP, MESSAGE, NOTE_MAX, TICKET_URL_MAX
+from console.api import JSONParser, ServiceRefusals, path_key, valid_input
+from console.notes import api_schema, selectors, serializers, services
+from console.notes.models import MESSAGE
 from console.permissions import INVESTIGATE, VIEW_NOTES, WRITE_NOTES, has_perms, needs_text
-
-TAGS = ["notes and investigations"]
-# The path's word for each kind.
-KINDS = {"messages": MESSAGE, "groups": GROUP}
-KIND = OpenApiParameter(
-    "kind",
-    {"type": "string", "enum": list(KINDS)},
-    OpenApiParameter.PATH,
-    description="What the target is: a message, or a failure group.",
-)
-TARGET = path_parameter(
-    "target_id",
-    "The message's id (any printable text, '/' included, percent-encoded) or the failure "
-    "group's fingerprint.",
-    "order-1",
-)
-
-
-# The examples of /api/docs/.
-_NOTE = {
-    "id": 1,
-    "author": "operator",
-    "text": "order_id went missing after the 2.3 release of the shop",
-    "created_at": "2026-11-27T07:19:00.681885Z",
-}
-_TICKET = "https://tickets.example.com/SHOP-231"
-_TAKEN = {
-    "kind": "messages",
-    "target_id": "demo-orders-000008",
-    "investigation": {
-        "owner": "operator",
-        "since": "2026-11-27T07:19:00.757285Z",
-        "ticket_url": _TICKET,
-    },
-    "owner": "operator",
-    "via_group": False,
-}
-_NOBODY = {**_TAKEN, "investigation": None, "owner": None}
 
 
 def _target(kind, target_id):
     """(kind, id) of the path, or 404 for an unknown kind or target."""
-    if kind not in KINDS:
+    if kind not in serializers.KINDS:
         raise Http404("no such kind: messages or groups")
-    kind = KINDS[kind]
+    kind = serializers.KINDS[kind]
     target_id = path_key(target_id, not_found="no such target")
     if not services.target_exists(kind=kind, target_id=target_id):
         raise Http404(f"no such {'message' if kind == MESSAGE else 'failure group'}")
     return kind, target_id
-
-
-class NoteSerializer(serializers.Serializer):
-    id = serializers.IntegerField()
-    author = serializers.CharField(source="author_name", help_text="the author's username")
-    text = serializers.CharField(help_text="plain text, as typed (line breaks kept)")
-    created_at = serializers.DateTimeField()
-
-    class Meta:
-        ref_name = "Note"
-
-
-class InvestigationSerializer(serializers.Serializer):
-    owner = serializers.CharField(source="owner.username", help_text="who is investigating")
-    since = serializers.DateTimeField(help_text="since when (taken or handed over)")
-    ticket_url = serializers.CharField(help_text="a link to a ticket (http or https), or empty")
-
-    class Meta:
-        ref_name = "Investigation"
-
-
-class InvestigationStateSerializer(serializers.Serializer):
-    kind = serializers.ChoiceField(list(KINDS))
-    target_id = serializers.CharField()
-    investigation = InvestigationSerializer(
-        allow_null=True, help_text="its own investigation, or null"
-    )
-    owner = serializers.CharField(
-        allow_null=True,
-        help_text="who owns it: its own investigation's owner, or for a message, its failure "
-        "group's owner when nobody took the message itself; null for nobody",
-    )
-    via_group = serializers.BooleanField(help_text="the owner is the failure group's owner")
-
-    class Meta:
-        ref_name = "InvestigationState"
 
 
 def _state(kind_word, kind, target_id):
@@ -123,7 +38,7 @@ def _state(kind_word, kind, target_id):
     return {
         "kind": kind_word,
         "target_id": target_id,
-        "investigation": InvestigationSerializer(own).data if own else None,
+        "investigation": serializers.InvestigationSerializer(own).data if own else None,
         "owner": effective.owner.get_username() if effective else None,
         "via_group": via_group,
     }
@@ -137,62 +52,22 @@ class NoteListApi(ServiceRefusals, APIView):
     # JSON only, as the other writes: a form post of thousands of fields is no note.
     parser_classes = [JSONParser]
 
-    class InputSerializer(serializers.Serializer):
-        text = serializers.CharField(
-            max_length=NOTE_MAX,
-            trim_whitespace=False,
-            help_text=f"Plain text, at most {NOTE_MAX:,} characters; shown as typed, never as "
-            "markup.",
-        )
-
-        class Meta:
-            ref_name = "NoteAdd"
-
-    @extend_schema(
-        operation_id="notes_list",
-        description="The notes on a message or a failure group, newest first. Notes are a "
-        "record: none is edited or deleted.",
-        tags=TAGS,
-        parameters=[KIND, TARGET],
-        responses={
-            200: answer(
-                inline_serializer("NoteList", {"results": NoteSerializer(many=True)}),
-                {"results": [_NOTE]},
-            ),
-            404: NOT_FOUND,
-            **ERRORS,
-        },
-    )
+    @api_schema.note_list
     def get(self, request, kind, target_id):
         kind, target_id = _target(kind, target_id)
         notes = selectors.notes_list(kind=kind, target_id=target_id)
-        return Response({"results": NoteSerializer(notes, many=True).data})
+        return Response({"results": serializers.NoteSerializer(notes, many=True).data})
 
-    @extend_schema(
-        operation_id="notes_create",
-        description="Add a note to a message or a failure group (the permission to write "
-        "notes: operators and approvers). It is in the audit trail.",
-        tags=TAGS,
-        parameters=[KIND, TARGET],
-        request=InputSerializer,
-        examples=[sent({"text": _NOTE["text"]})],
-        responses={
-            201: answer(NoteSerializer, _NOTE),
-            400: BAD_REQUEST,
-            404: NOT_FOUND,
-            **ERRORS,
-        },
-    )
+    @api_schema.note_create
     def post(self, request, kind, target_id):
         if not request.user.has_perm(WRITE_NOTES):
             self.permission_denied(request, message=needs_text([WRITE_NOTES]))
         kind, target_id = _target(kind, target_id)
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
+        data = valid_input(serializers.NoteAddSerializer, request.data)
         note = services.note_add(
-            actor=request.user, kind=kind, target_id=target_id, text=data.validated_data["text"]
+            actor=request.user, kind=kind, target_id=target_id, text=data["text"]
         )
-        return Response(NoteSerializer(note).data, status=status.HTTP_201_CREATED)
+        return Response(serializers.NoteSerializer(note).data, status=status.HTTP_201_CREATED)
 
 
 class InvestigationApi(APIView):
@@ -200,16 +75,7 @@ class InvestigationApi(APIView):
 
     permission_classes = [has_perms(VIEW_NOTES)]
 
-    @extend_schema(
-        operation_id="investigations_retrieve",
-        tags=TAGS,
-        parameters=[KIND, TARGET],
-        responses={
-            200: answer(InvestigationStateSerializer, _TAKEN),
-            404: NOT_FOUND,
-            **ERRORS,
-        },
-    )
+    @api_schema.investigation
     def get(self, request, kind, target_id):
         word = kind
         kind, target_id = _target(kind, target_id)
@@ -221,12 +87,7 @@ class _InvestigationChangeApi(ServiceRefusals, APIView):
 
     permission_classes = [has_perms(VIEW_NOTES, INVESTIGATE)]
     parser_classes = [JSONParser]
-
-    class InputSerializer(serializers.Serializer):
-        pass
-
-        class Meta:
-            ref_name = "InvestigationChange"
+    input_serializer = serializers.InvestigationReleaseSerializer
 
     def change(self, *, actor, kind, target_id, data):
         raise NotImplementedError
@@ -234,48 +95,15 @@ class _InvestigationChangeApi(ServiceRefusals, APIView):
     def post(self, request, kind, target_id):
         word = kind
         kind, target_id = _target(kind, target_id)
-        data = self.InputSerializer(data=request.data)
-        data.is_valid(raise_exception=True)
-        self.change(actor=request.user, kind=kind, target_id=target_id, data=data.validated_data)
+        data = valid_input(self.input_serializer, request.data)
+        self.change(actor=request.user, kind=kind, target_id=target_id, data=data)
         return Response(_state(word, kind, target_id))
 
 
-def _ticket_field(help_text):
-    return serializers.CharField(
-        required=False,
-        allow_blank=True,
-        max_length=TICKET_URL_MAX,
-        help_text=help_text,
-    )
-
-
-def _changed(example):
-    return {
-        200: answer(InvestigationStateSerializer, example, "Who is investigating it now."),
-        400: BAD_REQUEST,
-        404: NOT_FOUND,
-        **ERRORS,
-    }
-
-
 class InvestigationTakeApi(_InvestigationChangeApi):
-    class InputSerializer(serializers.Serializer):
-        ticket_url = _ticket_field("A link to a ticket: an http:// or https:// URL. Optional.")
+    input_serializer = serializers.InvestigationTakeSerializer
 
-        class Meta:
-            ref_name = "InvestigationTake"
-
-    @extend_schema(
-        operation_id="investigations_take",
-        tags=TAGS,
-        summary="Start investigating it: it must be nobody's yet (one owner at a time).",
-        description="Start investigating a message or a failure group, with a ticket link if "
-        "you like: it must be nobody's yet (one owner at a time; 400 otherwise).",
-        parameters=[KIND, TARGET],
-        request=InputSerializer,
-        examples=[sent({"ticket_url": _TICKET})],
-        responses=_changed(_TAKEN),
-    )
+    @api_schema.investigation_take
     def post(self, request, kind, target_id):
         return super().post(request, kind, target_id)
 
@@ -286,32 +114,9 @@ class InvestigationTakeApi(_InvestigationChangeApi):
 
 
 class InvestigationHandOverApi(_InvestigationChangeApi):
-    class InputSerializer(serializers.Serializer):
-        to = serializers.CharField(
-            max_length=150, help_text="The username of someone who may investigate."
-        )
+    input_serializer = serializers.InvestigationHandOverSerializer
 
-        class Meta:
-            ref_name = "InvestigationHandOver"
-
-    @extend_schema(
-        operation_id="investigations_hand_over",
-        tags=TAGS,
-        summary="Give the investigation to someone else: its owner may, and an approver may "
-        "for anyone's (403 otherwise).",
-        description="Give the investigation to someone who may investigate: its owner may, and "
-        "an approver may for anyone's (403 otherwise).",
-        parameters=[KIND, TARGET],
-        request=InputSerializer,
-        examples=[sent({"to": "approver"})],
-        responses=_changed(
-            {
-                **_TAKEN,
-                "investigation": {**_TAKEN["investigation"], "owner": "approver"},
-                "owner": "approver",
-            }
-        ),
-    )
+    @api_schema.investigation_hand_over
     def post(self, request, kind, target_id):
         return super().post(request, kind, target_id)
 
@@ -320,16 +125,7 @@ class InvestigationHandOverApi(_InvestigationChangeApi):
 
 
 class InvestigationReleaseApi(_InvestigationChangeApi):
-    @extend_schema(
-        operation_id="investigations_release",
-        tags=TAGS,
-        summary="Stop investigating it: its owner may, and an approver may for anyone's.",
-        description="Stop investigating a message or a failure group: it is nobody's again. "
-        "Its owner may, and an approver may for anyone's (403 otherwise).",
-        parameters=[KIND, TARGET],
-        request=None,
-        responses=_changed(_NOBODY),
-    )
+    @api_schema.investigation_release
     def post(self, request, kind, target_id):
         return super().post(request, kind, target_id)
 
@@ -338,32 +134,9 @@ class InvestigationReleaseApi(_InvestigationChangeApi):
 
 
 class InvestigationTicketApi(_InvestigationChangeApi):
-    class InputSerializer(serializers.Serializer):
-        ticket_url = _ticket_field("An http:// or https:// URL; empty to clear the link.")
+    input_serializer = serializers.InvestigationTicketSerializer
 
-        class Meta:
-            ref_name = "InvestigationTicket"
-
-    @extend_schema(
-        operation_id="investigations_ticket",
-        tags=TAGS,
-        summary="Set, change or clear the investigation's ticket link: its owner may, and an "
-        "approver may for anyone's.",
-        description="Set, change or clear (an empty ticket_url) the investigation's ticket "
-        "link: its owner may, and an approver may for anyone's (403 otherwise).",
-        parameters=[KIND, TARGET],
-        request=InputSerializer,
-        examples=[sent({"ticket_url": "https://tickets.example.com/SHOP-232"})],
-        responses=_changed(
-            {
-                **_TAKEN,
-                "investigation": {
-                    **_TAKEN["investigation"],
-                    "ticket_url": "https://tickets.example.com/SHOP-232",
-                },
-            }
-        ),
-    )
+    @api_schema.investigation_ticket
     def post(self, request, kind, target_id):
         return super().post(request, kind, target_id)
 

@@ -2,6 +2,8 @@
 posts the target's kind and id, calls a service, and goes back to the target's page with what
 happened, or why not. Permissions are checked here and again in the services."""
 
+from functools import wraps
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -49,54 +51,63 @@ def _carry_out(request, kind, target_id, change, done):
     return _back(kind, target_id)
 
 
-@require_POST
-@login_required
-@perms_required(VIEW_NOTES, WRITE_NOTES)
-def note_add_view(request):
-    kind, target_id = _target(request)
-    form = NoteForm(request.POST)
+def _carry_out_form(request, kind, target_id, form, not_done, change, done):
+    """_carry_out `change(form's data)` if the form is valid; else say `not_done` and why."""
     if not form.is_valid():
-        messages.error(request, f"The note is not added: {_errors(form)}")
+        messages.error(request, f"{not_done}: {_errors(form)}")
         return _back(kind, target_id)
-    return _carry_out(
+    return _carry_out(request, kind, target_id, lambda: change(form.cleaned_data), done)
+
+
+def _panel_form(*perms):
+    """A form of the panel, posted by someone signed in who holds `perms`: the view is called
+    with the target's kind and id."""
+
+    def decorate(view):
+        @require_POST
+        @login_required
+        @perms_required(*perms)
+        @wraps(view)
+        def posted(request):
+            return view(request, *_target(request))
+
+        return posted
+
+    return decorate
+
+
+@_panel_form(VIEW_NOTES, WRITE_NOTES)
+def note_add_view(request, kind, target_id):
+    return _carry_out_form(
         request,
         kind,
         target_id,
-        lambda: services.note_add(
-            actor=request.user, kind=kind, target_id=target_id, text=form.cleaned_data["text"]
+        NoteForm(request.POST),
+        "The note is not added",
+        lambda data: services.note_add(
+            actor=request.user, kind=kind, target_id=target_id, text=data["text"]
         ),
         "Your note is added.",
     )
 
 
-@require_POST
-@login_required
-@perms_required(VIEW_NOTES, INVESTIGATE)
-def investigation_take_view(request):
-    kind, target_id = _target(request)
-    form = TicketForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, f"Not taken: {_errors(form)}")
-        return _back(kind, target_id)
-    return _carry_out(
+@_panel_form(VIEW_NOTES, INVESTIGATE)
+def investigation_take_view(request, kind, target_id):
+    return _carry_out_form(
         request,
         kind,
         target_id,
-        lambda: services.investigation_take(
-            actor=request.user,
-            kind=kind,
-            target_id=target_id,
-            ticket_url=form.cleaned_data["ticket_url"],
+        TicketForm(request.POST),
+        "Not taken",
+        lambda data: services.investigation_take(
+            actor=request.user, kind=kind, target_id=target_id, ticket_url=data["ticket_url"]
         ),
         "It is under investigation by you now.",
     )
 
 
-@require_POST
-@login_required
-@perms_required(VIEW_NOTES, INVESTIGATE)
-def investigation_hand_over_view(request):
-    kind, target_id = _target(request)
+@_panel_form(VIEW_NOTES, INVESTIGATE)
+def investigation_hand_over_view(request, kind, target_id):
     to = request.POST.get("to", "")[:150]
     return _carry_out(
         request,
@@ -109,11 +120,8 @@ def investigation_hand_over_view(request):
     )
 
 
-@require_POST
-@login_required
-@perms_required(VIEW_NOTES, INVESTIGATE)
-def investigation_release_view(request):
-    kind, target_id = _target(request)
+@_panel_form(VIEW_NOTES, INVESTIGATE)
+def investigation_release_view(request, kind, target_id):
     return _carry_out(
         request,
         kind,
@@ -123,24 +131,16 @@ def investigation_release_view(request):
     )
 
 
-@require_POST
-@login_required
-@perms_required(VIEW_NOTES, INVESTIGATE)
-def investigation_ticket_view(request):
-    kind, target_id = _target(request)
-    form = TicketForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, f"The ticket link is not changed: {_errors(form)}")
-        return _back(kind, target_id)
-    return _carry_out(
+@_panel_form(VIEW_NOTES, INVESTIGATE)
+def investigation_ticket_view(request, kind, target_id):
+    return _carry_out_form(
         request,
         kind,
         target_id,
-        lambda: services.investigation_ticket_set(
-            actor=request.user,
-            kind=kind,
-            target_id=target_id,
-            ticket_url=form.cleaned_data["ticket_url"],
+        TicketForm(request.POST),
+        "The ticket link is not changed",
+        lambda data: services.investigation_ticket_set(
+            actor=request.user, kind=kind, target_id=target_id, ticket_url=data["ticket_url"]
         ),
         "The ticket link is saved.",
     )

@@ -19,7 +19,7 @@ from django.conf import settings
 from django.db import DatabaseError, connection
 from django.utils import timezone
 
-from console.heartbeat import Beating
+from console.leases import Beating
 from console.processes.models import CURRENT_MAX, WEB
 from console.processes.services import (
     process_beat,

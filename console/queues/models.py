@@ -1,8 +1,9 @@
 from django.core.exceptions import ValidationError
 from django.db import models
 
+from console import leases
 from console.envnames import handler_options_refusals
-from workers.brokers.connector import CONNECTOR_MODULES, KIND_TITLES
+from workers.brokers.registry import CONNECTOR_MODULES, KIND_TITLES
 from workers.engine import policy as P
 from workers.engine.handlers import HandlerImportError, handler_build, load_handler
 
@@ -173,7 +174,7 @@ ORIGIN_WORDS = {
 }
 
 
-class BrokerSource(models.Model):
+class BrokerSource(leases.Heartbeating):
     """Where a broker keeps dead letters that Antidote drains into one of its queues: a
     RabbitMQ dead-letter queue, a NATS JetStream stream, a Redis stream. Configured as code with
     the queues; the broker's URL is never stored, only the name of the environment variable
@@ -216,7 +217,6 @@ class BrokerSource(models.Model):
     state_since = models.DateTimeField(null=True, blank=True)
     last_error = models.TextField(blank=True, default="")
     retry_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
     drained = models.BigIntegerField(default=0)
     refused = models.BigIntegerField(default=0)
     last_drained_at = models.DateTimeField(null=True, blank=True)

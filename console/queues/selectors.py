@@ -8,7 +8,8 @@ from django.utils import timezone
 
 from console.queues.models import BrokerSource
 from console.queues.sources import HEARTBEAT_STALE
-from workers.brokers.connector import KIND_TITLES, SourceConfig, connector_loaded
+from workers.brokers.base import SourceConfig
+from workers.brokers.registry import KIND_TITLES, connector_loaded
 
 NOT_RUNNING = "not running"
 

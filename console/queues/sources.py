@@ -4,7 +4,7 @@ A queue file may list `sources:` next to its `queues:`:
 
     sources:
       - name: orders-dlq
-        kind: rabbitmq               # rabbitmq, nats or redis (workers.brokers.connector)
+        kind: rabbitmq               # rabbitmq, nats or redis (workers.brokers.registry)
         url_env: ANTIDOTE_AMQP_URL   # the environment variable that holds amqp://user:pass@host
         broker_queue: orders.dlq     # what is drained: the RabbitMQ queue, the JetStream
                                      # stream, the Redis stream key
@@ -28,7 +28,8 @@ from console.audit.services import audit_record
 from console.envnames import broker_variable_refusal
 from console.queues.models import SOURCE_KINDS, BrokerSource, Queue
 from console.queues.signals import source_state_changed
-from workers.brokers.connector import SourceDown, connector_loaded
+from workers.brokers.base import SourceDown
+from workers.brokers.registry import connector_loaded
 from workers.engine import policy as P
 
 REDRIVE_HANDLER = "workers.brokers.redrive.publisher"

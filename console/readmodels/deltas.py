@@ -19,12 +19,10 @@ from collections import Counter
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
-from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
-from django.utils import timezone
 
-from console.heartbeat import Heartbeat, worker_name
+from console import leases
 from console.readmodels.counts import by_key, counts_moved, queue_counts_move
 from console.readmodels.models import (
     FailureGroup,
@@ -34,7 +32,6 @@ from console.readmodels.models import (
     QuarantineInflow,
     RefreshRun,
 )
-from console.readmodels.services import refresh_runs_stale_fail
 from console.readmodels.signals import counts_drifted
 from console.sql import in_values, joins_by_key
 
@@ -279,14 +276,11 @@ def refresh_lock_held(*, holder, wait_seconds=REFRESH_WAIT_SECONDS, poll=1.0):
     `refresh_lock_still_held` to check in the writer's transaction."""
     deadline = time.monotonic() + wait_seconds
     while True:
-        now = timezone.now()
         # A refresh whose heartbeat stopped is dead: its lock is released, as a refresh does.
-        refresh_runs_stale_fail(now)
+        leases.sweep_stale(RefreshRun)
         try:
             with transaction.atomic():
-                lock = RefreshRun.objects.create(
-                    started_at=now, heartbeat_at=now, worker=worker_name(), held_for=holder[:100]
-                )
+                lock = leases.start(RefreshRun, held_for=holder[:100])
             break
         except IntegrityError:
             if time.monotonic() > deadline:
@@ -294,7 +288,7 @@ def refresh_lock_held(*, holder, wait_seconds=REFRESH_WAIT_SECONDS, poll=1.0):
                     f"a refresh held the read models for over {wait_seconds} s"
                 ) from None
             time.sleep(poll)
-    heartbeat = Heartbeat(RefreshRun, lock.id, settings.HEARTBEAT_SECONDS)
+    heartbeat = leases.Heartbeat(RefreshRun, lock.id)
     heartbeat.start()
     try:
         yield lock.id
@@ -309,9 +303,7 @@ def refresh_lock_held(*, holder, wait_seconds=REFRESH_WAIT_SECONDS, poll=1.0):
 def refresh_lock_still_held(lock_id):
     """True unless the lock was taken from its holder (its heartbeat stopped for LEASE_SECONDS
     and a refresh declared it dead)."""
-    from console.readmodels.models import RefreshRun
-
-    return RefreshRun.objects.filter(id=lock_id, status=RefreshRun.RUNNING).exists()
+    return leases.held(RefreshRun, lock_id)
 
 
 @contextlib.contextmanager

@@ -1,11 +1,12 @@
 """The console's read models: what the screens show, kept current from the lake by the refresh
-(console.readmodels.services, the Spark job workers.jobs.refresh) and by the decisions' own
+(console.readmodels.execution, the Spark job workers.jobs.refresh) and by the decisions' own
 chunks (console.readmodels.deltas). The screens and the API (console.browse) read them, and never
 the lake, except for one message's body and history on its detail page."""
 
 from django.db import models, transaction
 from django.db.models import Q
 
+from console import leases
 from workers.engine.states import FLOW_QUARANTINED, NDLV, WAIT
 
 
@@ -258,17 +259,24 @@ class FlowPurged(models.Model):
         return f"{self.queue} {self.flow}: {self.count} purged"
 
 
-class RefreshRun(models.Model):
+class RefreshRun(leases.LeasedRun):
     """One refresh of the read models; the newest committed one's cursor is where the next
     starts. Heartbeat as for delivery runs: a dead refresh is simply done again."""
 
     RUNNING, COMMITTED, FAILED = "running", "committed", "failed"
     STATUSES = [(s, s) for s in (RUNNING, COMMITTED, FAILED)]
+    FINISHED = (COMMITTED, FAILED)
 
-    status = models.CharField(max_length=12, choices=STATUSES, default=RUNNING)
+    # Dead after MISSED_BEATS heartbeats (console.leases), not a delivery run's LEASE_SECONDS:
+    # taking the lock from a refresh that was only slow costs its work (its load commits only
+    # while it still holds the lock, and FoldedCommit refuses a second fold), not a message's
+    # count, and every minute a dead one holds the lock the console stands still (the soak: a
+    # killed spark worker stopped the refreshes for two and a half minutes each time). A purge
+    # or a counts check holding the lock checks it still does before it writes.
+    lease_by_beats = True
+
+    status = leases.status_field(STATUSES)
     lock = models.CharField(max_length=20, default="refresh", editable=False)
-    # Who runs it (host:pid), so an operator can tell which worker a stuck one was on.
-    worker = models.CharField(max_length=200, blank=True, default="")
     # Not a refresh: the lock held by another writer of the read models for its duration (a
     # purge, a counts check; console.readmodels.deltas.refresh_lock_held), named here. Such a
     # row is deleted when it lets go.
@@ -276,11 +284,7 @@ class RefreshRun(models.Model):
     full = models.BooleanField(default=False)
     from_commit = models.BigIntegerField(null=True, blank=True)  # events commits after this id
     upto_commit = models.BigIntegerField(null=True, blank=True)  # ... up to and with this one
-    started_at = models.DateTimeField()
-    heartbeat_at = models.DateTimeField()
-    finished_at = models.DateTimeField(null=True, blank=True)
     changed = models.BigIntegerField(default=0)
-    error = models.TextField(blank=True, default="")
 
     class Meta:
         ordering = ["-id"]
@@ -294,6 +298,32 @@ class RefreshRun(models.Model):
 
     def __str__(self):
         return f"refresh {self.id} ({self.status})"
+
+    def described(self):
+        """What the Runs page shows of it (console.leases.RunKind.describe)."""
+        if self.held_for:
+            # A lock another writer holds (a purge, a counts check): no refresh runs meanwhile.
+            variant, position = f"lock for {self.held_for}", "none: refreshes wait while it is held"
+        elif self.full:
+            variant, position = "full", f"all events commits, up to {_n(self.upto_commit)}"
+        else:
+            variant = "incremental"
+            position = f"events commits after {_n(self.from_commit)}, up to {_n(self.upto_commit)}"
+        return {
+            "variant": variant,
+            "from_commit": self.from_commit,
+            "upto_commit": self.upto_commit,
+            "changed": self.changed,
+            "position": position,
+            "did": f"{self.changed} rows changed" if self.status == self.COMMITTED else "",
+        }
+
+
+def _n(commit):
+    return "the start" if commit is None else str(commit)
+
+
+leases.register("refresh", RefreshRun, title="refresh", order=2)
 
 
 class FoldedCommit(models.Model):
@@ -313,7 +343,7 @@ class FoldedCommit(models.Model):
         return f"events commit {self.commit_id} folded by refresh {self.run_id}"
 
 
-class CountsCheck(models.Model):
+class CountsCheck(leases.LeasedRun):
     """One check of the counts the console shows (queues by state, failure groups, hourly flows,
     the index's rows) against a recount from the lake (console.readmodels.verify): how many
     differed, the first of them, and whether they were repaired. The newest one says whether
@@ -328,24 +358,25 @@ class CountsCheck(models.Model):
         "failed",
     )
     STATUSES = [(s, s) for s in (RUNNING, CLEAN, DRIFT, REPAIRED, BUSY, FAILED)]
+    FINISHED = (CLEAN, DRIFT, REPAIRED, BUSY, FAILED)
 
-    status = models.CharField(max_length=12, choices=STATUSES, default=RUNNING)
+    # Its heartbeat is renewed while it recounts: one whose worker died is declared failed by
+    # the sweeper.
+    status = leases.status_field(STATUSES)
     actor = models.CharField(max_length=150)  # a username, "system" (the scheduler), a command
     repair = models.BooleanField(default=False)  # asked to repair what differs
-    started_at = models.DateTimeField()
-    # Renewed while it recounts: one whose worker died is declared failed by the sweeper.
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
     # The read models' position it checked: the newest refresh's last events commit.
     upto_commit = models.BigIntegerField(null=True, blank=True)
     messages = models.BigIntegerField(default=0)  # recounted
     differences = models.BigIntegerField(default=0)
     # The first differences: [{"what", "key", "shown", "recounted"}].
     drift = models.JSONField(default=list)
-    error = models.TextField(blank=True, default="")
 
     class Meta:
         ordering = ["-id"]
 
     def __str__(self):
         return f"counts check {self.id} ({self.status})"
+
+
+leases.register("counts_check", CountsCheck, title="counts check")

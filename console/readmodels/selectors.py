@@ -3,8 +3,7 @@
 from django.db.models import Q
 
 from console.lake.models import LakeCommit
-from console.readmodels.models import MessageIndex
-from console.readmodels.services import _cursor
+from console.readmodels.models import MessageIndex, RefreshRun
 from workers.engine.states import TBDL, WAIT
 
 
@@ -12,7 +11,10 @@ def read_models_folded_upto():
     """The last events commit the read models folded (the newest committed refresh's), or None
     when nothing was ever refreshed. The index holds every message that is not DLVD as of it,
     and a decision's commits after it (views_applied) are in it too."""
-    return _cursor()
+    run = (
+        RefreshRun.objects.filter(status=RefreshRun.COMMITTED).order_by("-id").only("upto_commit")
+    ).first()
+    return run.upto_commit if run else None
 
 
 def read_models_due_queues(*, queues, now):
@@ -24,7 +26,7 @@ def read_models_due_queues(*, queues, now):
       events may have made anything due: an ingest, a recovery, a run's outcome): all of them;
     - otherwise the index says: it holds every message that is not DLVD as of the refresh's
       cursor, and a decision's commits (views_applied) update it in their own transaction."""
-    cursor = _cursor()
+    cursor = read_models_folded_upto()
     unfolded = LakeCommit.objects.filter(dataset="events", views_applied=False)
     if cursor is not None:
         unfolded = unfolded.filter(id__gt=cursor)

@@ -1,305 +1,42 @@
-"""The refresh of the read models: the Spark job (workers.jobs.refresh) folds the new lake
-commits, then one DB transaction loads its output in bulk and moves the cursor.
+"""Loading a refresh's output into the read models (the refresh itself, which runs the Spark
+job under the refresh lock: console.readmodels.execution).
 
 Bulk means a statement per batch, never per row: the job's rows are staged in temporary tables
 (COPY on PostgreSQL, executemany in batches on SQLite), and the read models are changed from them
 with one INSERT ... SELECT ... ON CONFLICT and one DELETE each. Both databases speak that SQL.
 The files are read back with pyarrow record batch by record batch, so memory stays flat however
 many rows change.
-
-A refresh holds the refresh lock (one RUNNING row) and a heartbeat, like a delivery run; one
-whose heartbeat stopped is declared failed by the next, which simply does the work again: the
-cursor only moves in the transaction that loads the rows.
 """
 
 import io
 import logging
-import shutil
-import time
 from collections import Counter
 from dataclasses import dataclass, field
-from datetime import UTC, timedelta
+from datetime import UTC
 
 import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.csv as pacsv
 import pyarrow.dataset as pads
-from django.conf import settings
-from django.db import IntegrityError, connection, transaction
+from django.db import connection
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from console.heartbeat import Heartbeat, worker_name
-from console.lake.models import LakeCommit
-from console.lake.selectors import lake_history_inputs, lake_paths
-from console.lake.services import lake, lake_commit_lock
-from console.lake.signals import events_to_fold
 from console.readmodels.counts import counts_moved, queue_counts_move
 from console.readmodels.models import (
     FailureGroup,
-    FoldedCommit,
     MessageIndex,
     MessageState,
     QuarantineInflow,
     QueueStat,
-    RefreshRun,
 )
-from console.readmodels.oldest import quarantine_oldest_keep
 from console.readmodels.signals import groups_appeared
 from console.sql import in_values
 from workers.engine.states import DLVD, NDLV, WAIT
-from workers.logcontext import log_context
 
 log = logging.getLogger(__name__)
 
 BATCH_ROWS = 10_000
-# A refresh (or another holder of the refresh lock) that missed this many heartbeats is dead.
-MISSED_BEATS = 3
-
-
-# --- The refresh --------------------------------------------------------------------------------
-
-
-def _cursor():
-    """The last events commit the newest committed refresh folded, or None (never refreshed)."""
-    run = (
-        RefreshRun.objects.filter(status=RefreshRun.COMMITTED).order_by("-id").only("upto_commit")
-    ).first()
-    return run.upto_commit if run else None
-
-
-def refresh_runs_stale_fail(now):
-    """A refresh whose heartbeat stopped is dead: release the lock so the work is done again.
-    Each refresh calls it before it takes the lock, and the sweeper too (a quiet system may
-    start no refresh for long).
-
-    Dead after MISSED_BEATS heartbeats, not a delivery run's LEASE_SECONDS: taking the lock
-    from a refresh that was only slow costs its work (its load commits only while it still
-    holds the lock, and FoldedCommit refuses a second fold), not a message's count, and every
-    minute a dead one holds the lock the console stands still (the soak: a killed spark worker
-    stopped the refreshes for two and a half minutes each time). A purge or a counts check
-    holding the lock checks it still does before it writes."""
-    deadline = now - timedelta(seconds=MISSED_BEATS * settings.HEARTBEAT_SECONDS)
-    for run in RefreshRun.objects.filter(status=RefreshRun.RUNNING, heartbeat_at__lt=deadline):
-        RefreshRun.objects.filter(id=run.id, status=RefreshRun.RUNNING).update(
-            status=RefreshRun.FAILED,
-            finished_at=now,
-            error=f"lease expired: no heartbeat since {run.heartbeat_at.isoformat()}",
-        )
-
-
-def _run_start():
-    """Take the refresh lock: one RUNNING row (the constraint one_running_refresh). What the
-    refresh folds is read after this, under the lock (`_plan`). None when another holds it."""
-    now = timezone.now()
-    refresh_runs_stale_fail(now)
-    try:
-        with transaction.atomic():
-            return RefreshRun.objects.create(started_at=now, heartbeat_at=now, worker=worker_name())
-    except IntegrityError:
-        return None  # another refresh holds the lock
-
-
-def _run_fail(run, error):
-    RefreshRun.objects.filter(id=run.id, status=RefreshRun.RUNNING).update(
-        status=RefreshRun.FAILED, finished_at=timezone.now(), error=error[:5000]
-    )
-
-
-class AlreadyFolded(Exception):
-    """A refresh was about to fold an events commit that an earlier one folded: the database
-    refused it (FoldedCommit), and nothing of the refresh was loaded."""
-
-
-@dataclass
-class Plan:
-    """What one refresh takes in, read under the refresh lock: its starting position (the newest
-    committed refresh's), every events commit listed then, those after the position (`taken`:
-    their flows are counted, and each is recorded as folded) and, among them, those whose
-    events it folds into the states (`new`: all but those whose writer applied them itself)."""
-
-    full: bool
-    cursor: int | None
-    history: object  # console.lake.selectors.HistoryInputs
-    commits: list  # [(id, path)] of every events commit, in id order
-    taken: list  # [(id, path)]
-    new: list  # [(id, path, rows)]
-
-    @property
-    def upto(self):
-        return self.commits[-1][0] if self.commits else None
-
-
-def _plan(*, full):
-    """The position and the commits to take in. Read under the lock: a refresh that committed
-    between a read of the position and the taking of the lock made the next one fold the same
-    commits again (counting the messages they delivered at first try twice)."""
-    cursor = _cursor()
-    full = full or cursor is None
-    # Read before the events commits are listed: a generation committed in between is not
-    # used, and the commits it holds are read as events commits instead.
-    history = lake_history_inputs()
-    listed = list(
-        LakeCommit.objects.filter(dataset="events", retired=False)
-        .order_by("id")
-        .values_list("id", "path", "views_applied", "row_count")
-    )
-    taken = [(i, p, applied, n) for i, p, applied, n in listed if full or i > cursor]
-    return Plan(
-        full=full,
-        cursor=cursor,
-        history=history,
-        commits=[(i, p) for i, p, _, _ in listed],
-        taken=[(i, p) for i, p, _, _ in taken],
-        # A commit whose writer updated the read models itself needs no folding (its events
-        # still count in every message's history and in the queue counts).
-        new=[(i, p, n) for i, p, applied, n in taken if full or not applied],
-    )
-
-
-def _has_new_commits():
-    """Anything for an incremental refresh to take in? A cheap look before the lock is taken,
-    so that beat's ticks with nothing new leave no trace; the refresh reads again under it."""
-    cursor = _cursor()
-    if cursor is None:
-        return True
-    return LakeCommit.objects.filter(dataset="events", retired=False, id__gt=cursor).exists()
-
-
-def _run_release(run):
-    """Let go of a lock that found nothing to do: no row is left for a refresh that did
-    nothing."""
-    RefreshRun.objects.filter(id=run.id, status=RefreshRun.RUNNING).delete()
-
-
-def read_models_refresh(*, full=False, spark=None):
-    """Fold the events commits made since the last refresh (all of them when `full`, or when
-    nothing was ever refreshed) into the read models.
-
-    Returns the committed RefreshRun; None when there was nothing new, or when another refresh
-    holds the lock (the next tick of beat comes back for what it leaves). Raises AlreadyFolded
-    if it was about to fold a commit a second time (the run is recorded as failed)."""
-    from console.spark import spark_from_settings
-
-    if not full and not _has_new_commits():
-        return None
-    # The session before the lock and the plan: a refresh that waited for a starting JVM (the
-    # first after a start) takes in the commits made meanwhile, not only those it was asked for.
-    spark = spark or spark_from_settings()
-    run = _run_start()
-    if run is None:
-        log.info("a refresh is already in progress; this one is skipped")
-        return None
-    with log_context(run_id=f"refresh:{run.id}"):
-        return _run_refresh(run, full=full, spark=spark)
-
-
-def _run_refresh(run, *, full, spark):
-    """A refresh that holds the lock: plan, fold, load."""
-    from workers.jobs.refresh import RefreshParams, run_refresh
-
-    try:
-        plan = _plan(full=full)
-    except Exception as exc:
-        _run_fail(run, f"{exc.__class__.__name__}: {exc}")
-        raise
-    if not plan.full and not plan.taken:
-        _run_release(run)  # another refresh took them in meanwhile
-        return None
-    RefreshRun.objects.filter(id=run.id).update(
-        full=plan.full, from_commit=None if plan.full else plan.cursor, upto_commit=plan.upto
-    )
-    run.refresh_from_db()
-    store = lake()
-    staging = store.new_dir("refresh-staging", f"refresh{run.id}")
-    params = RefreshParams(
-        full=plan.full,
-        event_paths=store.paths([p for i, p in plan.commits if i > plan.history.covers_upto]),
-        new_event_paths=store.paths([p for _, p, _ in plan.new]),
-        message_paths=store.paths(lake_paths(dataset="messages")),
-        out_dir=store.path(staging),
-        generations=[(store.path(g.path), g.buckets, g.rows) for g in plan.history.generations],
-        new_event_rows=sum(n for _, _, n in plan.new),
-        flow_event_paths=store.paths([p for _, p in plan.taken]),
-    )
-    heartbeat = Heartbeat(RefreshRun, run.id, settings.HEARTBEAT_SECONDS)
-    heartbeat.start()
-    try:
-        started = time.perf_counter()
-        try:
-            result = run_refresh(spark, params)
-        finally:
-            heartbeat.stop()
-        folded = time.perf_counter()
-        won = _load(
-            run,
-            params.out_dir,
-            full=plan.full,
-            folds=[i for i, _ in plan.taken],
-            changed=result.indexed + result.gone,
-        )
-        log.info(
-            "refresh %s: %s affected, %s indexed, %s gone, %s groups; spark %.1f s, load %.1f s",
-            run.id,
-            result.affected,
-            result.indexed,
-            result.gone,
-            result.groups,
-            folded - started,
-            time.perf_counter() - folded,
-        )
-    except AlreadyFolded as exc:
-        log.error("refresh %s refused: %s", run.id, exc)
-        _run_fail(run, str(exc))
-        raise
-    except Exception as exc:
-        log.exception("refresh %s failed", run.id)
-        _run_fail(run, f"{exc.__class__.__name__}: {exc}")
-        raise
-    finally:
-        shutil.rmtree(params.out_dir, ignore_errors=True)
-    if not won:
-        log.warning(
-            "refresh %s lost its lease before loading; its work is left to the next", run.id
-        )
-    _next_refresh_ask(plan.upto)
-    if won:
-        quarantine_oldest_keep()  # the counts it moved go with their oldest quarantined message
-    run.refresh_from_db()
-    return run
-
-
-def _folds_record(run, folds, *, full):
-    """Record the commits this refresh took in, in its load's transaction. The primary key
-    refuses a commit taken in before (AlreadyFolded). A full refresh folds every commit again
-    from nothing, so it starts the record anew."""
-    if full:
-        FoldedCommit.objects.all().delete()
-    try:
-        with transaction.atomic():
-            FoldedCommit.objects.bulk_create(
-                [FoldedCommit(commit_id=i, run_id=run.id) for i in folds], batch_size=5000
-            )
-    except IntegrityError:
-        twice = FoldedCommit.objects.filter(commit_id__in=folds).order_by("commit_id").first()
-        where = f"refresh {twice.run_id}" if twice else "an earlier refresh"
-        commit = twice.commit_id if twice else "?"
-        raise AlreadyFolded(
-            f"events commit {commit} was already folded by {where}; refresh {run.id} "
-            f"started from commit {run.from_commit} and would count its messages twice"
-        ) from None
-
-
-def _next_refresh_ask(upto):
-    """Ask for the next refresh when events commits landed after those this one read: their
-    own requests were skipped while this one held the lock (or debounced), and would otherwise
-    wait for beat's next refresh. Checked after the load's transaction, so a commit either
-    finds the lock free or is seen here."""
-    newer = LakeCommit.objects.filter(dataset="events", views_applied=False)
-    if upto is not None:
-        newer = newer.filter(id__gt=upto)
-    if newer.exists():
-        events_to_fold.send(sender=RefreshRun, follow_up=True)
 
 
 # --- Loading the DB -----------------------------------------------------------------------------
@@ -325,22 +62,6 @@ GROUP_AGGREGATES = ("count", "first_seen", "last_seen", "states", "ndlv", "wait"
 GROUP_FIELDS = [
     f.column for f in FailureGroup._meta.concrete_fields if f.name not in GROUP_AGGREGATES
 ]
-
-
-def _load(run, out_dir, *, full, folds, changed):
-    """Everything in one transaction, which also marks the run committed (and so moves the
-    cursor) and records the commits it takes in (`folds`). Returns False if the run lost its
-    lease meanwhile: nothing is written then."""
-    with transaction.atomic():
-        won = RefreshRun.objects.filter(id=run.id, status=RefreshRun.RUNNING).update(
-            status=RefreshRun.COMMITTED, finished_at=timezone.now(), changed=changed
-        )
-        if won != 1:
-            return False
-        _folds_record(run, folds, full=full)
-        _applied_meanwhile_refold(run.upto_commit)
-        read_models_load(out_dir, full=full)
-    return True
 
 
 def read_models_load(out_dir, *, full):
@@ -378,20 +99,7 @@ def read_models_load(out_dir, *, full):
         _queue_stats_replace(f"{out_dir}/stats")
     else:
         _queue_stats_move(f"{out_dir}/stats", before.queues)
-    _inflow_add(f"{out_dir}/inflow", full=full)
-
-
-def _applied_meanwhile_refold(upto):
-    """A writer that updated the read models itself after this refresh read the lake may have
-    had its rows overwritten by this load, computed from older state: such commits are folded
-    again by the next refresh. The lake commit lock keeps a commit from landing between this
-    check and the load."""
-    lake_commit_lock()
-    meanwhile = LakeCommit.objects.filter(dataset="events", views_applied=True)
-    if upto is not None:
-        meanwhile = meanwhile.filter(id__gt=upto)
-    if meanwhile.update(views_applied=False, handed_back=True):
-        events_to_fold.send(sender=RefreshRun)
+    inflow_add(f"{out_dir}/inflow", full=full)
 
 
 def _temp_tables_create(cursor):
@@ -719,7 +427,7 @@ def _queue_stats_replace(path):
     )
 
 
-def _inflow_add(path, *, full):
+def inflow_add(path, *, full):
     """The hourly flows (workers.jobs.refresh.hourly_flows): added to the hours' counts (a full
     refresh counted every event, so it replaces them)."""
     table = _table(QuarantineInflow)

@@ -5,8 +5,8 @@ Its name is kept from when every task lived in workers.tasks: the routes and bea
 
 from celery import shared_task
 
+from console.readmodels.execution import read_models_refresh
 from console.readmodels.oldest import quarantine_oldest_keep
-from console.readmodels.services import read_models_refresh
 from console.readmodels.verify import counts_verify_scheduled
 
 

@@ -21,20 +21,19 @@ part), and refreshes wait for it meanwhile."""
 import logging
 import shutil
 from dataclasses import dataclass
-from datetime import timedelta
 
 import pyarrow as pa
 import pyarrow.compute as pc
 from django.conf import settings
 from django.db import connection, transaction
-from django.utils import timezone
 
+from console import leases
 from console.audit.services import audit_record
-from console.heartbeat import Heartbeat
 from console.lake.models import LakeCommit
 from console.lake.selectors import lake_history_inputs, lake_paths
 from console.lake.services import lake, lake_commit_lock
 from console.readmodels.deltas import refresh_lock_held, refresh_lock_still_held
+from console.readmodels.execution import read_models_refresh
 from console.readmodels.models import (
     CountsCheck,
     FailureGroup,
@@ -44,13 +43,8 @@ from console.readmodels.models import (
     QuarantineInflow,
     QueueStat,
 )
-from console.readmodels.services import (
-    _batches,
-    _cursor,
-    _dataset,
-    read_models_load,
-    read_models_refresh,
-)
+from console.readmodels.selectors import read_models_folded_upto
+from console.readmodels.services import _batches, _dataset, read_models_load
 from console.readmodels.signals import counts_drifted
 
 log = logging.getLogger(__name__)
@@ -98,11 +92,8 @@ class Differences:
 def counts_verify(*, repair=False, actor="system", spark=None):
     """Recount, compare and (`repair`) repair. Returns the CountsCheck as it ended; raises what
     the recount raised (recorded on the check first)."""
-    now = timezone.now()
-    check = CountsCheck.objects.create(
-        actor=str(actor)[:150], repair=repair, started_at=now, heartbeat_at=now
-    )
-    heartbeat = Heartbeat(CountsCheck, check.id, settings.HEARTBEAT_SECONDS)
+    check = leases.start(CountsCheck, actor=str(actor)[:150], repair=repair)
+    heartbeat = leases.Heartbeat(CountsCheck, check.id)
     heartbeat.start()
     try:
         for _ in range(ATTEMPTS):
@@ -115,32 +106,20 @@ def counts_verify(*, repair=False, actor="system", spark=None):
             elif outcome:
                 break
         else:
-            _finish(
-                check,
+            leases.finish(
+                CountsCheck,
+                check.id,
                 status=CountsCheck.BUSY,
                 error=f"decisions committed under each of {ATTEMPTS} recounts; try later",
             )
     except Exception as exc:
         log.exception("counts check %s failed", check.id)
-        _finish(check, status=CountsCheck.FAILED, error=f"{exc.__class__.__name__}: {exc}")
+        leases.fail(CountsCheck, check.id, error=f"{exc.__class__.__name__}: {exc}")
         raise
     finally:
         heartbeat.stop()
     check.refresh_from_db()
     return check
-
-
-def counts_checks_stale_fail(*, now=None):
-    """Declare failed the checks whose heartbeat stopped LEASE_SECONDS ago (their worker died
-    with them: they changed nothing, the lock they held lapses the same way). The sweeper calls
-    it. Returns how many."""
-    now = now or timezone.now()
-    deadline = now - timedelta(seconds=settings.LEASE_SECONDS)
-    return CountsCheck.objects.filter(status=CountsCheck.RUNNING, heartbeat_at__lt=deadline).update(
-        status=CountsCheck.FAILED,
-        finished_at=now,
-        error=f"lease expired: no heartbeat for {settings.LEASE_SECONDS} s (its worker died)",
-    )
 
 
 def _listing():
@@ -154,7 +133,7 @@ def _listing():
         )
         taken = frozenset(FoldedCommit.objects.values_list("commit_id", flat=True))
         return Listing(
-            cursor=_cursor(),
+            cursor=read_models_folded_upto(),
             history=history,
             commits=[(i, p) for i, p, _, _ in events],
             applied=tuple(i for i, _, applied, _ in events if applied),
@@ -221,8 +200,9 @@ def _attempt(check, lock, *, repair, actor, spark):
                 )
             if found.total:
                 _drift_report(check, found, repaired)
-            _finish(
-                check,
+            leases.finish(
+                CountsCheck,
+                check.id,
                 status=(
                     CountsCheck.REPAIRED
                     if repaired
@@ -260,13 +240,6 @@ def _drift_report(check, found, repaired):
             f"{', and repaired them' if repaired else ''}. First: {first}"
         ),
         details={"check": check.id, "differences": found.total, "repaired": repaired},
-    )
-
-
-def _finish(check, *, status, **fields):
-    # Only while it runs: a check the sweeper declared dead stays so.
-    CountsCheck.objects.filter(id=check.id, status=CountsCheck.RUNNING).update(
-        status=status, finished_at=timezone.now(), **fields
     )
 
 

@@ -22,9 +22,7 @@ delivery run or a query that listed them before the swap may still be reading th
 import logging
 import os
 import shutil
-import socket
 import time
-import uuid
 from datetime import timedelta
 from itertools import pairwise
 from pathlib import Path
@@ -34,11 +32,10 @@ import pyarrow.compute as pc
 import pyarrow.dataset as pads
 from django.conf import settings
 from django.db import connection, transaction
-from django.db.models import F, Q
 from django.utils import timezone
 
+from console import leases
 from console.audit.services import audit_record
-from console.heartbeat import Heartbeat
 from console.ingest.models import MessageKey
 from console.lake.selectors import lake_paths, lake_purge_inputs
 from console.lake.services import (
@@ -68,46 +65,12 @@ from workers.lake.schema import EVENT_SCHEMA
 
 log = logging.getLogger(__name__)
 
-# The sweeper hands a purge to the broker again when it has waited this long since it last did.
-REENQUEUE_AFTER = timedelta(minutes=1)
-# A purge whose worker died this many times is given up on.
-MAX_ATTEMPTS = 3
 # The purge task's time limit: how long the compactions wait for a purge that dies holding the
 # lake (console.lake.services.lake_rewrite_held).
 TIME_LIMIT_SECONDS = 3600
 
 
-class LeaseLost(Exception):
-    """Another worker took the purge over (this one was thought dead): commit nothing."""
-
-
 # --- Running -------------------------------------------------------------------------------------
-
-
-def _stale_before(now):
-    return now - timedelta(seconds=3 * settings.HEARTBEAT_SECONDS)
-
-
-def _claim(purge_id, now):
-    """Take the purge if it waits, or if its runner's heartbeat stopped. Returns the claim's
-    worker token, or None when someone else has it (or it is over)."""
-    token = f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:8]}"[:200]
-    claimable = Q(status=PurgeRun.QUEUED) | Q(
-        status=PurgeRun.RUNNING, heartbeat_at__lt=_stale_before(now), attempts__lt=MAX_ATTEMPTS
-    )
-    won = (
-        PurgeRun.objects.filter(claimable, id=purge_id)
-        .order_by()
-        .update(
-            status=PurgeRun.RUNNING,
-            worker=token,
-            started_at=now,
-            heartbeat_at=now,
-            attempts=F("attempts") + 1,
-        )
-    )
-    # Nothing got updated: another worker got there first, or the purge is over.
-    return token if won == 1 else None
 
 
 def purge_run(*, now=None, queue=None, dry_run=False, actor="system", spark=None):
@@ -122,7 +85,7 @@ def purge_run(*, now=None, queue=None, dry_run=False, actor="system", spark=None
 def purge_execute(*, purge_id, now=None, spark=None):
     """Run one purge, if this caller wins it. Returns the purge as it ended (DONE or FAILED), or
     None when it was not this caller's to run. A failure is recorded on the purge, not raised."""
-    worker = _claim(purge_id, timezone.now())
+    worker = leases.claim(PurgeRun, purge_id)
     if worker is None:
         log.info("purge %s is not waiting to run; nothing to do", purge_id)
         return None
@@ -137,7 +100,7 @@ def purge_execute(*, purge_id, now=None, spark=None):
     PurgeRun.objects.filter(id=purge.id, worker=worker).update(
         now=purge.now, work_dir=purge.work_dir
     )
-    heartbeat = Heartbeat(PurgeRun, purge.id, settings.HEARTBEAT_SECONDS, owner=worker)
+    heartbeat = leases.Heartbeat(PurgeRun, purge.id, owner=worker)
     heartbeat.start()
     written = []  # directories this attempt made, removed unless it commits
     try:
@@ -152,7 +115,7 @@ def purge_execute(*, purge_id, now=None, spark=None):
                 _purge(purge, worker, spark, written, refresh_lock)
             # Refreshes were kept off meanwhile: ask for one now rather than at beat's next tick.
             events_to_fold.send(sender=PurgeRun)
-    except LeaseLost:
+    except leases.LeaseLost:
         log.warning("purge %s: another worker took it over; this one stops", purge.id)
         _remove(written)
     except Exception as exc:
@@ -298,8 +261,8 @@ def _purge(purge, worker, spark, written, refresh_lock):
         samples = _samples(read_models_purge_samples(staged=staged))
         clock["samples"] = time.perf_counter()
         with transaction.atomic():
-            if not _holds(purge, worker):
-                raise LeaseLost
+            if not leases.held(PurgeRun, purge.id, worker=worker):
+                raise leases.LeaseLost
             if not refresh_lock_still_held(refresh_lock):
                 raise RuntimeError("the refresh lock was taken over: this purge stops")
             gone = lake_commits_rewrite(
@@ -357,10 +320,6 @@ def _remove(written):
         shutil.rmtree(store.path(relpath), ignore_errors=True)
 
 
-def _holds(purge, worker):
-    return PurgeRun.objects.filter(id=purge.id, status=PurgeRun.RUNNING, worker=worker).exists()
-
-
 def _message_keys_forget(staged):
     """The purged ids are forgotten: a message sent again with one of them is a new message.
     Keeping their keys would refuse it as a duplicate for ever, and keep a row per message ever
@@ -416,14 +375,12 @@ def _samples(next_ids):
 def _finish(purge, worker, *, status, error="", summary=None, **fields):
     """Record the outcome and its audit entry; only the claim that holds the purge may. Returns
     True if it did."""
-    now = timezone.now()
     if summary is not None:
         fields |= {"counts": summary.queues, "total": summary.count, "ids_sha256": summary.sha256}
     with transaction.atomic():
-        won = PurgeRun.objects.filter(id=purge.id, status=PurgeRun.RUNNING, worker=worker).update(
-            status=status, finished_at=now, heartbeat_at=now, error=error[:5000], **fields
-        )
-        if won != 1:
+        if not leases.finish(
+            PurgeRun, purge.id, worker=worker, status=status, error=error, **fields
+        ):
             return False
         # Over: its hold on the lake goes with it, whether or not it lives to let go itself.
         lake_rewrites_release(holders=[_hold(purge.id)])
@@ -479,6 +436,14 @@ def purge_dirs_delete(*, now=None):
 # --- The sweeper ---------------------------------------------------------------------------------
 
 
+def _given_up(purge, error):
+    if not _finish(purge, purge.worker, status=PurgeRun.FAILED, error=error):
+        return False
+    if purge.work_dir:
+        shutil.rmtree(lake().path(purge.work_dir), ignore_errors=True)
+    return True
+
+
 def purges_sweep(*, enqueue, now=None):
     """Hand queued purges that waited over a minute, and running ones whose heartbeat stopped, to
     the broker again with `enqueue(purge_id)` (at most once a minute each); give up on a purge
@@ -486,34 +451,7 @@ def purges_sweep(*, enqueue, now=None):
     generations) past their grace period.
     Returns the ids handed over."""
     now = now or timezone.now()
-    stale = Q(status=PurgeRun.RUNNING, heartbeat_at__lt=_stale_before(now))
-    for purge in PurgeRun.objects.filter(stale, attempts__gte=MAX_ATTEMPTS):
-        error = (
-            f"given up after {purge.attempts} attempts: the worker running it stopped each "
-            f"time (last heartbeat {purge.heartbeat_at.isoformat()})"
-        )
-        if _finish(purge, purge.worker, status=PurgeRun.FAILED, error=error):
-            log.warning("purge %s: %s", purge.id, error)
-            if purge.work_dir:
-                shutil.rmtree(lake().path(purge.work_dir), ignore_errors=True)
-    waited = now - REENQUEUE_AFTER
-    due = PurgeRun.objects.filter(
-        Q(status=PurgeRun.QUEUED) | stale,
-        Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=waited),
-    ).values_list("id", flat=True)
-    handed = []
-    for purge_id in list(due):
-        # One sweeper at a time wins each purge.
-        if not PurgeRun.objects.filter(
-            Q(enqueued_at__isnull=True) | Q(enqueued_at__lt=waited), id=purge_id
-        ).update(enqueued_at=now):
-            continue
-        try:
-            enqueue(purge_id)
-        except Exception:
-            log.exception("purge %s could not be enqueued; the next sweep tries again", purge_id)
-            continue
-        handed.append(purge_id)
+    handed = leases.sweep_lost(PurgeRun, enqueue=enqueue, finish_given_up=_given_up, now=now)
     # A hold left by a purge that is over (its worker died before letting go) lapses only
     # after the purge's time limit: the compactions need not wait that long.
     lake_rewrites_release(holders=_holds_of_purges_over())

@@ -7,31 +7,29 @@ remains of the purged messages."""
 from django.db import models
 from django.db.models import Q
 
+from console import leases
 
-class PurgeRun(models.Model):
+
+class PurgeRun(leases.LeasedRun):
     QUEUED, RUNNING, DONE, FAILED = "queued", "running", "done", "failed"
     STATUSES = [(s, s) for s in (QUEUED, RUNNING, DONE, FAILED)]
     ACTIVE = (QUEUED, RUNNING)
+    FINISHED = (DONE, FAILED)
+    lease_by_beats = True
 
     # A username, "system" (the scheduler) or "manage.py purge": outlives the user, as the
     # audit trail's actor does.
     requested_by = models.CharField(max_length=150)
     dry_run = models.BooleanField(default=False)
     queue = models.CharField(max_length=100, blank=True, default="")  # "": every queue
-    status = models.CharField(max_length=12, choices=STATUSES, default=QUEUED)
+    status = leases.status_field(STATUSES, default=QUEUED)
     lock = models.CharField(max_length=20, default="purge", editable=False)
     # The clock the run purged by: a message is purged if it became final before
     # now - retention_days of its queue.
     now = models.DateTimeField(null=True, blank=True)
-    # Who holds it while RUNNING (host, process, a token of the claim): a run that lost its lease
-    # cannot record its result over the one that took it over.
-    worker = models.CharField(max_length=200, blank=True, default="")
     created_at = models.DateTimeField(auto_now_add=True)
     enqueued_at = models.DateTimeField(null=True, blank=True)  # last handed to the broker
     attempts = models.PositiveIntegerField(default=0)  # claims so far
-    started_at = models.DateTimeField(null=True, blank=True)
-    heartbeat_at = models.DateTimeField(null=True, blank=True)
-    finished_at = models.DateTimeField(null=True, blank=True)
     work_dir = models.CharField(max_length=500, blank=True, default="")  # the attempt's scratch
     # What it purged (or, for a dry run, would purge): queue -> {"count", "sha256"}.
     counts = models.JSONField(default=dict)
@@ -47,7 +45,6 @@ class PurgeRun(models.Model):
     # (a delivery run or a query that listed them before the swap may still be reading them).
     pending_dirs = models.JSONField(default=list)
     dirs_deleted_at = models.DateTimeField(null=True, blank=True)
-    error = models.TextField(blank=True, default="")
 
     class Meta:
         ordering = ["-id"]
@@ -69,3 +66,25 @@ class PurgeRun(models.Model):
     @property
     def final(self):
         return self.status in (self.DONE, self.FAILED)
+
+    def described(self):
+        """What the Runs page shows of it (console.leases.RunKind.describe)."""
+        queues = [self.queue] if self.queue else []
+        where = f" in {', '.join(queues)}" if queues else ""
+        if self.events_upto is None:
+            position = f"not read yet{where}"
+        else:
+            position = f"events up to commit {self.events_upto}{where}"
+        verb = "would be purged" if self.dry_run else "purged"
+        return {
+            "variant": "preview" if self.dry_run else "purge",
+            "upto_commit": self.events_upto,
+            "queues": queues,
+            "purged": self.total,
+            "created_at": self.created_at,
+            "position": position,
+            "did": f"{self.total} {verb}" if self.status == self.DONE else "",
+        }
+
+
+leases.register("purge", PurgeRun, title="purge", order=4)

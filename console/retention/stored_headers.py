@@ -32,7 +32,9 @@ from django.db import transaction
 from console.lake.models import LakeCommit
 from console.lake.services import lake, lake_commits_rewrite
 from console.readmodels.deltas import read_models_body_paths_move
-from workers.brokers import amqp_message, nats_message, redis_message
+from workers.brokers.nats import record as nats_message
+from workers.brokers.rabbitmq import record as amqp_message
+from workers.brokers.redis_streams import record as redis_message
 from workers.engine.own_headers import SOURCE_HEADER, foreign_name, is_product_name
 from workers.lake.schema import MESSAGE_SCHEMA
 from workers.lake.store import conform

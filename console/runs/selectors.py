@@ -1,6 +1,7 @@
 """Every background run in one list: delivery runs, refreshes of the read models, compactions of
 the lake and purges, each kept by its own app in a table of its own, with its state, heartbeat,
-position and what it did.
+position and what it did. The kinds listed, their tables and how a row is described come from
+the registry of leased runs (console.leases.kinds).
 
 The list puts the runs in progress first (a purge waits queued before it runs), then the
 finished ones, newest first, a page at a time. Each kind is read by its own id, newest first
@@ -20,14 +21,11 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.utils import timezone
 
-from console.delivery.models import DeliveryRun
-from console.lake.models import CompactionRun
+from console import leases
 from console.moments import span_text
-from console.readmodels.models import RefreshRun
-from console.retention.models import PurgeRun
 
-DELIVERY, REFRESH, COMPACTION, PURGE = "delivery", "refresh", "compaction", "purge"
-KINDS = (DELIVERY, REFRESH, COMPACTION, PURGE)
+_KINDS = {kind.name: kind for kind in leases.kinds(listed=True)}
+KINDS = tuple(_KINDS)
 # The states a run may be in, over every kind (each kind has some of them), and the two marks
 # of a running one, which the list filters on as states.
 STUCK, SLOW = "stuck", "slow"
@@ -76,6 +74,8 @@ class Run:
     note: str = ""  # why a compaction was skipped
     error: str = ""
     created_at: datetime | None = None  # a purge's, for one still queued
+    position: str = ""  # its position, in a few words
+    did: str = ""  # what it did, in a few words (nothing while it runs, but what it claimed)
     # As of the moment the list was read (runs_page sets them).
     active: bool = False
     stuck: bool = False
@@ -96,149 +96,19 @@ class Run:
     def duration_text(self):
         return span_text(self.duration)
 
-    @property
-    def position(self):
-        """Its position, in a few words."""
-        if self.kind == REFRESH:
-            if self.variant.startswith("lock for "):
-                return "none: refreshes wait while it is held"
-            if self.variant == "full":
-                return f"all events commits, up to {_n(self.upto_commit)}"
-            return f"events commits after {_n(self.from_commit)}, up to {_n(self.upto_commit)}"
-        if self.kind == COMPACTION:
-            return f"covers up to events commit {_n(self.upto_commit)}"
-        if self.kind == PURGE:
-            where = f" in {', '.join(self.queues)}" if self.queues else ""
-            if self.upto_commit is None:
-                return f"not read yet{where}"
-            return f"events up to commit {self.upto_commit}{where}"
-        claimed = f"; {self.claimed} claimed" if self.claimed is not None else ""
-        return f"{', '.join(self.queues) or 'no queue'}{claimed}"
 
-    @property
-    def did(self):
-        """What it did, in a few words (nothing while it runs, except what it claimed)."""
-        if self.kind == DELIVERY:
-            return ", ".join(f"{state} {n}" for state, n in sorted(self.outcomes.items()))
-        if self.kind == REFRESH:
-            return f"{self.changed} rows changed" if self.state == "committed" else ""
-        if self.kind == PURGE:
-            if self.state != "done":
-                return ""
-            verb = "would be purged" if self.variant == "preview" else "purged"
-            return f"{self.purged} {verb}"
-        parts = []
-        if self.rows is not None:
-            parts.append(f"{self.rows} rows")
-        if self.note:
-            parts.append(self.note)
-        return "; ".join(parts)
-
-
-def _n(commit):
-    return "the start" if commit is None else str(commit)
-
-
-def _delivery(run):
-    states = (run.outcomes or {}).get("states") or {}
+def _shown(kind, row):
     return Run(
-        kind=DELIVERY,
-        id=run.id,
-        state=run.status,
-        variant="",
-        worker=run.worker,
-        started_at=run.started_at,
-        heartbeat_at=run.heartbeat_at,
-        finished_at=run.finished_at,
-        queues=list(run.queues or []),
-        claimed=run.claimed,
-        outcomes={str(k): v for k, v in states.items()},
-        error=run.error,
+        kind=kind.name,
+        id=row.id,
+        state=row.status,
+        worker=row.worker,
+        started_at=row.started_at,
+        heartbeat_at=row.heartbeat_at,
+        finished_at=row.finished_at,
+        error=row.error,
+        **row.described(),
     )
-
-
-def _refresh(run):
-    variant = "full" if run.full else "incremental"
-    if run.held_for:
-        # A lock another writer holds (a purge, a counts check): no refresh runs meanwhile.
-        variant = f"lock for {run.held_for}"
-    return Run(
-        kind=REFRESH,
-        id=run.id,
-        state=run.status,
-        variant=variant,
-        worker=run.worker,
-        started_at=run.started_at,
-        heartbeat_at=run.heartbeat_at,
-        finished_at=run.finished_at,
-        from_commit=run.from_commit,
-        upto_commit=run.upto_commit,
-        changed=run.changed,
-        error=run.error,
-    )
-
-
-def _compaction(run):
-    return Run(
-        kind=COMPACTION,
-        id=run.id,
-        state=run.status,
-        variant=run.kind,
-        worker=run.worker,
-        started_at=run.started_at,
-        heartbeat_at=run.heartbeat_at,
-        finished_at=run.finished_at,
-        upto_commit=run.covers_upto,
-        rows=run.rows,
-        note=run.note,
-        error=run.error,
-    )
-
-
-def _purge(run):
-    return Run(
-        kind=PURGE,
-        id=run.id,
-        state=run.status,
-        variant="preview" if run.dry_run else "purge",
-        worker=run.worker,
-        started_at=run.started_at,
-        heartbeat_at=run.heartbeat_at,
-        finished_at=run.finished_at,
-        upto_commit=run.events_upto,
-        queues=[run.queue] if run.queue else [],
-        purged=run.total,
-        error=run.error,
-        created_at=run.created_at,
-    )
-
-
-@dataclass(frozen=True)
-class _Kind:
-    model: type
-    active: tuple  # its states in progress
-    finished: tuple
-    shown: object  # model row -> Run
-
-
-_KINDS = {
-    DELIVERY: _Kind(
-        DeliveryRun,
-        (DeliveryRun.RUNNING,),
-        (DeliveryRun.COMMITTED, DeliveryRun.FAILED, DeliveryRun.CRASHED),
-        _delivery,
-    ),
-    REFRESH: _Kind(
-        RefreshRun, (RefreshRun.RUNNING,), (RefreshRun.COMMITTED, RefreshRun.FAILED), _refresh
-    ),
-    COMPACTION: _Kind(
-        CompactionRun,
-        (CompactionRun.RUNNING,),
-        (CompactionRun.COMMITTED, CompactionRun.SKIPPED, CompactionRun.FAILED),
-        _compaction,
-    ),
-    PURGE: _Kind(PurgeRun, PurgeRun.ACTIVE, (PurgeRun.DONE, PurgeRun.FAILED), _purge),
-}
 
 
 def cursor_parse(text):
@@ -291,7 +161,7 @@ def _active(kinds, state, now):
         statuses = [s for s in spec.active if state in ("", s, *MARKS)]
         if statuses:
             found = spec.model.objects.filter(status__in=statuses).order_by("-id")[:ACTIVE_MAX]
-            rows.extend(_marked(spec.shown(r), now) for r in found)
+            rows.extend(_marked(_shown(spec, r), now) for r in found)
     if state == STUCK:
         rows = [r for r in rows if r.stuck]
     elif state == SLOW:
@@ -311,7 +181,7 @@ def _finished(kinds, state, cursor, size, now):
         found = spec.model.objects.filter(status__in=statuses)
         if kind in cursor:
             found = found.filter(id__lt=cursor[kind])
-        streams.append([_marked(spec.shown(r), now) for r in found.order_by("-id")[: size + 1]])
+        streams.append([_marked(_shown(spec, r), now) for r in found.order_by("-id")[: size + 1]])
     # Each stream is newest first by id; merged by start time, each run comes once.
     merged = heapq.merge(*streams, key=_order)
     rows = [run for _, run in zip(range(size), merged, strict=False)]

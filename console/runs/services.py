@@ -1,7 +1,7 @@
 """Old runs forgotten: a delivery run starts every few seconds for each queue with due messages,
 and a refresh after every commit, so their rows would grow for ever. What they did stays where it
 matters (the lake's events, the read models, the audit trail); the rows are only what the Runs
-page lists. Compactions keep their own bound (console.lake.services.COMPACTIONS_KEPT), purges
+page lists. Compactions keep their own bound (console.lake.execution.COMPACTIONS_KEPT), purges
 are kept for good (they are what remains of the purged messages)."""
 
 from datetime import timedelta

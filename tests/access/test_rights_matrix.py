@@ -12,7 +12,7 @@ from django.core.management import call_command
 
 from console.access.services import role_grant_request
 from console.accounts.models import ApiToken
-from console.accounts.tokens import token_create
+from console.accounts.tokens.services import token_create
 from console.audit.models import AuditEntry
 from tests.conftest import settled
 

@@ -1,4 +1,4 @@
-"""API tokens: how a token opens the API (console.accounts.authentication), the rules of the
+"""API tokens: how a token opens the API (console.accounts.tokens.authentication), the rules of the
 services that make and revoke them (console.accounts.tokens), and /api/v1/tokens. A token acts
 only for a service account (R19): the application persona is one; tests/security has the
 attacks."""
@@ -13,7 +13,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from console.accounts.models import ApiToken
-from console.accounts.tokens import token_create, token_revoke
+from console.accounts.tokens.services import token_create, token_revoke
 from console.audit.models import AuditEntry
 
 URL = "/api/v1/tokens"

@@ -3,6 +3,8 @@ and only that pair: the lockout page, the audit trail, and an administrator lift
 the screen or by the API. An address failing on many names is slowed down instead:
 test_login_throttle."""
 
+from functools import partial
+
 import pytest
 from axes.models import AccessAttempt
 from django.test import Client
@@ -10,6 +12,9 @@ from django.urls import reverse
 from rest_framework.test import APIClient
 
 from console.audit.models import AuditEntry
+from tests.accounts.conftest import password_login, signed_in
+from tests.browse.conftest import api as api_as
+from tests.browse.conftest import login as signed_in_as
 
 ATTACKER = "203.0.113.7"
 ELSEWHERE = "198.51.100.20"
@@ -21,31 +26,12 @@ def limit(settings):
     return 3
 
 
-def _login(username, password, *, ip=ATTACKER, url=None, **headers):
-    client = Client(REMOTE_ADDR=ip, **headers)
-    response = client.post(url or reverse("login"), {"username": username, "password": password})
-    return client, response
-
-
-def _signed_in(client):
-    return "_auth_user_id" in client.session
+_login = partial(password_login, ip=ATTACKER)
 
 
 def _fail(username, times, *, ip=ATTACKER):
     for _ in range(times):
         _login(username, "not-the-password", ip=ip)
-
-
-def _admin(personas):
-    client = Client()
-    client.force_login(personas["admin"])
-    return client
-
-
-def _admin_api(personas):
-    client = APIClient()
-    client.force_authenticate(personas["admin"])
-    return client
 
 
 def _actions(action):
@@ -58,7 +44,7 @@ def test_failures_short_of_the_limit_leave_the_login_page_as_it_was(personas, li
     client, response = _login("viewer", "pw-viewer-1234")
 
     assert response.status_code == 302
-    assert _signed_in(client)
+    assert signed_in(client)
 
 
 def test_after_the_limit_the_right_password_is_refused_with_the_lockout_page(personas, limit):
@@ -72,7 +58,7 @@ def test_after_the_limit_the_right_password_is_refused_with_the_lockout_page(per
     assert "Login locked" in page
     assert "30 minutes" in page
     assert "ask an administrator" in page
-    assert not _signed_in(client)
+    assert not signed_in(client)
 
 
 def test_the_failure_that_reaches_the_limit_already_gets_the_lockout_page(personas, limit):
@@ -93,11 +79,11 @@ def test_five_failures_on_operator_lock_operator_out_from_that_address_only(pers
     colleague, from_here = _login("viewer", "pw-viewer-1234")
 
     assert refused.status_code == 429
-    assert not _signed_in(locked)
+    assert not signed_in(locked)
     assert from_elsewhere.status_code == 302
-    assert _signed_in(elsewhere)
+    assert signed_in(elsewhere)
     assert from_here.status_code == 302
-    assert _signed_in(colleague)
+    assert signed_in(colleague)
 
 
 def test_six_failures_on_six_made_up_names_leave_the_admin_able_to_log_in_from_there(personas):
@@ -108,7 +94,7 @@ def test_six_failures_on_six_made_up_names_leave_the_admin_able_to_log_in_from_t
     client, response = _login("admin", "pw-admin-1234")
 
     assert response.status_code == 302
-    assert _signed_in(client)
+    assert signed_in(client)
 
 
 def test_failures_on_a_name_from_different_addresses_do_not_add_up(personas, limit):
@@ -118,7 +104,7 @@ def test_failures_on_a_name_from_different_addresses_do_not_add_up(personas, lim
     client, response = _login("viewer", "pw-viewer-1234", ip=ELSEWHERE)
 
     assert response.status_code == 302
-    assert _signed_in(client)
+    assert signed_in(client)
 
 
 def test_a_client_cannot_slip_out_of_its_lockout_by_writing_x_forwarded_for(personas, limit):
@@ -140,7 +126,7 @@ def test_behind_a_trusted_proxy_the_address_is_the_one_it_forwarded(personas, li
 
     assert refused.status_code == 429
     assert allowed.status_code == 302
-    assert _signed_in(client)
+    assert signed_in(client)
 
 
 def test_the_django_admin_login_is_locked_out_too(personas, limit):
@@ -149,7 +135,7 @@ def test_the_django_admin_login_is_locked_out_too(personas, limit):
     client, response = _login("admin", "pw-admin-1234", url="/admin/login/")
 
     assert response.status_code == 429
-    assert not _signed_in(client)
+    assert not signed_in(client)
 
 
 def test_the_lockout_page_shows_a_user_name_as_text(personas, limit):
@@ -189,7 +175,7 @@ def test_a_successful_login_forgets_the_users_own_failures(personas, limit):
     client, response = _login("viewer", "pw-viewer-1234")
 
     assert response.status_code == 302
-    assert _signed_in(client)
+    assert signed_in(client)
 
 
 def test_logging_in_from_an_address_does_not_forget_the_guesses_it_made_at_another_name(
@@ -204,13 +190,13 @@ def test_logging_in_from_an_address_does_not_forget_the_guesses_it_made_at_anoth
     client, response = _login("admin", "pw-admin-1234")
 
     assert response.status_code == 429
-    assert not _signed_in(client)
+    assert not signed_in(client)
 
 
 def test_an_administrator_sees_the_lockouts_in_force(personas, limit):
     _fail("viewer", limit)
 
-    response = _admin(personas).get(reverse("lockout-list"))
+    response = signed_in_as(personas["admin"]).get(reverse("lockout-list"))
 
     assert response.status_code == 200
     page = response.content.decode()
@@ -225,7 +211,7 @@ def test_an_administrator_lifts_a_pair_lockout_on_the_screen_and_the_user_logs_i
     _fail("viewer", limit)
     _fail("viewer", limit, ip=ELSEWHERE)
 
-    response = _admin(personas).post(
+    response = signed_in_as(personas["admin"]).post(
         reverse("lockout-lift"), {"username": "viewer", "ip": ATTACKER}
     )
     client, login = _login("viewer", "pw-viewer-1234")
@@ -233,7 +219,7 @@ def test_an_administrator_lifts_a_pair_lockout_on_the_screen_and_the_user_logs_i
 
     assert response.status_code == 302
     assert login.status_code == 302
-    assert _signed_in(client)
+    assert signed_in(client)
     assert still_locked.status_code == 429
     lifted = _actions("login.lockout_lifted")
     assert [(e.actor, e.target_type, e.target_id) for e in lifted] == [("admin", "user", "viewer")]
@@ -242,7 +228,7 @@ def test_an_administrator_lifts_a_pair_lockout_on_the_screen_and_the_user_logs_i
 
 def test_an_administrator_lifts_a_pair_lockout_by_the_api(personas, limit):
     _fail("viewer", limit)
-    api = _admin_api(personas)
+    api = api_as(personas["admin"])
 
     listed = api.get("/api/v1/lockouts").json()["results"]
     response = api.post(
@@ -258,7 +244,7 @@ def test_an_administrator_lifts_a_pair_lockout_by_the_api(personas, limit):
     assert response.status_code == 200
     assert response.json() == {"username": "viewer", "ip": ATTACKER, "attempts_removed": 1}
     assert login.status_code == 302
-    assert _signed_in(client)
+    assert signed_in(client)
     lifted = _actions("login.lockout_lifted")
     assert [(e.actor, e.target_type, e.target_id) for e in lifted] == [("admin", "user", "viewer")]
     assert not api.get("/api/v1/lockouts").json()["results"]
@@ -268,14 +254,14 @@ def test_lifting_a_user_name_alone_lifts_its_lockouts_from_every_address(persona
     _fail("viewer", limit)
     _fail("viewer", limit, ip=ELSEWHERE)
 
-    _admin_api(personas).post("/api/v1/lockouts/lift", {"username": "viewer"}, format="json")
+    api_as(personas["admin"]).post("/api/v1/lockouts/lift", {"username": "viewer"}, format="json")
 
     assert _login("viewer", "pw-viewer-1234")[1].status_code == 302
     assert _login("viewer", "pw-viewer-1234", ip=ELSEWHERE)[1].status_code == 302
 
 
 def test_lifting_needs_a_user_name_or_an_address(personas):
-    api = _admin_api(personas)
+    api = api_as(personas["admin"])
 
     response = api.post("/api/v1/lockouts/lift", {}, format="json")
     bad_ip = api.post("/api/v1/lockouts/lift", {"ip": "not-an-address"}, format="json")
@@ -289,7 +275,7 @@ def test_lifting_one_lockout_leaves_the_others(personas, limit):
     _fail("viewer", limit)
     _fail("operator", limit, ip=ELSEWHERE)
 
-    _admin_api(personas).post("/api/v1/lockouts/lift", {"username": "viewer"}, format="json")
+    api_as(personas["admin"]).post("/api/v1/lockouts/lift", {"username": "viewer"}, format="json")
 
     assert set(AccessAttempt.objects.values_list("username", flat=True)) == {"operator"}
     _, response = _login("operator", "pw-operator-1234", ip=ELSEWHERE)
@@ -313,7 +299,7 @@ def test_no_one_but_an_administrator_sees_or_lifts_lockouts(personas, limit, rol
 
 
 def test_the_lockouts_link_is_in_the_menu_of_administrators_only(personas):
-    admin, viewer = _admin(personas), Client()
+    admin, viewer = signed_in_as(personas["admin"]), Client()
     viewer.force_login(personas["viewer"])
     link = f'href="{reverse("lockout-list")}"'
 

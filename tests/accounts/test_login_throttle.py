@@ -7,6 +7,7 @@ Time passes by moving the recorded failures and throttles back (_time_passes): a
 rows with its own clock, so the rows are what a test moves, and nobody waits."""
 
 from datetime import timedelta
+from functools import partial
 
 import pytest
 from axes.models import AccessAttempt
@@ -14,11 +15,13 @@ from django.db.models import F
 from django.test import Client
 from django.urls import reverse
 from django.utils import timezone
-from rest_framework.test import APIClient
 
-from console.accounts.lockouts import address_delay, address_throttle_wait
+from console.accounts.lockouts.selectors import address_delay
+from console.accounts.lockouts.services import address_throttle_wait
 from console.accounts.models import AddressThrottle
 from console.audit.models import AuditEntry
+from tests.accounts.conftest import password_login, signed_in
+from tests.browse.conftest import api as api_as
 
 SPRAYER = "203.0.113.9"
 ELSEWHERE = "198.51.100.20"
@@ -33,14 +36,7 @@ def address_limit(settings):
     return ADDRESS_LIMIT
 
 
-def _login(username, password, *, ip=SPRAYER, url=None, **headers):
-    client = Client(REMOTE_ADDR=ip, **headers)
-    response = client.post(url or reverse("login"), {"username": username, "password": password})
-    return client, response
-
-
-def _signed_in(client):
-    return "_auth_user_id" in client.session
+_login = partial(password_login, ip=SPRAYER)
 
 
 def _time_passes(seconds):
@@ -66,12 +62,6 @@ def _failures(ip=SPRAYER):
     )
 
 
-def _admin_api(personas):
-    client = APIClient()
-    client.force_authenticate(personas["admin"])
-    return client
-
-
 def _actions(action):
     return list(AuditEntry.objects.filter(action=action).order_by("seq"))
 
@@ -89,7 +79,7 @@ def test_an_address_under_the_limit_is_not_slowed_down(personas, address_limit):
     client, response = _login("admin", "pw-admin-1234")
 
     assert response.status_code == 302
-    assert _signed_in(client)
+    assert signed_in(client)
 
 
 def test_a_slow_guesser_of_many_names_is_made_to_wait_without_its_password_checked(
@@ -106,7 +96,7 @@ def test_a_slow_guesser_of_many_names_is_made_to_wait_without_its_password_check
     page = response.content.decode()
     assert "Wait before logging in" in page
     assert "Your password was not checked" in page
-    assert not _signed_in(client)
+    assert not signed_in(client)
     # Refused unchecked, it is no failure: neither counted nor charged to anyone.
     assert _failures() == address_limit
     assert not AccessAttempt.objects.filter(username="admin").exists()
@@ -140,7 +130,7 @@ def test_the_admins_right_password_after_the_wait_logs_in(personas, address_limi
     assert refused.status_code == 429
     assert wait == 16
     assert response.status_code == 302
-    assert _signed_in(client)
+    assert signed_in(client)
 
 
 def test_the_wait_never_grows_past_the_maximum(personas, address_limit, settings):
@@ -154,7 +144,7 @@ def test_the_wait_never_grows_past_the_maximum(personas, address_limit, settings
 
     assert refused["Retry-After"] == "30"
     assert response.status_code == 302
-    assert _signed_in(client)
+    assert signed_in(client)
 
 
 def test_knocking_during_the_wait_does_not_make_it_longer(personas, address_limit):
@@ -168,7 +158,7 @@ def test_knocking_during_the_wait_does_not_make_it_longer(personas, address_limi
     assert {knock.status_code for knock in knocks} == {429}
     assert _failures() == address_limit
     assert response.status_code == 302
-    assert _signed_in(client)
+    assert signed_in(client)
 
 
 def test_of_two_attempts_when_the_wait_ends_only_one_is_checked(personas, address_limit):
@@ -188,7 +178,7 @@ def test_other_addresses_are_not_slowed_down(personas, address_limit):
     client, response = _login("admin", "pw-admin-1234", ip=ELSEWHERE)
 
     assert response.status_code == 302
-    assert _signed_in(client)
+    assert signed_in(client)
 
 
 def test_a_name_locked_out_from_the_address_stays_locked_out_after_the_wait(
@@ -206,7 +196,7 @@ def test_a_name_locked_out_from_the_address_stays_locked_out_after_the_wait(
     assert locked.status_code == 429
     assert "Login locked" in locked.content.decode()
     assert from_here.status_code == 302
-    assert _signed_in(colleague)
+    assert signed_in(colleague)
 
 
 def test_the_django_admin_login_is_slowed_down_too(personas, address_limit):
@@ -215,7 +205,7 @@ def test_the_django_admin_login_is_slowed_down_too(personas, address_limit):
     client, response = _login("admin", "pw-admin-1234", url="/admin/login/")
 
     assert response.status_code == 429
-    assert not _signed_in(client)
+    assert not signed_in(client)
 
 
 def test_a_client_asking_for_json_gets_the_wait_as_json(personas, address_limit):
@@ -267,7 +257,7 @@ def test_an_administrator_sees_a_throttled_address_with_the_names_it_tried(perso
     admin.force_login(personas["admin"])
 
     page = admin.get(reverse("lockout-list")).content.decode()
-    listed = _admin_api(personas).get("/api/v1/lockouts").json()["results"]
+    listed = api_as(personas["admin"]).get("/api/v1/lockouts").json()["results"]
 
     assert page.count('class="lockout-row lockout-address"') == 1
     assert page.count('class="lockout-row lockout-pair"') == 1
@@ -293,7 +283,7 @@ def test_an_administrator_lifts_an_address_throttle_on_the_screen(personas, addr
 
     assert response.status_code == 302
     assert login.status_code == 302
-    assert _signed_in(client)
+    assert signed_in(client)
     assert not AddressThrottle.objects.exists()
     lifted = _actions("login.lockout_lifted")
     assert [(e.actor, e.target_type, e.target_id) for e in lifted] == [
@@ -305,7 +295,7 @@ def test_an_administrator_lifts_an_address_throttle_on_the_screen(personas, addr
 def test_an_administrator_lifts_an_address_throttle_by_the_api(personas, address_limit):
     _spray(address_limit, every_seconds=0)
     _spray(address_limit, ip=ELSEWHERE, every_seconds=0)
-    api = _admin_api(personas)
+    api = api_as(personas["admin"])
 
     response = api.post("/api/v1/lockouts/lift", {"ip": SPRAYER}, format="json")
     _, here = _login("admin", "pw-admin-1234")

@@ -6,7 +6,7 @@ from django.contrib.sessions.models import Session
 from django.test import Client
 
 from console.accounts.models import ApiToken
-from console.accounts.tokens import token_create
+from console.accounts.tokens.services import token_create
 from console.audit.models import AuditEntry
 
 SERVICE = "/account/service-tokens/"

@@ -20,7 +20,7 @@ from console.alerts.models import AlertDelivery, Webhook
 from console.alerts.sending import alerts_send
 from console.alerts.services import alert_raise, webhook_create
 from console.audit.models import AuditEntry
-from console.delivery.services import _queues_record
+from console.delivery.execution import _queues_record
 from console.queues.models import Queue
 from console.queues.services import queue_reenable
 from tests.alerts import schemas

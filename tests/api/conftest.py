@@ -9,7 +9,7 @@ from drf_spectacular.renderers import OpenApiJsonRenderer
 from drf_spectacular.settings import spectacular_settings
 
 from console.accounts.roles import APPLICATION, ROLES, roles_seed
-from console.accounts.tokens import token_create
+from console.accounts.tokens.services import token_create
 from tests.conftest import settled
 
 

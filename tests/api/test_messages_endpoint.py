@@ -8,7 +8,7 @@ import pytest
 from django.utils import timezone
 from rest_framework.test import APIClient
 
-from console.accounts.tokens import token_create
+from console.accounts.tokens.services import token_create
 from tests.browse.conftest import Index
 from tests.ingest.conftest import lake_messages
 

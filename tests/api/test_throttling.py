@@ -10,7 +10,7 @@ from django.core.cache import cache
 from django.test import Client
 from rest_framework.test import APIClient
 
-from console.accounts.tokens import token_create
+from console.accounts.tokens.services import token_create
 
 ROOT = Path(__file__).resolve().parent.parent.parent
 URL = "/api/v1/queues"

@@ -9,7 +9,7 @@ import pika
 import pytest
 
 from tests.brokers.records import as_stored
-from workers.brokers.amqp_message import (
+from workers.brokers.rabbitmq.record import (
     PROPERTIES_HEADER,
     properties_read,
     publish_properties,

@@ -5,13 +5,8 @@ import json
 
 import pytest
 
-from workers.brokers.dead_letters import (
-    REASON_LIMIT,
-    STACK_LIMIT,
-    DeadLetter,
-    dead_letter_details,
-    dead_letter_of,
-)
+from workers.brokers.dead_letters import DeadLetter, dead_letter_details, dead_letter_of
+from workers.brokers.formats.common import REASON_LIMIT, STACK_LIMIT
 from workers.brokers.intake import DeadLettered, dead_letter
 from workers.engine.handlers import Message
 

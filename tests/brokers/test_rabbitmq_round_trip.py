@@ -3,7 +3,6 @@ dead-letters them, Antidote drains the dead-letter queue, quarantines each with 
 reason, and an approved "reprocess to its original RabbitMQ queue" publishes them back, where a
 consumer receives each once, its body and properties as the publisher sent them."""
 
-import threading
 import time
 import uuid
 from datetime import UTC, datetime
@@ -12,13 +11,12 @@ from decimal import Decimal
 import pika
 import pytest
 
-from console.ingest.consumers import source_consume
 from console.ingest.models import MessageKey
 from console.queues.models import BrokerSource
-from console.queues.services import queues_load
-from console.queues.sources import INTAKE_HANDLER, REDRIVE_HANDLER
+from console.queues.sources import REDRIVE_HANDLER
 from console.readmodels.models import MessageIndex
 from tests.brokers.connections import quiet_parameters
+from tests.brokers.sources import drained_until, round_trip_load
 from tests.conftest import require_service
 from tests.decisions.desk import make_desk
 
@@ -107,25 +105,6 @@ def _take_all(channel, queue, *, expect, timeout=60):
         taken.append((properties, body))
 
 
-def _drain(source_name, dlq, channel, *, expect):
-    stop = threading.Event()
-    source = BrokerSource.objects.get(name=source_name)
-    thread = threading.Thread(target=source_consume, args=(source,), kwargs={"stop": stop})
-    thread.start()
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            stored = MessageKey.objects.filter(queue="refunds-dead").count()
-            left = channel.queue_declare(dlq, passive=True).method.message_count
-            if stored >= expect and left == 0:
-                break
-            time.sleep(0.2)
-    finally:
-        stop.set()
-        thread.join(timeout=30)
-    assert not thread.is_alive()
-
-
 def test_a_rejected_message_comes_back_to_its_queue_once_and_unchanged(desk, broker):
     channel, names = broker
     for n in range(COUNT):
@@ -139,30 +118,19 @@ def test_a_rejected_message_comes_back_to_its_queue_once_and_unchanged(desk, bro
             continue
         channel.basic_reject(method.delivery_tag, requeue=False)
         rejected += 1
-    queues_load(
-        data={
-            "queues": [
-                {"name": "refunds-dead", "handler": INTAKE_HANDLER},
-                {
-                    "name": "refunds-redrive",
-                    "handler": REDRIVE_HANDLER,
-                    "handler_options": {"url_env": "ROUND_TRIP_AMQP_URL"},
-                },
-            ],
-            "sources": [
-                {
-                    "name": "refunds-dlq",
-                    "url_env": "ROUND_TRIP_AMQP_URL",
-                    "broker_queue": names["dlq"],
-                    "queue": "refunds-dead",
-                    "redrive_queue": "refunds-redrive",
-                    "batch_size": 5,
-                }
-            ],
-        }
+    round_trip_load(
+        name="refunds-dlq",
+        url_env="ROUND_TRIP_AMQP_URL",
+        stream=names["dlq"],
+        sink=REDRIVE_HANDLER,
     )
 
-    _drain("refunds-dlq", names["dlq"], channel, expect=COUNT)
+    drained_until(
+        "refunds-dlq",
+        into="refunds-dead",
+        count=COUNT,
+        done=lambda: channel.queue_declare(names["dlq"], passive=True).method.message_count == 0,
+    )
     assert MessageKey.objects.filter(queue="refunds-dead").count() == COUNT
     assert BrokerSource.objects.get(name="refunds-dlq").drained == COUNT
 

@@ -14,9 +14,10 @@ import pytest
 from tests.brokers.records import as_stored
 from tests.brokers.tcp_proxy import TcpProxy
 from tests.conftest import require_service
-from workers.brokers import connector, redrive
-from workers.brokers.amqp_message import PROPERTIES_HEADER, record_of
+from workers.brokers import base as connector
 from workers.brokers.dead_letters import dead_letter_of, latest_death
+from workers.brokers.rabbitmq import sink as redrive
+from workers.brokers.rabbitmq.record import PROPERTIES_HEADER, record_of
 from workers.engine.handlers import (
     Deferred,
     HandlerImportError,

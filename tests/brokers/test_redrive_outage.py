@@ -17,7 +17,7 @@ from tests.brokers.connections import quiet_parameters
 from tests.brokers.tcp_proxy import TcpProxy
 from tests.conftest import require_service
 from tests.decisions.desk import make_desk
-from workers.brokers.amqp_message import record_of
+from workers.brokers.rabbitmq.record import record_of
 
 URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
 COUNT = 600

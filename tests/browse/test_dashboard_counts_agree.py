@@ -27,7 +27,7 @@ def engine(transactional_db, lake_root, spark):
 def delivered(engine):
     """orders: 3 delivered at first try, 2 after a failure, 2 quarantined, 2 waiting; refunds: 1
     delivered, 1 quarantined; later: 2 never delivered (TBDL)."""
-    from console.readmodels.services import read_models_refresh
+    from console.readmodels.execution import read_models_refresh
 
     sequence = "tests.handlers_for_tests.sequence"
     engine.queue("orders", handler=sequence, max_failed_deliveries=5)

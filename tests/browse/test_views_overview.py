@@ -5,7 +5,7 @@ from datetime import timedelta
 
 from django.urls import reverse
 
-from console.browse import selectors
+from console.browse import counts
 from console.delivery.models import DeliveryRun
 from console.queues.models import Queue
 from console.readmodels.models import FailureGroup
@@ -167,7 +167,7 @@ def test_each_failure_group_has_a_sparkline_of_its_recent_failures(index, person
         index.row(f"m-{i}", group_id="g1", last_failure_at=T0 - timedelta(hours=hours_before))
     index.row("m-9", group_id="g2", last_failure_at=T0 - timedelta(hours=2))
 
-    recent = selectors.group_recent(groups=list(FailureGroup.objects.order_by("fingerprint")))
+    recent = counts.group_recent(groups=list(FailureGroup.objects.order_by("fingerprint")))
     assert recent["g1"][-2:] == [1, 2] and sum(recent["g1"]) == 3
     assert recent["g2"][-3] == 1 and sum(recent["g2"]) == 1
 

@@ -139,7 +139,7 @@ def refresh(engine):
     """One refresh of the console's read models from the lake."""
 
     def refresh():
-        from console.readmodels.services import read_models_refresh
+        from console.readmodels.execution import read_models_refresh
 
         return read_models_refresh(spark=engine.spark)
 

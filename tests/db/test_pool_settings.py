@@ -2,16 +2,12 @@
 interpreter, as in tests/test_settings.py: settings are read at import."""
 
 import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from console.settings import _process_name
+from tests.console_process import console_python
 
-ROOT = Path(__file__).resolve().parents[2]
 SHOW = (
     "import json, django; django.setup(); from django.conf import settings; "
     "print(json.dumps(settings.DATABASES['default'], default=str))"
@@ -21,17 +17,7 @@ _OURS = ("DATABASE_URL", "DB_POOL_MAX", "DB_POOL_MIN", "DB_POOL_TIMEOUT", "DB_AP
 
 
 def _start(tmp_path, **env):
-    environ = {k: v for k, v in os.environ.items() if k not in _OURS}
-    environ.update(DJANGO_SETTINGS_MODULE="console.settings", VAR_DIR=str(tmp_path), **env)
-    return subprocess.run(
-        [sys.executable, "-c", SHOW],
-        env=environ,
-        cwd=ROOT,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    return console_python(SHOW, var_dir=tmp_path, unset=_OURS, **env)
 
 
 def _database(tmp_path, **env):

@@ -9,8 +9,8 @@ from console.decisions.services import Action, action_request_approve, action_re
 from console.lake.models import LakeCommit
 from console.lake.services import lake
 from console.queues.models import Queue
+from console.readmodels.execution import read_models_refresh
 from console.readmodels.models import MessageIndex
-from console.readmodels.services import read_models_refresh
 from tests.delivery.conftest import Engine
 
 

@@ -24,11 +24,6 @@ REASON = "orders stuck since 02:00, the shop is down, and no second approver ans
 
 
 @pytest.fixture
-def on(settings):
-    settings.BREAK_GLASS = True
-
-
-@pytest.fixture
 def approver2(personas):
     """A second approver, on the same rota."""
     user = User.objects.create_user("approver2", password="pw-approver2-1234")

@@ -6,19 +6,10 @@ import pytest
 from console.decisions.break_glass import break_glass_execute
 from console.decisions.models import ActionRequest
 from tests.browse.conftest import api
+from tests.decisions.conftest import ROLES, who
 
-ROLES = ("viewer", "operator", "approver", "admin", "auditor", "application", "outsider", None)
 REASON = "payments stuck, the shop is down, the other approver is asleep"
 GLASS = {"reason": REASON, "confirm": True}
-
-
-def _who(role):
-    return role or "anonymous"
-
-
-@pytest.fixture
-def on(settings):
-    settings.BREAK_GLASS = True
 
 
 def _broken(personas, request):
@@ -27,7 +18,7 @@ def _broken(personas, request):
     )
 
 
-@pytest.mark.parametrize("role", ROLES, ids=_who)
+@pytest.mark.parametrize("role", ROLES, ids=who)
 def test_only_someone_who_may_approve_breaks_the_glass(on, requests, personas, role):
     request = requests.make()
     client = api(personas[role] if role else None)
@@ -119,7 +110,7 @@ def test_an_unknown_request_is_a_404(on, personas, path):
     assert response.status_code == 404
 
 
-@pytest.mark.parametrize("role", ROLES, ids=_who)
+@pytest.mark.parametrize("role", ROLES, ids=who)
 def test_someone_else_who_approves_or_administers_reviews_it(on, requests, personas, role):
     request = _broken(personas, requests.make())  # the operator's, broken by the approver
     client = api(personas[role] if role else None)

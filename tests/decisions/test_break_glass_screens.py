@@ -8,18 +8,9 @@ from django.urls import reverse
 from console.decisions.break_glass import break_glass_execute
 from console.decisions.models import ActionRequest
 from tests.browse.conftest import login
+from tests.decisions.conftest import ROLES, who
 
-ROLES = ("viewer", "operator", "approver", "admin", "auditor", "application", "outsider", None)
 REASON = "the shop is down <b>now</b>"
-
-
-def _who(role):
-    return role or "anonymous"
-
-
-@pytest.fixture
-def on(settings):
-    settings.BREAK_GLASS = True
 
 
 def _page(user, request):
@@ -48,7 +39,7 @@ def test_the_form_is_offered_to_approvers_and_administrators_only_while_break_gl
         assert 'id="break-glass-form"' not in _page(personas[role], own), role
 
 
-@pytest.mark.parametrize("role", ROLES, ids=_who)
+@pytest.mark.parametrize("role", ROLES, ids=who)
 def test_breaking_the_glass_is_checked_on_the_server(on, requests, personas, role):
     request = requests.make()
     client = login(personas[role] if role else None)

@@ -9,8 +9,28 @@ import pyarrow.parquet as pq
 import pytest
 
 from workers.engine import actions as A
-from workers.jobs import decisions as D
 from workers.jobs.conversations import CONVERSATION_STEP_BASE
+from workers.jobs.decisions.chunk import (
+    Decision,
+    chunk_message_ids,
+    decide_chunk,
+    decision_reason,
+    edited_message,
+    with_missing,
+    with_newer,
+)
+from workers.jobs.decisions.frozen import CHUNK_IDS_SCHEMA
+from workers.jobs.decisions.plan import (
+    MEMBER_SCHEMA,
+    SIBLING_SCHEMA,
+    PlanParams,
+    latest_by_id,
+    plan_members_arrow,
+    read_plan_chunk,
+    run_plan,
+    write_plan_arrow,
+)
+from workers.jobs.decisions.steps import canary_verdict
 from workers.lake.schema import EVENT_SCHEMA, MESSAGE_SCHEMA
 
 T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
@@ -49,11 +69,11 @@ def events(*rows):
 
 
 def members(*rows):
-    return pa.Table.from_pylist(list(rows), schema=D.MEMBER_SCHEMA)
+    return pa.Table.from_pylist(list(rows), schema=MEMBER_SCHEMA)
 
 
 def siblings(*rows):
-    return pa.Table.from_pylist(list(rows), schema=D.SIBLING_SCHEMA)
+    return pa.Table.from_pylist(list(rows), schema=SIBLING_SCHEMA)
 
 
 def unknown(mid):
@@ -62,7 +82,7 @@ def unknown(mid):
 
 
 def decision(action, **fields):
-    return D.Decision(
+    return Decision(
         action=action, request_id=7, epoch=9, actor="operator", reason="fixed", **fields
     )
 
@@ -114,8 +134,8 @@ PLANNED = {
 
 
 def test_the_plan_of_a_small_set_is_each_known_id_with_its_chunk_and_current_state_in_order():
-    chunk_ids = pa.table(CHUNK_IDS, schema=D.CHUNK_IDS_SCHEMA)
-    plan = D.plan_members_arrow(chunk_ids, events(*PLAN_LEDGER))
+    chunk_ids = pa.table(CHUNK_IDS, schema=CHUNK_IDS_SCHEMA)
+    plan = plan_members_arrow(chunk_ids, events(*PLAN_LEDGER))
 
     assert plan.to_pylist() == [*PLANNED[0], *PLANNED[1]]
     assert plan.column_names == [
@@ -129,12 +149,12 @@ def test_the_plan_of_a_small_set_is_each_known_id_with_its_chunk_and_current_sta
 
 @pytest.mark.spark
 def test_the_spark_plan_and_the_pyarrow_plan_of_a_small_set_read_back_the_same(spark, tmp_path):
-    pq.write_table(pa.table(CHUNK_IDS, schema=D.CHUNK_IDS_SCHEMA), tmp_path / "chunk-ids.parquet")
+    pq.write_table(pa.table(CHUNK_IDS, schema=CHUNK_IDS_SCHEMA), tmp_path / "chunk-ids.parquet")
     (tmp_path / "events").mkdir()
     pq.write_table(events(*PLAN_LEDGER), tmp_path / "events" / "part-00000.parquet")
 
     def params(name):
-        return D.PlanParams(
+        return PlanParams(
             action=A.REPROCESS,
             chunk_ids_path=str(tmp_path / "chunk-ids.parquet"),
             snapshot_paths=[],
@@ -143,17 +163,17 @@ def test_the_spark_plan_and_the_pyarrow_plan_of_a_small_set_read_back_the_same(s
             out_dir=str(tmp_path / name),
         )
 
-    D.run_plan(spark, params("spark"))
+    run_plan(spark, params("spark"))
     small = params("pyarrow")
     chunk_ids = pq.read_table(small.chunk_ids_path)
-    D.write_plan_arrow(
-        D.plan_members_arrow(chunk_ids, events(*PLAN_LEDGER)), small, row_group_rows=10_000
+    write_plan_arrow(
+        plan_members_arrow(chunk_ids, events(*PLAN_LEDGER)), small, row_group_rows=10_000
     )
 
     for chunk, expected in PLANNED.items():
         without_chunk = [{k: v for k, v in row.items() if k != "chunk"} for row in expected]
         for name in ("spark", "pyarrow"):
-            read = D.read_plan_chunk(f"{tmp_path}/{name}/members", chunk, D.MEMBER_SCHEMA)
+            read = read_plan_chunk(f"{tmp_path}/{name}/members", chunk, MEMBER_SCHEMA)
             # Spark sorts each of its files; a chunk may span two of them.
             assert read.sort_by("message_id").to_pylist() == without_chunk, name
 
@@ -166,7 +186,7 @@ def test_a_reprocess_puts_the_ndlv_members_back_in_their_queue_reset_and_unflagg
         event("m-2", "NDLV", queue="payments", count=5, body_version=2),
         event("m-1", "NDLV", count=3, candidate=True, batch_limit=2, reason="blacklisted"),
     )
-    outcome = D.decide_chunk(chunk, None, decision(A.REPROCESS), chunk=3, at=T1)
+    outcome = decide_chunk(chunk, None, decision(A.REPROCESS), chunk=3, at=T1)
 
     assert outcome.events.to_pylist() == [
         decided_by_request("m-1", "NDLV", "TBDL", step=CHUNK_3),
@@ -188,7 +208,7 @@ def test_a_reprocess_puts_the_ndlv_members_back_in_their_queue_reset_and_unflagg
 def test_a_reprocess_to_another_queue_with_an_edited_body_moves_it_and_reads_the_new_version():
     chunk = members(event("m-1", "NDLV", count=5))
     ask = decision(A.REPROCESS, target_queue="orders-retry", body_version=2)
-    outcome = D.decide_chunk(chunk, None, ask, chunk=0, at=T1)
+    outcome = decide_chunk(chunk, None, ask, chunk=0, at=T1)
 
     assert outcome.events.to_pylist() == [
         decided_by_request("m-1", "NDLV", "TBDL", step=0, queue="orders-retry", body_version=2)
@@ -201,7 +221,7 @@ def test_a_reprocess_to_another_queue_with_an_edited_body_moves_it_and_reads_the
 
 def test_fail_keeps_the_count_and_flags_as_they_were():
     chunk = members(event("m-1", "NDLV", count=5, candidate=True, batch_limit=4))
-    outcome = D.decide_chunk(chunk, None, decision(A.FAIL), chunk=3, at=T1)
+    outcome = decide_chunk(chunk, None, decision(A.FAIL), chunk=3, at=T1)
 
     assert outcome.events.to_pylist() == [
         decided_by_request(
@@ -212,7 +232,7 @@ def test_fail_keeps_the_count_and_flags_as_they_were():
 
 def test_a_member_no_longer_ndlv_is_skipped_and_one_the_ledger_does_not_know_fails():
     chunk = members(event("m-1", "NDLV"), event("m-2", "TBDL", from_state="NDLV"), unknown("m-3"))
-    outcome = D.decide_chunk(chunk, None, decision(A.FAIL), chunk=0, at=T1)
+    outcome = decide_chunk(chunk, None, decision(A.FAIL), chunk=0, at=T1)
 
     assert [e["message_id"] for e in outcome.events.to_pylist()] == ["m-1"]
     assert (outcome.done, outcome.skipped, outcome.failed) == (1, 1, 1)
@@ -230,7 +250,7 @@ def test_an_end_with_error_notifies_the_senders_and_ends_the_open_siblings_of_th
         {**event("s-3", "TBDL", count=0), "ended_by": "m-9"},  # another chunk's conversation
     )
     ask = decision(A.END, error_code="E42", error_description="customer unknown")
-    outcome = D.decide_chunk(chunk, others, ask, chunk=3, at=T1)
+    outcome = decide_chunk(chunk, others, ask, chunk=3, at=T1)
 
     assert outcome.events.to_pylist() == [
         decided_by_request("m-1", "NDLV", "ENDED", step=CHUNK_3, count=2),
@@ -264,11 +284,11 @@ def test_an_end_with_error_notifies_the_senders_and_ends_the_open_siblings_of_th
 def test_with_missing_adds_a_row_of_nulls_for_each_id_the_ledger_does_not_know():
     chunk = members(event("m-1", "NDLV"))
     ids = pa.table({"message_id": ["m-1", "m-2"]})
-    completed = D.with_missing(chunk, ids)
+    completed = with_missing(chunk, ids)
 
     assert completed.column("message_id").to_pylist() == ["m-1", "m-2"]
     assert completed.column("to_state").to_pylist() == ["NDLV", None]
-    assert completed.schema == D.MEMBER_SCHEMA
+    assert completed.schema == MEMBER_SCHEMA
 
 
 def test_with_newer_replaces_the_planned_state_of_a_message_that_changed_since_the_plan():
@@ -281,7 +301,7 @@ def test_with_newer_replaces_the_planned_state_of_a_message_that_changed_since_t
         event("s-1", "DLVD", epoch=4, step=2, count=1),
         event("x-9", "NDLV", epoch=4, step=3),  # not in the plan
     )
-    fresh = D.with_newer(plan, newer).sort_by("message_id")
+    fresh = with_newer(plan, newer).sort_by("message_id")
 
     assert fresh.to_pylist() == [
         {**event("s-1", "DLVD", epoch=4, step=2, count=1), "ended_by": "m-1"},
@@ -296,7 +316,7 @@ def test_latest_by_id_orders_by_epoch_then_step():
         event("b", "NDLV", epoch=3, step=1),
         event("a", "DLNG", epoch=2, step=5),
     )
-    latest = D.latest_by_id(ledger)
+    latest = latest_by_id(ledger)
 
     assert [(r["message_id"], r["to_state"]) for r in latest.to_pylist()] == [
         ("a", "TBDL"),
@@ -308,25 +328,25 @@ def test_a_chunk_looks_for_newer_events_of_its_members_and_of_its_siblings():
     chunk = members(event("m-1", "NDLV"), unknown("m-2"))
     others = siblings({**event("s-1", "WAIT"), "ended_by": "m-1"})
 
-    assert D.chunk_message_ids(chunk, others).to_pylist() == ["m-1", "m-2", "s-1"]
-    assert D.chunk_message_ids(chunk, None).to_pylist() == ["m-1", "m-2"]
+    assert chunk_message_ids(chunk, others).to_pylist() == ["m-1", "m-2", "s-1"]
+    assert chunk_message_ids(chunk, None).to_pylist() == ["m-1", "m-2"]
 
 
 # --- The reason the ledger records ---------------------------------------------------------------
 
 
 def test_the_reason_says_what_was_done_by_which_request_who_approved_it_and_why():
-    reason = D.decision_reason(action=A.END, request_id=7, approver="ann", comment="bad order")
+    reason = decision_reason(action=A.END, request_id=7, approver="ann", comment="bad order")
     assert reason == "ended with an error (request 7, approved by ann): bad order"
 
 
 def test_the_reason_of_a_request_nobody_had_to_approve_names_the_request_only():
-    reason = D.decision_reason(action=A.REPROCESS, request_id=8, approver=None, comment="fixed")
+    reason = decision_reason(action=A.REPROCESS, request_id=8, approver=None, comment="fixed")
     assert reason == "reprocessed (request 8): fixed"
 
 
 def test_the_reason_is_cut_to_what_the_ledger_keeps():
-    reason = D.decision_reason(action=A.FAIL, request_id=9, approver=None, comment="x" * 3000)
+    reason = decision_reason(action=A.FAIL, request_id=9, approver=None, comment="x" * 3000)
     assert len(reason) == 2000
     assert reason.startswith("failed (request 9): xxx")
 
@@ -353,7 +373,7 @@ def test_an_edited_body_is_the_same_message_with_a_new_version_body_hash_and_siz
         ],
         schema=MESSAGE_SCHEMA,
     )
-    edited = D.edited_message(original, b'{"order": 2}', version=2)
+    edited = edited_message(original, b'{"order": 2}', version=2)
 
     assert edited.to_pylist() == [
         {
@@ -374,7 +394,7 @@ def test_an_edited_body_is_the_same_message_with_a_new_version_body_hash_and_siz
     assert edited.schema == MESSAGE_SCHEMA
     # A request's own target travels with the version it writes, never in its headers (R18).
     target = '{"url": "https://orders.example/hooks"}'
-    edited = D.edited_message(original, b"{}", version=2, redrive_target=target)
+    edited = edited_message(original, b"{}", version=2, redrive_target=target)
     assert edited.column("redrive_target").to_pylist() == [target]
     assert edited.column("headers").to_pylist() == ['{"x-source": "shop"}']
 
@@ -397,7 +417,7 @@ def test_a_canary_message_that_fails_again_fails_the_canary_and_the_first_failur
         attempt("m-2", "DLNG", 3),
         attempt("m-2", "NDLV", 4, reason="permanent failure: no customer"),
     )
-    assert D.canary_verdict(CANARY, later) == (
+    assert canary_verdict(CANARY, later) == (
         "failed",
         "message m-1 failed again: inventory service unavailable",
     )
@@ -409,19 +429,19 @@ def test_a_canary_whose_messages_all_reached_a_final_state_passes():
         attempt("m-1", "DLVD", 2),
         event("m-2", "ENDED", epoch=13, from_state="TBDL", reason="conversation ended"),
     )
-    assert D.canary_verdict(CANARY, later) == ("passed", "all 2 canary message(s) delivered")
+    assert canary_verdict(CANARY, later) == ("passed", "all 2 canary message(s) delivered")
 
 
 def test_a_canary_with_a_message_still_on_its_way_is_pending():
     later = events(attempt("m-1", "DLNG", 1), attempt("m-1", "DLVD", 2), attempt("m-2", "DLNG", 3))
-    assert D.canary_verdict(CANARY, later) == (
+    assert canary_verdict(CANARY, later) == (
         "pending",
         "1 of 2 canary message(s) have an outcome",
     )
 
 
 def test_a_canary_with_no_events_since_is_pending():
-    assert D.canary_verdict(CANARY, events()) == (
+    assert canary_verdict(CANARY, events()) == (
         "pending",
         "0 of 2 canary message(s) have an outcome",
     )
@@ -434,7 +454,7 @@ def test_other_messages_failing_after_the_canary_do_not_count():
         attempt("m-1", "DLNG", 3),
         attempt("m-1", "DLVD", 4),
     )
-    assert D.canary_verdict(pa.array(["m-1"]), later) == (
+    assert canary_verdict(pa.array(["m-1"]), later) == (
         "passed",
         "all 1 canary message(s) delivered",
     )

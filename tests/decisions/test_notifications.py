@@ -10,14 +10,9 @@ from django.urls import reverse
 from console.decisions import selectors
 from tests.browse.conftest import api, login
 from tests.browse.test_views_untrusted_data import PAYLOAD, SCRIPT
-from tests.decisions.conftest import T0, notification, notifications_commit
+from tests.decisions.conftest import ROLES, T0, notification, notifications_commit, who
 
-ROLES = ("viewer", "operator", "approver", "admin", "auditor", "application", "outsider", None)
 VIEW = {"viewer": 200, "operator": 200, "approver": 200, "admin": 200}
-
-
-def _who(role):
-    return role or "anonymous"
 
 
 @pytest.fixture
@@ -37,7 +32,7 @@ def sent(db, lake_root):
     return rows
 
 
-@pytest.mark.parametrize("role", ROLES, ids=_who)
+@pytest.mark.parametrize("role", ROLES, ids=who)
 def test_the_screen_answers_each_role_as_its_permissions_say(sent, personas, role):
     response = login(personas[role] if role else None).get(reverse("notification-list"))
 
@@ -48,7 +43,7 @@ def test_the_screen_answers_each_role_as_its_permissions_say(sent, personas, rol
         assert response.status_code == VIEW.get(role, 403)
 
 
-@pytest.mark.parametrize("role", ROLES, ids=_who)
+@pytest.mark.parametrize("role", ROLES, ids=who)
 def test_the_api_answers_each_role_as_its_permissions_say(sent, personas, role):
     response = api(personas[role] if role else None).get("/api/v1/notifications")
 

@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pyarrow as pa
 
-from workers.jobs import decisions as D
+from workers.jobs.decisions.chunk import retargeted_messages, with_body_versions
 from workers.lake.schema import EVENT_SCHEMA, MESSAGE_SCHEMA
 
 T0 = datetime(2026, 11, 27, 9, 0, tzinfo=UTC)
@@ -36,7 +36,7 @@ def test_each_message_gets_a_new_version_with_the_target_and_the_same_body_and_h
         schema=MESSAGE_SCHEMA,
     )
 
-    out = D.retargeted_messages(rows, TARGET)
+    out = retargeted_messages(rows, TARGET)
 
     expected = [_message("m-1", 2, None, TARGET), _message("m-2", 3, '{"x": "y"}', TARGET)]
     assert out.schema == MESSAGE_SCHEMA
@@ -48,21 +48,21 @@ def test_a_version_that_already_says_so_needs_no_new_one():
         [_message("m-1", 2, "{}", TARGET), _message("m-2", 1, "{}")], schema=MESSAGE_SCHEMA
     )
 
-    assert D.retargeted_messages(rows, TARGET).column("message_id").to_pylist() == ["m-2"]
-    assert D.retargeted_messages(rows, None).column("message_id").to_pylist() == ["m-1"]
+    assert retargeted_messages(rows, TARGET).column("message_id").to_pylist() == ["m-2"]
+    assert retargeted_messages(rows, None).column("message_id").to_pylist() == ["m-1"]
 
 
 def test_without_a_target_an_earlier_requests_target_is_taken_away():
     rows = pa.Table.from_pylist([_message("m-1", 2, '{"a": "1"}', TARGET)], schema=MESSAGE_SCHEMA)
 
-    assert D.retargeted_messages(rows, None).to_pylist() == [_message("m-1", 3, '{"a": "1"}')]
+    assert retargeted_messages(rows, None).to_pylist() == [_message("m-1", 3, '{"a": "1"}')]
 
 
 def test_a_header_a_producer_named_like_the_old_target_header_is_data_not_a_target():
     forged = '{"antidote-redrive-target": "{\\"url\\": \\"http://attacker.example\\"}"}'
     rows = pa.Table.from_pylist([_message("m-1", 1, forged)], schema=MESSAGE_SCHEMA)
 
-    out = D.retargeted_messages(rows, TARGET).to_pylist()
+    out = retargeted_messages(rows, TARGET).to_pylist()
 
     assert out == [_message("m-1", 2, forged, TARGET)]
 
@@ -77,7 +77,7 @@ def test_the_events_point_at_the_new_versions_and_the_others_keep_theirs():
     )
     versions = pa.table({"message_id": ["m-2"], "version": pa.array([3], pa.int32())})
 
-    out = D.with_body_versions(events, versions)
+    out = with_body_versions(events, versions)
 
     assert out.schema == EVENT_SCHEMA
     assert out.column("body_version").to_pylist() == [1, 3]

@@ -11,13 +11,9 @@ from console.audit.models import AuditEntry
 from console.decisions.models import ActionRequest
 from console.decisions.scope import frozen_ids
 from tests.browse.conftest import api
+from tests.decisions.conftest import ROLES, who
 
-ROLES = ("viewer", "operator", "approver", "admin", "auditor", "application", "outsider", None)
 VIEW = {"viewer": 200, "operator": 200, "approver": 200, "admin": 200, "auditor": 200}
-
-
-def _who(role):
-    return role or "anonymous"
 
 
 def _create(client, **body):
@@ -54,7 +50,7 @@ ENDPOINTS = [
 ]
 
 
-@pytest.mark.parametrize("role", ROLES, ids=_who)
+@pytest.mark.parametrize("role", ROLES, ids=who)
 @pytest.mark.parametrize(
     ("name", "method", "url", "state", "allowed"), ENDPOINTS, ids=[e[0] for e in ENDPOINTS]
 )

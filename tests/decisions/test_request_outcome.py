@@ -17,7 +17,7 @@ from console.lake.services import lake
 from console.queues.models import Queue
 from tests.browse.conftest import api, login
 from tests.decisions.desk import make_desk
-from workers.jobs.decisions import latest_by_id
+from workers.jobs.decisions.plan import latest_by_id
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 

@@ -13,14 +13,10 @@ from console.decisions.scope import frozen_ids
 from console.decisions.services import action_request_approve
 from tests.browse.conftest import login
 from tests.browse.test_views_untrusted_data import ATTR, LINK, PAYLOAD, SCRIPT, SVG, _Tags
+from tests.decisions.conftest import ROLES, who
 
-ROLES = ("viewer", "operator", "approver", "admin", "auditor", "application", "outsider", None)
 VIEW = {"viewer": 200, "operator": 200, "approver": 200, "admin": 200, "auditor": 200}
 ASK = {"operator": 200, "approver": 200}
-
-
-def _who(role):
-    return role or "anonymous"
 
 
 def _new(**params):
@@ -44,7 +40,7 @@ PAGES = [
 ]
 
 
-@pytest.mark.parametrize("role", ROLES, ids=_who)
+@pytest.mark.parametrize("role", ROLES, ids=who)
 @pytest.mark.parametrize(("name", "url", "allowed"), PAGES, ids=[p[0] for p in PAGES])
 def test_each_request_page_answers_each_role_as_its_permissions_say(
     requests, personas, role, name, url, allowed
@@ -69,7 +65,7 @@ DECISIONS = [
 ]
 
 
-@pytest.mark.parametrize("role", ROLES, ids=_who)
+@pytest.mark.parametrize("role", ROLES, ids=who)
 @pytest.mark.parametrize(("name", "state", "allowed"), DECISIONS, ids=[d[0] for d in DECISIONS])
 def test_each_decision_answers_each_role_as_its_permissions_say(
     requests, personas, role, name, state, allowed

@@ -6,8 +6,8 @@ from datetime import UTC, datetime, timedelta
 import pytest
 
 from console.browse.selectors import message_detail
+from console.delivery.execution import delivery_run
 from console.delivery.selectors import message_history
-from console.delivery.services import delivery_run
 from console.ingest.services import messages_ingest
 from console.queues.models import Queue
 

@@ -10,9 +10,10 @@ from django.db import connection, connections, transaction
 from django.db.models.signals import post_save
 from django.utils import timezone
 
+from console.delivery.execution import _run_leave, _run_start, leases_sweep
 from console.delivery.models import DeliveryLock, DeliveryRun
 from console.delivery.receivers import delivery_wake
-from console.delivery.services import _run_leave, _run_start, delivery_dispatch, leases_sweep
+from console.delivery.services import delivery_dispatch
 from console.delivery.signals import queues_wanted
 from console.ingest.services import messages_ingest
 from console.lake.models import LakeCommit

@@ -9,10 +9,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from console.delivery.services import delivery_run
+from console.delivery.execution import delivery_run
+from console.lake.execution import lake_state_compact_if_due
 from console.lake.models import LakeCommit
 from console.lake.selectors import lake_due_inputs
-from console.lake.services import lake, lake_state_compact_if_due
+from console.lake.services import lake
 from tests.delivery.conftest import both_paths
 from workers.engine import states as S
 from workers.jobs.delivery import write_bodies

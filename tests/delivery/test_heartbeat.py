@@ -6,7 +6,7 @@ from datetime import timedelta
 from django.utils import timezone
 
 from console.delivery.models import DeliveryRun
-from console.heartbeat import Heartbeat
+from console.leases import Heartbeat
 
 
 def test_the_heartbeat_renews_a_running_row_until_stopped(transactional_db):

@@ -3,9 +3,9 @@ atomically, and a re-run with the same idempotency key does nothing twice."""
 
 import pytest
 
+from console.lake.execution import lake_state_compact_if_due
 from console.lake.models import LakeCommit
 from console.lake.selectors import lake_state_inputs
-from console.lake.services import lake_state_compact_if_due
 from workers.engine import states as S
 
 pytestmark = [pytest.mark.spark]

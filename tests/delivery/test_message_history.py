@@ -12,16 +12,14 @@ import pytest
 from django.db import transaction
 
 from console.delivery.selectors import message_history
-from console.lake.models import LakeCommit
-from console.lake.selectors import lake_history_inputs
-from console.lake.services import (
-    lake,
-    lake_commit_record,
+from console.lake.execution import (
     lake_history_compact_if_due,
-    lake_history_dirs_delete,
     lake_history_fold,
     lake_history_fold_commit,
 )
+from console.lake.models import LakeCommit
+from console.lake.selectors import lake_history_inputs
+from console.lake.services import lake, lake_commit_record, lake_history_dirs_delete
 from workers.jobs.history import merge_plan
 from workers.lake.history import GROUP_ROWS, bucket_of, bucket_path, read_messages
 from workers.lake.schema import EVENT_SCHEMA, spark_schema

@@ -13,6 +13,7 @@ from django.db import transaction
 from django.utils import timezone
 
 from console.audit.models import AuditEntry
+from console.delivery.execution import _poison_lists
 from console.delivery.models import PoisonChange, PoisonEntry
 from console.delivery.poison import (
     poison_cursor,
@@ -24,7 +25,6 @@ from console.delivery.poison import (
     poison_reprocessed,
     poison_snapshot,
 )
-from console.delivery.services import _poison_lists
 from console.ingest.services import messages_ingest
 from console.queues.models import Queue
 from console.readmodels.deltas import decided_staged

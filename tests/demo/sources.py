@@ -1,24 +1,15 @@
-"""The NATS and Redis demo tests' shared steps: the demo seeded with only the broker under test,
-and what its loaded source would drain now, through its own link, as the sources process does."""
+"""The broker demos' tests' shared steps: the demo seeded, the source it loaded, what that source
+would drain now (through its own link, as the sources process does), a database started over,
+and the demo going on without its broker."""
 
 from io import StringIO
 
 from django.core.management import call_command
 
 from console.ingest.consumers import source_config
-from console.queues.models import BrokerSource
+from console.queues.models import BrokerSource, Queue
 from tests.brokers.records import as_stored
-from workers.brokers.connector import connector_loaded
-
-# The environment variable of each broker demo: a test turns off all but its own.
-DEMO_URL_ENVS = ("ANTIDOTE_AMQP_URL", "ANTIDOTE_NATS_URL", "ANTIDOTE_REDIS_STREAMS_URL")
-
-
-def other_demos_off(monkeypatch, *, but):
-    """Only the broker demo whose URL is in `but` runs, whatever the shell has set."""
-    for name in DEMO_URL_ENVS:
-        if name != but:
-            monkeypatch.delenv(name, raising=False)
+from workers.brokers.registry import connector_loaded
 
 
 def demo_seed():
@@ -44,3 +35,28 @@ def source_drain(name, *, ack, first_wait, then_wait):
         return records
     finally:
         link.close()
+
+
+def demo_source(name, *, dead, redrive, url_env):
+    """The source `name` the demo loaded, checked: it drains into the queue `dead`, redrives
+    through `redrive`, whose handler reads the broker's address from `url_env`."""
+    source = BrokerSource.objects.get(name=name)
+    assert (source.queue.name, source.redrive_queue.name) == (dead, redrive)
+    assert Queue.objects.get(name=redrive).handler_options == {"url_env": url_env}
+    return source
+
+
+def start_over():
+    """var/ deleted: a new, empty database; the broker still holds what the demo fed it. (The
+    tests that call it run outside a transaction: PostgreSQL truncates no table with constraint
+    checks still pending in the test's own transaction.)"""
+    call_command("flush", interactive=False, verbosity=0)
+
+
+def went_on_without_its_broker(output):
+    """The demo was made all the same, said nothing of the address's password nor a traceback,
+    and loaded no source."""
+    assert "secret" not in output
+    assert "Traceback" not in output
+    assert "Demo ready." in output
+    assert not BrokerSource.objects.exists()

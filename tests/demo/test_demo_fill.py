@@ -25,17 +25,9 @@ from workers.demo.data import (
 )
 from workers.engine.handlers import PermanentFailure
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("demo_dirs")]
 
 ORDERS = 400  # about 800 messages: a first chunk and a few more
-
-
-@pytest.fixture(autouse=True)
-def _demo_dirs(settings, tmp_path, lake_root, monkeypatch):
-    for name in ("ANTIDOTE_AMQP_URL", "ANTIDOTE_NATS_URL", "ANTIDOTE_REDIS_STREAMS_URL"):
-        monkeypatch.delenv(name, raising=False)
-    settings.VAR_DIR = tmp_path / "var"
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 @pytest.fixture

@@ -9,24 +9,22 @@ from pathlib import Path
 
 import pytest
 from django.conf import settings
-from django.core.management import call_command
 
-from console.queues.models import BrokerSource, Queue
+from console.queues.models import BrokerSource
 from tests.brokers.nats.conftest import SHARED_URL, Client, free_port, nats_server_path
 from tests.conftest import require_service
-from tests.demo.sources import demo_seed, other_demos_off, source_drain
+from tests.demo.sources import (
+    demo_seed,
+    demo_source,
+    source_drain,
+    start_over,
+    went_on_without_its_broker,
+)
 from tests.processes.conftest import port_open, wait_for
 from workers.brokers.dead_letters import dead_letter_of
 from workers.demo import nats as demo
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _demo_dirs(settings, tmp_path, lake_root, monkeypatch):
-    settings.VAR_DIR = tmp_path / "var"
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    other_demos_off(monkeypatch, but=demo.URL_ENV)
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("demo_dirs")]
 
 
 @pytest.fixture
@@ -43,10 +41,6 @@ def names(monkeypatch):
     client.close()
 
 
-def _seed():
-    return demo_seed()
-
-
 def _waiting(names):
     """Advisories captured and not drained yet."""
     client = Client(SHARED_URL)
@@ -61,16 +55,16 @@ def _drain(*, ack):
 
 
 def test_with_nats_the_demo_feeds_a_stream_once_and_its_source_drains_it(names):
-    output = _seed()
+    output = demo_seed()
 
     assert (
         f"NATS demo: {demo.SHIPMENTS} shipments given up on by consumer {names.consumer} of "
         f"stream {names.stream} at 127.0.0.1:4222" in output
     )
-    source = BrokerSource.objects.get(name="shipments-nats")
+    source = demo_source(
+        "shipments-nats", dead="shipments-dead", redrive="shipments-redrive", url_env=demo.URL_ENV
+    )
     assert (source.kind, source.broker_queue) == ("nats", names.stream)
-    assert (source.queue.name, source.redrive_queue.name) == ("shipments-dead", "shipments-redrive")
-    assert Queue.objects.get(name="shipments-redrive").handler_options == {"url_env": demo.URL_ENV}
     assert _waiting(names) == demo.SHIPMENTS
     records = _drain(ack=False)
     assert len(records) == demo.SHIPMENTS
@@ -79,7 +73,7 @@ def test_with_nats_the_demo_feeds_a_stream_once_and_its_source_drains_it(names):
     reasons = {dead_letter_of(r["headers"]).exception_type for r in records}
     assert reasons == {"nats.max_deliver", "nats.terminated"}
 
-    again = _seed()
+    again = demo_seed()
 
     assert "NATS demo: already fed at 127.0.0.1:4222." in again
     assert _waiting(names) == demo.SHIPMENTS
@@ -89,16 +83,13 @@ def test_without_nats_the_demo_says_how_to_get_the_nats_queue(monkeypatch):
     # A port nothing listens on: the embedded default must not need a server.
     monkeypatch.setenv(demo.URL_ENV, "nats://demo:secret@127.0.0.1:1")
 
-    output = _seed()
+    output = demo_seed()
 
     assert (
         "NATS demo: off (nothing answers at 127.0.0.1:1; start `nats-server -js` and run make "
         "run again for a NATS-fed queue)." in output
     )
-    assert "secret" not in output
-    assert "Traceback" not in output
-    assert "Demo ready." in output
-    assert not BrokerSource.objects.exists()
+    went_on_without_its_broker(output)
 
 
 @pytest.fixture
@@ -126,7 +117,7 @@ def test_a_nats_server_without_jetstream_gets_the_demo_said_how_to_start_it(
     port = server_without_jetstream
     monkeypatch.setenv(demo.URL_ENV, f"nats://127.0.0.1:{port}")
 
-    output = _seed()
+    output = demo_seed()
 
     assert (
         f"NATS demo: off (the NATS server at 127.0.0.1:{port} has no JetStream; start "
@@ -139,7 +130,7 @@ def test_a_nats_server_without_jetstream_gets_the_demo_said_how_to_start_it(
 def test_without_its_url_the_demo_says_which_variable_to_set(monkeypatch):
     monkeypatch.delenv(demo.URL_ENV, raising=False)
 
-    output = _seed()
+    output = demo_seed()
 
     assert f"NATS demo: off ({demo.URL_ENV} is not set)" in output
     assert "Demo ready." in output
@@ -151,33 +142,26 @@ def test_make_run_sets_the_url_the_demo_says_it_does():
     assert f"run: export {demo.URL_ENV} ?= {demo.MAKE_RUN_URL}\n" in makefile
 
 
-def _start_over():
-    """var/ deleted: a new, empty database. The server still holds the demo's streams. (The
-    tests that call it run outside a transaction: PostgreSQL truncates no table with constraint
-    checks still pending in the test's own transaction.)"""
-    call_command("flush", interactive=False, verbosity=0)
-
-
 @pytest.mark.django_db(transaction=True)
 def test_a_new_database_feeds_the_demo_stream_again_once_it_was_drained(names):
-    _seed()
+    demo_seed()
     assert len(_drain(ack=True)) == demo.SHIPMENTS
     assert _waiting(names) == 0
-    _start_over()
+    start_over()
 
-    output = _seed()
+    output = demo_seed()
 
     assert f"NATS demo: {demo.SHIPMENTS} shipments given up on" in output
     assert _waiting(names) == demo.SHIPMENTS
-    assert "NATS demo: already fed" in _seed()  # this database has it now
+    assert "NATS demo: already fed" in demo_seed()  # this database has it now
 
 
 @pytest.mark.django_db(transaction=True)
 def test_a_new_database_leaves_dead_letters_not_drained_yet_to_be_drained_into_it(names):
-    _seed()
-    _start_over()
+    demo_seed()
+    start_over()
 
-    output = _seed()
+    output = demo_seed()
 
     assert (
         f"NATS demo: {demo.SHIPMENTS} dead letters of stream {names.stream} already waiting"

@@ -5,27 +5,17 @@ how to get it. Each test has a RabbitMQ virtual host of its own."""
 import json
 import subprocess
 import uuid
-from io import StringIO
 
 import pika
 import pytest
-from django.core.management import call_command
 
-from console.queues.models import BrokerSource, Queue
+from console.queues.models import BrokerSource
 from tests.conftest import require_service
+from tests.demo.sources import demo_seed, demo_source, start_over, went_on_without_its_broker
 from workers.brokers.dead_letters import dead_letter_of
 from workers.demo import rabbitmq as demo
 
-pytestmark = pytest.mark.django_db
-
-
-@pytest.fixture(autouse=True)
-def _demo_dirs(settings, tmp_path, lake_root, monkeypatch):
-    settings.VAR_DIR = tmp_path / "var"
-    # Only the broker under test: the other demos stay off whatever the shell has set.
-    monkeypatch.delenv("ANTIDOTE_NATS_URL", raising=False)
-    monkeypatch.delenv("ANTIDOTE_REDIS_STREAMS_URL", raising=False)
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("demo_dirs")]
 
 
 @pytest.fixture
@@ -46,12 +36,6 @@ def vhost(monkeypatch):
     subprocess.run([*ctl, "delete_vhost", name], check=False, capture_output=True)
 
 
-def _seed():
-    out = StringIO()
-    call_command("seed_demo", "--orders", "10", stdout=out)
-    return out.getvalue()
-
-
 def _dead_letters(url):
     connection = pika.BlockingConnection(pika.URLParameters(url))
     channel = connection.channel()
@@ -66,13 +50,11 @@ def _dead_letters(url):
 
 
 def test_with_rabbitmq_the_demo_feeds_a_dead_letter_queue_once_and_drains_it(vhost):
-    output = _seed()
+    output = demo_seed()
 
     assert f"{demo.REFUNDS} refunds dead-lettered to {demo.DEAD_LETTER_QUEUE}" in output
     assert "guest:guest" not in output
-    source = BrokerSource.objects.get(name="refunds-dlq")
-    assert (source.queue.name, source.redrive_queue.name) == ("refunds-dead", "refunds-redrive")
-    assert Queue.objects.get(name="refunds-redrive").handler_options == {"url_env": demo.URL_ENV}
+    demo_source("refunds-dlq", dead="refunds-dead", redrive="refunds-redrive", url_env=demo.URL_ENV)
     dead = _dead_letters(vhost)
     assert len(dead) == demo.REFUNDS
     reasons = {
@@ -81,7 +63,7 @@ def test_with_rabbitmq_the_demo_feeds_a_dead_letter_queue_once_and_drains_it(vho
     }
     assert reasons <= {"amqp.rejected", "amqp.expired"} and "amqp.rejected" in reasons
 
-    again = _seed()
+    again = demo_seed()
 
     assert "RabbitMQ demo: already fed" in again
     assert len(_dead_letters(vhost)) == demo.REFUNDS
@@ -91,12 +73,10 @@ def test_without_rabbitmq_the_demo_says_how_to_get_the_rabbitmq_queue(monkeypatc
     # A port nothing listens on: the embedded default must not need a server.
     monkeypatch.setenv(demo.URL_ENV, "amqp://guest:secret@127.0.0.1:1/%2F")
 
-    output = _seed()
+    output = demo_seed()
 
     assert "RabbitMQ demo: off (RabbitMQ does not answer at 127.0.0.1:1/%2F" in output
-    assert "secret" not in output
-    assert "Demo ready." in output
-    assert not BrokerSource.objects.exists()
+    went_on_without_its_broker(output)
 
 
 def _drain(url):
@@ -110,32 +90,25 @@ def _drain(url):
     return taken
 
 
-def _start_over():
-    """var/ deleted: a new, empty database. The broker remembers feeding the demo. (The tests
-    that call it run outside a transaction: PostgreSQL truncates no table with constraint checks
-    still pending in the test's own transaction.)"""
-    call_command("flush", interactive=False, verbosity=0)
-
-
 @pytest.mark.django_db(transaction=True)
 def test_a_new_database_feeds_the_demo_queue_again_once_it_was_drained(vhost):
-    _seed()
+    demo_seed()
     assert _drain(vhost) == demo.REFUNDS
-    _start_over()
+    start_over()
 
-    output = _seed()
+    output = demo_seed()
 
     assert f"{demo.REFUNDS} refunds dead-lettered to {demo.DEAD_LETTER_QUEUE}" in output
     assert len(_dead_letters(vhost)) == demo.REFUNDS
-    assert "RabbitMQ demo: already fed" in _seed()  # this database has it now
+    assert "RabbitMQ demo: already fed" in demo_seed()  # this database has it now
 
 
 @pytest.mark.django_db(transaction=True)
 def test_a_new_database_leaves_dead_letters_not_drained_yet_to_be_drained_into_it(vhost):
-    _seed()
-    _start_over()
+    demo_seed()
+    start_over()
 
-    output = _seed()
+    output = demo_seed()
 
     assert f"{demo.REFUNDS} dead letters already waiting in {demo.DEAD_LETTER_QUEUE}" in output
     assert len(_dead_letters(vhost)) == demo.REFUNDS  # not doubled

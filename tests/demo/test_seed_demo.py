@@ -11,19 +11,9 @@ from console.lake.models import LakeCommit
 from console.queues.models import Queue
 from workers.demo.data import QUEUES_FILE, demo_file_write, demo_message_ids
 
-pytestmark = pytest.mark.django_db
+pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("demo_dirs")]
 
 ORDERS = 40  # a small set: the full one is the same code with more orders
-
-
-@pytest.fixture(autouse=True)
-def _demo_dirs(settings, tmp_path, lake_root, monkeypatch):
-    # The broker-fed queues have their own tests (test_rabbitmq_demo.py, test_nats_demo.py,
-    # test_redis_demo.py).
-    for name in ("ANTIDOTE_AMQP_URL", "ANTIDOTE_NATS_URL", "ANTIDOTE_REDIS_STREAMS_URL"):
-        monkeypatch.delenv(name, raising=False)
-    settings.VAR_DIR = tmp_path / "var"
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
 
 
 def _seed():

@@ -7,22 +7,15 @@ import time
 
 import pytest
 
+from tests.engine.rows import handler_messages
 from workers.engine import isolation as iso
 from workers.engine.handlers import (
     Deferred,
     HandlerImportError,
-    Message,
     PermanentFailure,
     configurable,
     handler_build,
 )
-
-
-def _messages(bodies, queue="q"):
-    return [
-        Message(id=f"m{i}", queue=queue, body=b, content_type="text/plain")
-        for i, b in enumerate(bodies)
-    ]
 
 
 class _Confirming:
@@ -53,7 +46,7 @@ class _Confirming:
 
 def test_settled_outcomes_are_reported_like_returned_and_raised_ones():
     bodies = [b"ok", b"nack", b"raise", b"unroutable", b"forgotten", b"ok"]
-    result = iso.run_isolated(_messages(bodies), _Confirming())
+    result = iso.run_isolated(handler_messages(bodies), _Confirming())
     assert result.crash is None
     assert result.codes == [
         iso.SUCCESS,
@@ -72,14 +65,14 @@ def test_a_settle_that_raises_fails_the_calls_it_left_unresolved():
     def broken():
         raise ConnectionError("connection lost before the broker confirmed")
 
-    result = iso.run_isolated(_messages([b"ok", b"ok"]), _Confirming(on_settle=broken))
+    result = iso.run_isolated(handler_messages([b"ok", b"ok"]), _Confirming(on_settle=broken))
     assert result.codes == [iso.TRANSIENT, iso.TRANSIENT]
     assert result.failures[0][0] == "connection lost before the broker confirmed"
 
 
 def test_a_batch_that_dies_while_settling_leaves_its_deferred_messages_unfinished():
     result = iso.run_isolated(
-        _messages([b"ok", b"raise", b"ok"]), _Confirming(on_settle=lambda: os._exit(9))
+        handler_messages([b"ok", b"raise", b"ok"]), _Confirming(on_settle=lambda: os._exit(9))
     )
     # The raised failure was final before the crash; the deferred ones had not finished, and
     # no message is charged with the crash: none was running.
@@ -90,7 +83,7 @@ def test_a_batch_that_dies_while_settling_leaves_its_deferred_messages_unfinishe
 
 def test_a_settle_that_hangs_is_stopped_by_the_handler_timeout():
     result = iso.run_isolated(
-        _messages([b"ok"]), _Confirming(on_settle=lambda: time.sleep(60)), timeout=1
+        handler_messages([b"ok"]), _Confirming(on_settle=lambda: time.sleep(60)), timeout=1
     )
     assert result.codes == [iso.PENDING]
     assert result.in_flight is None
@@ -105,7 +98,7 @@ def test_a_permanent_failure_may_name_the_exception_and_stack_of_the_original_fa
             stack="Traceback: from the consumer",
         )
 
-    result = iso.run_isolated(_messages([b"x"]), handler)
+    result = iso.run_isolated(handler_messages([b"x"]), handler)
     assert result.failures[0] == (
         "rejected by a consumer of queue 'orders'",
         "amqp.rejected",
@@ -117,7 +110,7 @@ def test_a_failure_from_elsewhere_without_a_stack_records_none_of_this_process()
     def handler(message):
         raise PermanentFailure("expired in queue 'orders'", exception_type="amqp.expired")
 
-    result = iso.run_isolated(_messages([b"x"]), handler)
+    result = iso.run_isolated(handler_messages([b"x"]), handler)
     assert result.failures[0] == ("expired in queue 'orders'", "amqp.expired", "")
 
 
@@ -125,7 +118,7 @@ def test_a_permanent_failure_of_this_handler_keeps_its_own_type_and_traceback():
     def handler(message):
         raise PermanentFailure("missing field: customer")
 
-    result = iso.run_isolated(_messages([b"x"]), handler)
+    result = iso.run_isolated(handler_messages([b"x"]), handler)
     reason, exc_type, stack = result.failures[0]
     assert (reason, exc_type) == ("missing field: customer", "PermanentFailure")
     assert "Traceback" in stack and "in handler" in stack
@@ -141,11 +134,11 @@ def _greeter(*, greeting="hello"):
 
 def test_a_configurable_handler_is_built_from_its_queues_options():
     handler = handler_build(f"{__name__}._greeter", {"greeting": "hi"})
-    assert handler(_messages([b""])[0]) == "hi m0"
+    assert handler(handler_messages([b""])[0]) == "hi m0"
 
 
 def test_options_a_handler_does_not_take_are_refused_with_the_reason():
     with pytest.raises(HandlerImportError, match=r"refused its handler_options.*colour"):
         handler_build(f"{__name__}._greeter", {"colour": "red"})
     with pytest.raises(HandlerImportError, match="takes no handler_options"):
-        handler_build(f"{__name__}._messages", {"greeting": "hi"})
+        handler_build("tests.engine.rows.handler_messages", {"greeting": "hi"})

@@ -5,17 +5,11 @@ import os
 import sys
 import time
 
+from tests.engine.rows import handler_messages
 from workers.engine import isolation as iso
-from workers.engine.handlers import Message, PermanentFailure
+from workers.engine.handlers import PermanentFailure
 from workers.engine.policy import policy_from_mapping
 from workers.engine.runner import QueueStreaks
-
-
-def _messages(bodies, queue="q"):
-    return [
-        Message(id=f"m{i}", queue=queue, body=b, content_type="text/plain")
-        for i, b in enumerate(bodies)
-    ]
 
 
 def _call(message):
@@ -32,7 +26,7 @@ def _call(message):
 
 
 def test_it_reports_each_outcome_and_the_failure_reasons():
-    result = iso.run_isolated(_messages([b"ok", b"transient", b"permanent", b"ok"]), _call)
+    result = iso.run_isolated(handler_messages([b"ok", b"transient", b"permanent", b"ok"]), _call)
     assert result.codes == [iso.SUCCESS, iso.TRANSIENT, iso.PERMANENT, iso.SUCCESS]
     assert result.crash is None
     assert result.failures[1][:2] == ("inventory service unavailable", "ConnectionError")
@@ -41,7 +35,7 @@ def test_it_reports_each_outcome_and_the_failure_reasons():
 
 
 def test_a_handler_that_exits_its_process_is_found_in_flight():
-    result = iso.run_isolated(_messages([b"ok", b"transient", b"exit", b"ok", b"ok"]), _call)
+    result = iso.run_isolated(handler_messages([b"ok", b"transient", b"exit", b"ok", b"ok"]), _call)
     assert result.codes == [iso.SUCCESS, iso.TRANSIENT, iso.PENDING, iso.PENDING, iso.PENDING]
     assert result.in_flight == 2
     assert result.crash == "process exited with code 3"
@@ -50,12 +44,12 @@ def test_a_handler_that_exits_its_process_is_found_in_flight():
 
 
 def test_sys_exit_in_a_handler_is_a_crash_too():
-    result = iso.run_isolated(_messages([b"sys.exit", b"ok"]), _call)
+    result = iso.run_isolated(handler_messages([b"sys.exit", b"ok"]), _call)
     assert (result.in_flight, result.crash) == (0, "process exited with code 4")
 
 
 def test_a_handler_that_hangs_is_killed_after_the_timeout():
-    result = iso.run_isolated(_messages([b"ok", b"hang", b"ok"]), _call, timeout=1)
+    result = iso.run_isolated(handler_messages([b"ok", b"hang", b"ok"]), _call, timeout=1)
     assert result.codes[0] == iso.SUCCESS
     assert result.in_flight == 1
     assert result.crash == "handler timed out after 1 s"
@@ -68,7 +62,9 @@ def test_the_child_stops_calling_a_queue_once_it_reaches_disable_after():
         )
     }
     streaks = QueueStreaks(policies)
-    result = iso.run_isolated(_messages([b"transient"] * 5), _call, streaks=streaks.snapshot())
+    result = iso.run_isolated(
+        handler_messages([b"transient"] * 5), _call, streaks=streaks.snapshot()
+    )
     assert result.codes == [iso.TRANSIENT, iso.TRANSIENT, iso.SKIPPED, iso.SKIPPED, iso.SKIPPED]
 
 
@@ -81,7 +77,7 @@ def test_each_call_is_timed_into_its_bucket_failures_included():
             raise ConnectionError("down")
 
     bodies = [b"ok:0", b"ok:0.03", b"fail:0.03", b"ok:0.3"]
-    result = iso.run_isolated(_messages(bodies), call)
+    result = iso.run_isolated(handler_messages(bodies), call)
 
     assert result.codes == [iso.SUCCESS, iso.SUCCESS, iso.TRANSIENT, iso.SUCCESS]
     counts = list(result.time_counts)
@@ -95,7 +91,7 @@ def test_each_call_is_timed_into_its_bucket_failures_included():
 
 
 def test_a_batch_whose_child_died_has_no_times():
-    result = iso.run_isolated(_messages([b"ok", b"exit"]), _call)
+    result = iso.run_isolated(handler_messages([b"ok", b"exit"]), _call)
 
     assert result.crash == "process exited with code 3"
     assert sum(result.time_counts) == 0 and result.time_sum == 0

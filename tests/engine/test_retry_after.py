@@ -2,10 +2,11 @@
 `retry_after`, an HTTP receiver's Retry-After): the message waits for the later of that and the
 queue's backoff (R5), never less."""
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
+from tests.engine.rows import T0, rule_policy, rule_row
 from workers.engine import isolation as iso
 from workers.engine import rules
 from workers.engine import states as S
@@ -15,33 +16,11 @@ from workers.engine.handlers import (
     TransientFailure,
     retry_after_seconds,
 )
-from workers.engine.policy import policy_from_mapping
-
-T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
-
-
-def _policy(**overrides):
-    return policy_from_mapping({"name": "orders", "handler": "json.loads", **overrides})
-
-
-def _message(**overrides):
-    row = {
-        "message_id": "m1",
-        "state": S.DLNG,
-        "queue": "orders",
-        "delivery_count": 0,
-        "candidate": False,
-        "batch_limit": 0,
-        "next_attempt_at": None,
-        "body_version": 1,
-    }
-    row.update(overrides)
-    return row
 
 
 def _fail(policy, retry_after, **row):
     return rules.failed_transiently(
-        _message(**row),
+        rule_row(**row),
         policy,
         at=T0,
         actor="w",
@@ -52,34 +31,34 @@ def _fail(policy, retry_after, **row):
 
 
 def test_a_retry_after_later_than_the_backoff_sets_the_wait():
-    (ev,) = _fail(_policy(backoff_delays=[60]), 3600)
+    (ev,) = _fail(rule_policy(backoff_delays=[60]), 3600)
     assert ev["to_state"] == S.WAIT
     assert ev["next_attempt_at"] == T0 + timedelta(hours=1)
 
 
 def test_a_retry_after_sooner_than_the_backoff_changes_nothing():
-    (ev,) = _fail(_policy(backoff_delays=[600]), 5)
+    (ev,) = _fail(rule_policy(backoff_delays=[600]), 5)
     assert ev["next_attempt_at"] == T0 + timedelta(seconds=600)
 
 
 def test_without_a_retry_after_the_backoff_alone_decides():
-    (ev,) = _fail(_policy(backoff_delays=[600]), None)
+    (ev,) = _fail(rule_policy(backoff_delays=[600]), None)
     assert ev["next_attempt_at"] == T0 + timedelta(seconds=600)
 
 
 def test_a_retry_after_also_holds_back_a_periodic_retry():
-    policy = _policy(backoff_delays=[], periodic_interval=900)
+    policy = rule_policy(backoff_delays=[], periodic_interval=900)
     (ev,) = _fail(policy, 7200)
     assert ev["next_attempt_at"] == T0 + timedelta(hours=2)
 
 
 def test_a_retry_after_never_saves_a_message_from_max_failed_deliveries():
-    (ev,) = _fail(_policy(max_failed_deliveries=3), 3600, delivery_count=2)
+    (ev,) = _fail(rule_policy(max_failed_deliveries=3), 3600, delivery_count=2)
     assert ev["to_state"] == S.NDLV
 
 
 def test_a_blocked_message_waits_for_the_later_of_retry_after_and_blocked_retry_timeout():
-    policy = _policy(
+    policy = rule_policy(
         max_failed_deliveries=1, exception_destination="none", blocked_retry_timeout=60
     )
     (ev,) = _fail(policy, 600)

@@ -1,33 +1,13 @@
 """The poison rules as pure functions, checked without Spark, Django or a clock."""
 
-from datetime import UTC, datetime, timedelta
+from datetime import timedelta
 
 import pytest
 
+from tests.engine.rows import T0, rule_policy, rule_row
 from workers.engine import rules
 from workers.engine import states as S
-from workers.engine.policy import PolicyError, policy_from_mapping
-
-T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
-
-
-def _policy(**overrides):
-    return policy_from_mapping({"name": "orders", "handler": "json.loads", **overrides})
-
-
-def _message(**overrides):
-    row = {
-        "message_id": "m1",
-        "state": S.DLNG,
-        "queue": "orders",
-        "delivery_count": 0,
-        "candidate": False,
-        "batch_limit": 0,
-        "next_attempt_at": None,
-        "body_version": 1,
-    }
-    row.update(overrides)
-    return row
+from workers.engine.policy import PolicyError
 
 
 def _fail(row, policy, at=T0):
@@ -35,12 +15,12 @@ def _fail(row, policy, at=T0):
 
 
 def test_pmdf_backoff_waits_five_then_ten_minutes_then_for_the_periodic_run():
-    policy = _policy(
+    policy = rule_policy(
         backoff_every=5, backoff_delays=[300, 600], periodic_interval=3600, max_failed_deliveries=0
     )
     waits = []
     for attempts_before in range(12):
-        (ev,) = _fail(_message(delivery_count=attempts_before), policy)
+        (ev,) = _fail(rule_row(delivery_count=attempts_before), policy)
         assert ev["to_state"] == S.WAIT
         waits.append(ev["next_attempt_at"] - T0)
     assert waits[:5] == [timedelta(seconds=300)] * 5
@@ -55,22 +35,22 @@ def test_the_periodic_run_is_the_next_boundary_after_the_failure():
 
 
 def test_a_failure_that_reaches_max_failed_deliveries_quarantines():
-    policy = _policy(max_failed_deliveries=5)
-    (ev,) = _fail(_message(delivery_count=3), policy)
+    policy = rule_policy(max_failed_deliveries=5)
+    (ev,) = _fail(rule_row(delivery_count=3), policy)
     assert (ev["to_state"], ev["delivery_count"]) == (S.WAIT, 4)
-    (ev,) = _fail(_message(delivery_count=4), policy)
+    (ev,) = _fail(rule_row(delivery_count=4), policy)
     assert (ev["to_state"], ev["delivery_count"]) == (S.NDLV, 5)
     assert ev["reason"] == "maximum failed deliveries reached (5): down"
 
 
 def test_max_failed_deliveries_zero_means_no_limit():
-    (ev,) = _fail(_message(delivery_count=500), _policy(max_failed_deliveries=0))
+    (ev,) = _fail(rule_row(delivery_count=500), rule_policy(max_failed_deliveries=0))
     assert ev["to_state"] == S.WAIT
 
 
 def test_exception_destination_queue_moves_it_as_a_new_tbdl_keeping_its_id():
-    policy = _policy(max_failed_deliveries=2, exception_destination="queue:orders.dlq")
-    (ev,) = _fail(_message(delivery_count=1, candidate=True, batch_limit=4), policy)
+    policy = rule_policy(max_failed_deliveries=2, exception_destination="queue:orders.dlq")
+    (ev,) = _fail(rule_row(delivery_count=1, candidate=True, batch_limit=4), policy)
     assert ev["to_state"] == S.TBDL
     assert (ev["message_id"], ev["queue"], ev["delivery_count"]) == ("m1", "orders.dlq", 0)
     assert ev["candidate"] is False
@@ -78,18 +58,18 @@ def test_exception_destination_queue_moves_it_as_a_new_tbdl_keeping_its_id():
 
 
 def test_exception_destination_none_retries_after_the_blocked_retry_timeout_forever():
-    policy = _policy(
+    policy = rule_policy(
         max_failed_deliveries=2, exception_destination="none", blocked_retry_timeout=45
     )
     for count in (1, 2, 50):
-        (ev,) = _fail(_message(delivery_count=count), policy)
+        (ev,) = _fail(rule_row(delivery_count=count), policy)
         assert ev["to_state"] == S.WAIT
         assert ev["next_attempt_at"] == T0 + timedelta(seconds=45)
 
 
 def test_a_permanent_failure_quarantines_at_once():
     (ev,) = rules.failed_permanently(
-        _message(), _policy(), at=T0, actor="w", run_id="r", reason="missing field: customer"
+        rule_row(), rule_policy(), at=T0, actor="w", run_id="r", reason="missing field: customer"
     )
     assert ev["to_state"] == S.NDLV
     assert ev["reason"] == "permanent failure: missing field: customer"
@@ -97,8 +77,8 @@ def test_a_permanent_failure_quarantines_at_once():
 
 def test_return_to_sender_ends_it_at_once_through_allowed_transitions():
     events = rules.failed_permanently(
-        _message(),
-        _policy(on_permanent="return_to_sender"),
+        rule_row(),
+        rule_policy(on_permanent="return_to_sender"),
         at=T0,
         actor="w",
         run_id="r",
@@ -112,7 +92,7 @@ def test_return_to_sender_ends_it_at_once_through_allowed_transitions():
 
 def test_a_first_crash_flags_the_message_and_halves_its_batch():
     (ev,) = rules.crashed(
-        _message(), at=T0, actor="w", run_id="r", batch_size=1000, in_flight=False
+        rule_row(), at=T0, actor="w", run_id="r", batch_size=1000, in_flight=False
     )
     assert (ev["to_state"], ev["candidate"], ev["batch_limit"]) == (S.TBDL, True, 500)
     assert ev["delivery_count"] == 1
@@ -121,7 +101,7 @@ def test_a_first_crash_flags_the_message_and_halves_its_batch():
 
 def test_a_candidate_that_crashes_in_a_larger_batch_is_only_batched_smaller():
     (ev,) = rules.crashed(
-        _message(candidate=True, batch_limit=500),
+        rule_row(candidate=True, batch_limit=500),
         at=T0,
         actor="w",
         run_id="r",
@@ -135,7 +115,7 @@ def test_a_candidate_that_crashes_in_a_larger_batch_is_only_batched_smaller():
 
 def test_a_candidate_that_crashes_alone_is_blacklisted():
     (ev,) = rules.crashed(
-        _message(candidate=True, batch_limit=1),
+        rule_row(candidate=True, batch_limit=1),
         at=T0,
         actor="w",
         run_id="r",
@@ -148,7 +128,7 @@ def test_a_candidate_that_crashes_alone_is_blacklisted():
 
 def test_a_due_wait_message_goes_through_tbdl_into_delivery():
     events, current = rules.start_attempt(
-        _message(state=S.WAIT, next_attempt_at=T0, delivery_count=2),
+        rule_row(state=S.WAIT, next_attempt_at=T0, delivery_count=2),
         at=T0,
         actor="w",
         run_id="r",
@@ -163,7 +143,7 @@ def test_a_due_wait_message_goes_through_tbdl_into_delivery():
 
 def test_an_event_refuses_a_transition_semantics_does_not_allow():
     with pytest.raises(ValueError, match="not allowed"):
-        rules.event(_message(state=S.DLVD), S.TBDL, at=T0, actor="w", run_id="r")
+        rules.event(rule_row(state=S.DLVD), S.TBDL, at=T0, actor="w", run_id="r")
 
 
 @pytest.mark.parametrize(
@@ -180,4 +160,4 @@ def test_an_event_refuses_a_transition_semantics_does_not_allow():
 )
 def test_a_bad_policy_setting_is_refused_with_its_name(field, value, message):
     with pytest.raises(PolicyError, match=message):
-        _policy(**{field: value})
+        rule_policy(**{field: value})

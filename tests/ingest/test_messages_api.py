@@ -3,7 +3,7 @@ import base64
 import pytest
 from rest_framework.test import APIClient
 
-from console.accounts.tokens import token_create
+from console.accounts.tokens.services import token_create
 from console.ingest.models import MessageKey
 from tests.ingest.conftest import lake_events, lake_messages
 

@@ -17,7 +17,7 @@ from django.db import connection
 from django.utils import timezone
 
 from console.browse.selectors import message_detail
-from console.delivery.services import delivery_run
+from console.delivery.execution import delivery_run
 from console.ingest.consumers import backoff_seconds, consumers_run, source_consume
 from console.ingest.models import MessageKey
 from console.queues.models import BrokerSource
@@ -26,8 +26,8 @@ from tests.brokers.tcp_proxy import TcpProxy
 from tests.conftest import require_service
 from tests.ingest.conftest import lake_messages
 from tests.processes.conftest import wait_for
-from workers.brokers.amqp_message import PROPERTIES_HEADER, publish_properties
-from workers.brokers.rabbitmq import REFUSED_REASON_HEADER, REFUSED_SUFFIX
+from workers.brokers.rabbitmq.record import PROPERTIES_HEADER, publish_properties
+from workers.brokers.rabbitmq.source import REFUSED_REASON_HEADER, REFUSED_SUFFIX
 
 pytestmark = pytest.mark.services
 

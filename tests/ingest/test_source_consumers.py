@@ -25,8 +25,8 @@ from tests.ingest.test_rabbitmq_consumer import (
     source_now,
 )
 from tests.processes.conftest import wait_for
-from workers.brokers import connector as shape
-from workers.brokers.rabbitmq import CONNECTOR, REFUSED_REASON_HEADER, REFUSED_SUFFIX
+from workers.brokers import registry as shape
+from workers.brokers.rabbitmq.source import CONNECTOR, REFUSED_REASON_HEADER, REFUSED_SUFFIX
 
 pytestmark = pytest.mark.services
 

@@ -8,8 +8,9 @@ import pytest
 from django.utils import timezone
 
 from console.audit.models import AuditEntry
-from console.lakequery.execution import MAX_ATTEMPTS, lake_queries_sweep
+from console.lakequery.execution import lake_queries_sweep
 from console.lakequery.models import LakeQuery
+from console.leases import MAX_ATTEMPTS
 
 
 @pytest.fixture

@@ -9,8 +9,8 @@ from console.lakequery.execution import lake_query_run
 from console.lakequery.models import LakeQuery
 from console.lakequery.selectors import lake_query_result_ids
 from console.lakequery.services import lake_query_create
+from console.readmodels.execution import read_models_refresh
 from console.readmodels.models import MessageIndex
-from console.readmodels.services import read_models_refresh
 from tests.delivery.conftest import Engine
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

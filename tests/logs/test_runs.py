@@ -42,7 +42,7 @@ def test_a_delivery_run_logs_lines_carrying_its_run_id_and_queue(
 
     lines = _with(json_lines(), run_id=str(run.id))
     assert {line["queue"] for line in lines} == {"orders"}
-    [line] = _with(lines, logger="console.delivery.services")
+    [line] = _with(lines, logger="console.delivery.execution")
     assert line["message"] == f"delivery run {run.id}: 3 claimed; DLVD 2, NDLV 1"
 
 
@@ -50,7 +50,7 @@ def test_a_delivery_run_logs_lines_carrying_its_run_id_and_queue(
 def test_a_refresh_and_a_decision_log_lines_carrying_their_run_and_request(desk, json_lines):
     desk.queue("orders")
     ids = desk.quarantine("orders", ["permanent", "permanent"])
-    refreshes = _with(json_lines(), logger="console.readmodels.services")
+    refreshes = _with(json_lines(), logger="console.readmodels.execution")
 
     request = desk.execute(desk.request({"kind": "selection", "ids": ids}))
 

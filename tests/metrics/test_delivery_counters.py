@@ -5,9 +5,9 @@ from datetime import timedelta
 
 import pytest
 
-from console.browse.selectors import dashboard_stats
+from console.browse.counts import dashboard_stats
 from console.delivery.models import DeliveryRun
-from console.readmodels.services import read_models_refresh
+from console.readmodels.execution import read_models_refresh
 from tests.delivery.conftest import both_paths
 from tests.metrics.conftest import scrape, value
 

@@ -9,7 +9,7 @@ from django.test import Client
 from django.utils import timezone
 from prometheus_client.parser import text_string_to_metric_families
 
-from console.browse.selectors import dashboard_stats
+from console.browse.counts import dashboard_stats
 from console.queues.models import Queue
 from console.readmodels.oldest import quarantine_oldest_keep
 from tests.browse.conftest import Index

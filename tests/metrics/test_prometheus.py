@@ -10,8 +10,8 @@ from urllib.parse import urlparse
 import pytest
 import requests
 
-from console.browse.selectors import dashboard_stats
-from console.readmodels.services import read_models_refresh
+from console.browse.counts import dashboard_stats
+from console.readmodels.execution import read_models_refresh
 from tests.conftest import require_service
 from tests.processes.conftest import Processes, free_port, wait_for
 

@@ -1,4 +1,4 @@
-"""A bulk reprocess with real processes: the Celery spark worker carrying out a 100k-message
+"""A bulk reprocess with real processes: the Celery spark worker carrying out a 60k-message
 request is SIGKILLed between chunks; the decisions sweeper hands the request to another worker,
 which goes on from the first chunk not committed. Every message of the frozen set is decided
 exactly once, none outside it, and the audit trail still verifies."""
@@ -27,7 +27,10 @@ from workers.celery import app
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-N = 100_000
+# Large enough that the frozen set is written in two parts (50,000 ids a part) and the plan in
+# three (25,000 a part), which the chunks cross; the benchmark (bench decisions) has the 100k.
+N = 60_000
+CHUNKS = 10
 
 
 def test_a_bulk_reprocess_survives_a_killed_spark_worker_and_decides_each_message_once(
@@ -44,9 +47,11 @@ def test_a_bulk_reprocess_survives_a_killed_spark_worker_and_decides_each_messag
     print(f"seeded in {time.perf_counter() - started:.1f} s")
     app.control.purge()
 
-    # Paced at 10k a second, so in ten chunks of 10,000 (a chunk is never more than the rate),
+    # Paced at N/10 messages a second, so in ten chunks (a chunk is never more than the rate),
     # so that the kill lands between chunks, not after the last.
-    request = desk.request({"kind": "filter", "filters": {"queue": "orders"}}, rate_limit=10_000)
+    request = desk.request(
+        {"kind": "filter", "filters": {"queue": "orders"}}, rate_limit=N // CHUNKS
+    )
     assert (request.status, request.count) == ("approved", N)
     first = processes.start(*WORKER, "-n", "spark-first@%h", log=tmp_path / "first.log")
     wait_for(
@@ -57,7 +62,7 @@ def test_a_bulk_reprocess_survives_a_killed_spark_worker_and_decides_each_messag
     processes.kill(first)
     request.refresh_from_db()
     assert request.status == "running"
-    assert 2 <= request.chunks_done < request.chunks_total == 10
+    assert 2 <= request.chunks_done < request.chunks_total == CHUNKS
 
     second = processes.start(*WORKER, "-n", "spark-second@%h", log=tmp_path / "second.log")
     ActionRequest.objects.filter(id=request.id).update(
@@ -71,7 +76,7 @@ def test_a_bulk_reprocess_survives_a_killed_spark_worker_and_decides_each_messag
 
     wait_for(finished, timeout=300, what="the second worker to finish the request")
     processes.kill(second)
-    assert (request.done, request.skipped, request.failed, request.chunks_done) == (N, 0, 0, 10)
+    assert (request.done, request.skipped, request.failed, request.chunks_done) == (N, 0, 0, CHUNKS)
 
     paths = list(LakeCommit.objects.filter(dataset="events").values_list("path", flat=True))
     events = lake().read_arrow("events", paths, columns=["message_id", "run_id", "to_state"])

@@ -30,16 +30,13 @@ from django.test import Client
 from django.urls import reverse
 from urllib3.exceptions import NewConnectionError
 
-from console.accounts.tokens import token_create
+from console.accounts.tokens.services import token_create
 from console.ingest.models import MessageKey
 from console.ingest.services import messages_ingest
-from console.lake.services import (
-    lake_history_compact_if_due,
-    lake_history_dirs_delete,
-    lake_state_compact_if_due,
-)
+from console.lake.execution import lake_history_compact_if_due, lake_state_compact_if_due
+from console.lake.services import lake_history_dirs_delete
+from console.readmodels.execution import read_models_refresh
 from console.readmodels.models import MessageIndex
-from console.readmodels.services import read_models_refresh
 from console.retention.execution import purge_dirs_delete, purge_run
 from console.retention.models import PurgeRun
 from tests.delivery.conftest import Engine
@@ -98,10 +95,15 @@ class Web:
         self.start()
 
     @contextlib.contextmanager
-    def restarted_during(self, after=1.0):
-        """Kill and restart the web `after` seconds into the block (or after it, if it is
-        quicker): the web dies while the block's writer is at work."""
-        timer = threading.Timer(after, self.restart)
+    def restarted_during(self, after=1.0, once=lambda: True):
+        """Kill and restart the web `after` seconds into the block, once `once()` holds (or after
+        the block, if it is quicker): the web dies while the block's writer is at work."""
+
+        def restart():
+            wait_for(once, timeout=PATIENCE, what="a read answered before the web is killed")
+            self.restart()
+
+        timer = threading.Timer(after, restart)
         timer.start()
         try:
             yield
@@ -132,7 +134,7 @@ class Reader(threading.Thread):
         self.web, self.cookie = web, cookie
         self.fixed = []  # [(message_id, kind, body)] set up before the reads start
         self.sent = []  # the same, of those the web answered 201 for
-        self.lock = threading.Lock()
+        self.lock = threading.RLock()  # the counts too: the main thread reads them
         self.halt = threading.Event()
         self.random = random.Random(29)
         self.answered = Counter()  # (kind, endpoint) -> right answers
@@ -145,6 +147,40 @@ class Reader(threading.Thread):
     def add(self, message_id, kind, body, *, sent=False):
         with self.lock:
             (self.sent if sent else self.fixed).append((message_id, kind, body))
+
+    def pairs(self):
+        """Every (kind, endpoint) the reader must have answered right: of the kinds it has
+        messages of so far."""
+        with self.lock:
+            kinds = {kind for _, kind, _ in self.fixed + self.sent}
+        return {(kind, endpoint) for kind in kinds for endpoint in ENDPOINTS}
+
+    def covered(self):
+        """Has every kind been read right by every endpoint (the sent ones too, once any)?"""
+        with self.lock:
+            return bool(self.sent) and self.pairs() <= set(self.answered)
+
+    def next_read(self, turn):
+        """(message, endpoint) to ask next. First a (kind, endpoint) not yet answered right, then
+        what the work under way rewrites, so that the coverage asserted is driven, whatever
+        number of reads a busy machine gets done; then the reads in turn."""
+        with self.lock:
+            missing = sorted(self.pairs() - set(self.answered))
+        if missing:
+            kind, endpoint = missing[turn % len(missing)]
+            return self.of_kind(kind), endpoint
+        if Phase.now.endswith("purge") and not self.during[(SHARED, "purge")]:
+            return self.of_kind(SHARED), ENDPOINTS[turn % len(ENDPOINTS)]
+        return self.message(turn // len(ENDPOINTS)), ENDPOINTS[turn % len(ENDPOINTS)]
+
+    def answered_during(self, work, kind=None):
+        """Has a read begun during `work` (of a message of `kind`, if given) been answered right?"""
+        with self.lock:
+            return any(w == work and kind in (None, k) for k, w in self.during)
+
+    def of_kind(self, kind):
+        with self.lock:
+            return self.random.choice([m for m in self.fixed + self.sent if m[1] == kind])
 
     def message(self, slot):
         """Two messages in three from those set up before, in turn, so that each is read every
@@ -160,8 +196,7 @@ class Reader(threading.Thread):
         http.cookies.set(django_settings.SESSION_COOKIE_NAME, self.cookie)
         turn = 0
         while not self.halt.is_set():
-            message_id, kind, body = self.message(turn // len(ENDPOINTS))
-            endpoint = ENDPOINTS[turn % len(ENDPOINTS)]
+            (message_id, kind, body), endpoint = self.next_read(turn)
             turn += 1
             phase = Phase.now
             try:
@@ -177,8 +212,9 @@ class Reader(threading.Thread):
             if status is None:
                 self.cut += 1
             elif right:
-                self.answered[(kind, endpoint)] += 1
-                self.during[(kind, phase.split(":")[-1].strip())] += 1
+                with self.lock:
+                    self.answered[(kind, endpoint)] += 1
+                    self.during[(kind, phase.split(":")[-1].strip())] += 1
             elif missing:
                 self.not_found.append((endpoint, message_id, kind, phase))
             else:
@@ -279,6 +315,16 @@ class Sender(threading.Thread):
             self.halt.wait(0.2)
 
 
+def _read_during(reader, work, kind=None):
+    """Wait for a read begun during `work` to be answered right, rather than hope that one was:
+    on a busy machine a short work may be over before the reader's next answer."""
+    wait_for(
+        lambda: reader.answered_during(work, kind),
+        timeout=PATIENCE,
+        what=f"a read answered during the {work}",
+    )
+
+
 def _setup(engine):
     """The messages read, by kind, and the old ones each cycle's purge takes: ingested in one
     batch with two of the messages read, so that the purge rewrites their directory."""
@@ -350,27 +396,33 @@ def test_a_message_that_exists_never_answers_404_while_the_lake_and_the_web_are_
         engine.deliver()
         Phase.now = f"cycle {cycle}: incremental refresh"
         done["incremental refreshes"] += read_models_refresh(spark=spark) is not None
+        _read_during(reader, "incremental refresh")
         Phase.now = f"cycle {cycle}: full refresh"
-        with web.restarted_during():
+        with web.restarted_during(once=lambda: reader.answered_during("full refresh")):
             done["full refreshes"] += read_models_refresh(full=True, spark=spark) is not None
         Phase.now = f"cycle {cycle}: restart"
         web.restart()
         Phase.now = f"cycle {cycle}: state compaction"
         done["state compactions"] += lake_state_compact_if_due(force=True, spark=spark) is not None
+        _read_during(reader, "state compaction")
         Phase.now = f"cycle {cycle}: history compaction"
         done["retired directories deleted"] += lake_history_dirs_delete()
         done["history compactions"] += (
             lake_history_compact_if_due(force=True, spark=spark) is not None
         )
+        _read_during(reader, "history compaction")
         Phase.now = f"cycle {cycle}: purge"
         done["retired directories deleted"] += purge_dirs_delete()
-        with web.restarted_during():
+        with web.restarted_during(once=lambda: reader.answered_during("purge", SHARED)):
             purge = purge_run(queue=f"old-{cycle}", spark=spark)
         assert (purge.status, purge.total) == (PurgeRun.DONE, OLD_PER_CYCLE), purge.error
         # It rewrote the directory the two messages read share with the purged ones.
         assert purge.lake_changes["messages"]["rewritten"] == 1
         done["purges"] += 1
     Phase.now = "done"
+    # Every kind of message read right by every endpoint: driven by the reader, waited for
+    # here rather than hoped of the churn's length.
+    wait_for(reader.covered, timeout=PATIENCE, what="every kind read by every endpoint")
     # The messages sent last are read a few times too.
     sender.halt.set()
     sender.join(PATIENCE)

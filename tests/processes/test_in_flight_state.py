@@ -9,8 +9,8 @@ from rest_framework.test import APIClient
 from console.delivery.models import DeliveryRun
 from console.ingest.services import messages_ingest
 from console.queues.models import Queue
+from console.readmodels.execution import read_models_refresh
 from console.readmodels.models import MessageIndex
-from console.readmodels.services import read_models_refresh
 from tests.processes.conftest import wait_for
 from workers.engine import states as S
 

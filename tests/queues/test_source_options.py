@@ -7,7 +7,7 @@ import pytest
 from console.queues.models import SOURCE_KINDS, BrokerSource, Queue
 from console.queues.services import QueueLoadError, queues_load
 from console.queues.sources import INTAKE_HANDLER, options_errors
-from workers.brokers import connector as shape
+from workers.brokers import registry as shape
 
 pytestmark = pytest.mark.django_db
 
@@ -67,10 +67,10 @@ def test_a_kind_whose_connector_cannot_be_loaded_is_refused_saying_so(monkeypatc
 
 def test_a_kind_whose_module_has_no_connector_yet_is_refused_saying_so(monkeypatch):
     # A module that imports but holds no CONNECTOR (one being written, say).
-    monkeypatch.setitem(shape.CONNECTOR_MODULES, "redis", "workers.brokers.connector")
+    monkeypatch.setitem(shape.CONNECTOR_MODULES, "redis", "workers.brokers.registry")
 
     assert options_errors("redis", {}) == [
-        "the Redis Streams connector is not ready (workers.brokers.connector has no CONNECTOR)"
+        "the Redis Streams connector is not ready (workers.brokers.registry has no CONNECTOR)"
     ]
 
 

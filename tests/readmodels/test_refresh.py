@@ -11,6 +11,7 @@ from django.db import transaction
 
 from console.lake.models import LakeCommit
 from console.lake.services import epoch_allocate, lake, lake_commit_record
+from console.readmodels.execution import read_models_refresh
 from console.readmodels.models import (
     FailureGroup,
     MessageIndex,
@@ -18,7 +19,6 @@ from console.readmodels.models import (
     QueueStat,
     RefreshRun,
 )
-from console.readmodels.services import read_models_refresh
 from tests.delivery.conftest import T0, Engine
 from workers.lake.schema import EVENT_SCHEMA
 

@@ -11,14 +11,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from console.ingest.services import messages_ingest
-from console.lake.services import (
-    epoch_allocate,
-    lake,
-    lake_commit_record,
-    lake_history_compact_if_due,
-)
+from console.lake.execution import lake_history_compact_if_due
+from console.lake.services import epoch_allocate, lake, lake_commit_record
 from console.queues.models import Queue
-from console.readmodels.services import read_models_refresh
+from console.readmodels.execution import read_models_refresh
 from tests.retention.conftest import read_models
 from workers.jobs.refresh import RefreshParams, targeted
 from workers.lake.schema import EVENT_SCHEMA

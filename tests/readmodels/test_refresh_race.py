@@ -8,11 +8,11 @@ from datetime import UTC, datetime, timedelta
 import pytest
 from django.db import IntegrityError, connection, transaction
 
-import console.readmodels.services as services
+import console.readmodels.execution as execution
 import workers.jobs.refresh
 from console.lake.models import LakeCommit
+from console.readmodels.execution import read_models_refresh
 from console.readmodels.models import FoldedCommit, QuarantineInflow, QueueStat, RefreshRun
-from console.readmodels.services import read_models_refresh
 from tests.delivery.conftest import T0, Engine
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
@@ -64,7 +64,7 @@ def test_a_refresh_that_starts_while_another_folds_never_folds_the_same_commits_
 
     first_in_job, first_may_go = threading.Event(), threading.Event()
     second_read_cursor = threading.Event()
-    job, cursor = workers.jobs.refresh.run_refresh, services._cursor
+    job, cursor = workers.jobs.refresh.run_refresh, execution.read_models_folded_upto
 
     def held_in_its_job(spark, params):
         if threading.current_thread().name == "first":
@@ -83,7 +83,7 @@ def test_a_refresh_that_starts_while_another_folds_never_folds_the_same_commits_
 
     first_done = threading.Event()
     monkeypatch.setattr(workers.jobs.refresh, "run_refresh", held_in_its_job)
-    monkeypatch.setattr(services, "_cursor", cursor_then_wait)
+    monkeypatch.setattr(execution, "read_models_folded_upto", cursor_then_wait)
     results = {}
 
     def first():
@@ -155,7 +155,7 @@ def test_a_refresh_whose_position_went_back_is_refused_and_changes_no_count(engi
     )
     LakeCommit.objects.filter(dataset="events").update(views_applied=False)
 
-    with pytest.raises(services.AlreadyFolded, match="already folded by refresh"):
+    with pytest.raises(execution.AlreadyFolded, match="already folded by refresh"):
         read_models_refresh(spark=engine.spark)
 
     refused = RefreshRun.objects.order_by("-id").first()

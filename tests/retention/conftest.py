@@ -15,8 +15,8 @@ from console.ingest.services import messages_ingest
 from console.lake.models import LakeCommit
 from console.lake.services import epoch_allocate, lake, lake_commit_record
 from console.queues.models import Queue
+from console.readmodels.execution import read_models_refresh
 from console.readmodels.models import FailureGroup, MessageIndex, QuarantineInflow, QueueStat
-from console.readmodels.services import read_models_refresh
 from console.retention.execution import purge_run
 from workers.lake.schema import EVENT_SCHEMA
 

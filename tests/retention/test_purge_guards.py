@@ -14,8 +14,8 @@ from console.audit.models import AuditEntry
 from console.lake.models import LakeCommit
 from console.lake.services import LakeChanged, lake, lake_commit_record, lake_commits_rewrite
 from console.readmodels.deltas import RefreshBusy, refresh_lock_held, refresh_lock_still_held
+from console.readmodels.execution import read_models_refresh
 from console.readmodels.models import RefreshRun
-from console.readmodels.services import read_models_refresh
 from console.retention.models import PurgeRun
 from tests.retention.conftest import read_models
 from workers.lake.schema import EVENT_SCHEMA

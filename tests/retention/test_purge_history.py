@@ -10,14 +10,14 @@ import pytest
 from django.utils import timezone
 
 from console.delivery.selectors import message_history
-from console.lake.models import LakeCommit, LakeRewrite
-from console.lake.services import (
+from console.lake.execution import (
     lake_history_compact_if_due,
     lake_history_fold,
     lake_history_fold_commit,
-    lake_rewrite_held,
     lake_state_compact_if_due,
 )
+from console.lake.models import LakeCommit, LakeRewrite
+from console.lake.services import lake_rewrite_held
 from console.retention.models import PurgeRun
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]

@@ -15,8 +15,8 @@ from console.audit.models import AuditEntry
 from console.audit.selectors import audit_verify
 from console.delivery.selectors import message_history
 from console.ingest.models import MessageKey
+from console.lake.execution import lake_state_compact_if_due
 from console.lake.models import LakeCommit
-from console.lake.services import lake_state_compact_if_due
 from console.readmodels.models import FailureGroup, MessageIndex, QueueStat
 from console.retention.execution import purge_dirs_delete
 from console.retention.models import PurgeRun
@@ -231,7 +231,7 @@ def test_each_queue_keeps_its_own_retention_and_one_queue_may_be_purged_alone(sh
 def test_a_message_open_at_the_last_compaction_and_purged_since_is_not_delivered_again(
     shore, lived
 ):
-    from console.delivery.services import delivery_run
+    from console.delivery.execution import delivery_run
 
     shore.ingest("orders", {"late": "late body"})
     lake_state_compact_if_due(force=True, spark=shore.spark)

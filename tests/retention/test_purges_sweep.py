@@ -11,7 +11,8 @@ from django.utils import timezone
 
 from console.audit.models import AuditEntry
 from console.lake.models import LakeCommit
-from console.retention.execution import MAX_ATTEMPTS, purge_dirs_delete, purges_sweep
+from console.leases import MAX_ATTEMPTS
+from console.retention.execution import purge_dirs_delete, purges_sweep
 from console.retention.models import PurgeRun
 
 pytestmark = pytest.mark.django_db

@@ -10,15 +10,15 @@ import pytest
 from django.db import IntegrityError
 from django.utils import timezone
 
-from console.lake import services
-from console.lake.models import CompactionRun, LakeCommit
-from console.lake.services import (
+from console.lake import execution
+from console.lake.execution import (
     lake_compactions_stale_fail,
     lake_history_compact_if_due,
     lake_history_fold,
     lake_history_fold_commit,
     lake_state_compact_if_due,
 )
+from console.lake.models import CompactionRun, LakeCommit
 from tests.retention.conftest import Shore
 from workers.jobs import history as history_job
 from workers.jobs import state as state_job
@@ -110,7 +110,7 @@ def test_a_history_compaction_is_committed_and_one_that_finds_the_lake_changed_i
     assert _record(committed) == _record(seen[1]) | {"status": "committed", "rows": rows}
     assert committed.lake_commit == generation.id
     assert _record(dropped) == _record(seen[0]) | {"status": "skipped", "rows": rows}
-    assert dropped.note == services.LAKE_CHANGED
+    assert dropped.note == execution.LAKE_CHANGED
     assert (dropped.lake_commit, dropped.error) == (None, "")
     assert dropped.finished_at is not None
 
@@ -144,7 +144,7 @@ def test_a_failure_in_the_commits_transaction_is_recorded_after_it_rolled_back(s
     def refused(**kwargs):
         raise IntegrityError("duplicate key value violates unique constraint")
 
-    monkeypatch.setattr(services, "lake_commit_record", refused)
+    monkeypatch.setattr(execution, "lake_commit_record", refused)
     with pytest.raises(IntegrityError):
         lake_history_fold_commit(fold)
 
@@ -189,7 +189,7 @@ def test_a_compaction_whose_heartbeat_stopped_is_declared_failed_by_the_next_one
 
 
 def test_only_the_newest_compactions_are_kept_and_those_in_progress(shore, monkeypatch):
-    monkeypatch.setattr(services, "COMPACTIONS_KEPT", 3)
+    monkeypatch.setattr(execution, "COMPACTIONS_KEPT", 3)
     running = _run("running")  # the oldest, but in progress: never forgotten
     finished = [
         _run(status) for status in ("committed", "skipped", "failed", "committed", "failed")

@@ -32,7 +32,7 @@ from console.settings import envnamelist
 from tests.alerts.conftest import queue_disabled_alert
 from tests.brokers.http.receiver import Answer
 from tests.browse.conftest import api, login
-from workers.brokers.connector import SourceDown
+from workers.brokers.base import SourceDown
 
 pytestmark = pytest.mark.django_db
 
@@ -74,6 +74,19 @@ def _pager(attacker, secret_env, **fields):
         "kinds": [E.QUEUE_DISABLED],
         **fields,
     }
+
+
+def _written_straight(personas, attacker, secret_env, *, name="old-pager", active=True):
+    """A PagerDuty webhook written into the database without the form or the service, as a
+    database from before the rule holds it, or a row planted afterwards."""
+    return Webhook.objects.create(
+        name=name,
+        format=Webhook.PAGERDUTY,
+        url=attacker.url,
+        secret_env=secret_env,
+        active=active,
+        created_by=personas["admin"],
+    )
 
 
 @pytest.mark.parametrize("name", PRODUCT_SECRETS)
@@ -174,13 +187,7 @@ def test_a_webhook_saved_before_the_rule_is_disabled_saying_why_and_sends_nothin
     personas, planted, attacker
 ):
     # As a database from before the rule holds it: written without the form or the service.
-    hook = Webhook.objects.create(
-        name="old-pager",
-        format=Webhook.PAGERDUTY,
-        url=attacker.url,
-        secret_env="DATABASE_URL",
-        created_by=personas["admin"],
-    )
+    hook = _written_straight(personas, attacker, "DATABASE_URL")
     queue_disabled_alert(to=[])  # its delivery is due before the migration runs
 
     MIGRATION.disable_refused(registry, None)
@@ -201,14 +208,7 @@ def test_a_webhook_saved_before_the_rule_is_disabled_saying_why_and_sends_nothin
 def test_an_administrator_cannot_enable_it_again_until_it_names_an_allowed_variable(
     personas, planted, attacker
 ):
-    hook = Webhook.objects.create(
-        name="old-pager",
-        format=Webhook.PAGERDUTY,
-        url=attacker.url,
-        secret_env="OIDC_CLIENT_SECRET",
-        active=False,
-        created_by=personas["admin"],
-    )
+    hook = _written_straight(personas, attacker, "OIDC_CLIENT_SECRET", active=False)
 
     answer = login(personas["admin"]).post(
         reverse("alert-webhook-switch", args=[hook.id]), {"active": "1"}, follow=True
@@ -225,13 +225,7 @@ def test_a_webhook_left_enabled_with_a_product_secret_sends_nothing_and_is_liste
     personas, planted, attacker
 ):
     # A row the migration never saw (written straight into the database afterwards).
-    hook = Webhook.objects.create(
-        name="planted",
-        format=Webhook.PAGERDUTY,
-        url=attacker.url,
-        secret_env="EMAIL_HOST_PASSWORD",
-        created_by=personas["admin"],
-    )
+    hook = _written_straight(personas, attacker, "EMAIL_HOST_PASSWORD", name="planted")
     queue_disabled_alert(to=[])
 
     assert alerts_send() == (0, 1)

@@ -24,8 +24,9 @@ from rest_framework.test import APIClient
 from console.access.models import RoleGrant
 from console.access.service_accounts import is_service_account
 from console.accounts.models import ApiToken
-from console.accounts.tokens import token_create
+from console.accounts.tokens.services import token_create
 from console.audit.models import AuditEntry
+from tests.admin_forms import admin_user_form
 from tests.browse.conftest import Index
 from tests.conftest import settled
 
@@ -72,20 +73,6 @@ def _old_personal_token(user, days=90):
     return clear
 
 
-def _admin_user_form(user, **changes):
-    """The Django admin's user change form, as a browser posts it."""
-    data = {
-        "username": user.username,
-        "is_active": "on" if user.is_active else "",
-        "is_staff": "on" if user.is_staff else "",
-        "groups": [str(g.pk) for g in user.groups.all()],
-        "date_joined_0": user.date_joined.strftime("%Y-%m-%d"),
-        "date_joined_1": user.date_joined.strftime("%H:%M:%S"),
-    }
-    data.update(changes)
-    return {k: v for k, v in data.items() if v != ""}
-
-
 # --- The path the issue found: the application role given to an approver, then a token ----------
 
 
@@ -103,7 +90,7 @@ def test_an_administrator_cannot_give_the_application_role_to_an_approver_by_any
     )
     django_admin = client.post(
         f"/admin/auth/user/{approver.pk}/change/",
-        _admin_user_form(
+        admin_user_form(
             approver, groups=[str(g.pk) for g in approver.groups.all()] + [str(application.pk)]
         ),
         follow=True,
@@ -308,7 +295,7 @@ def test_an_administrator_alone_cannot_give_a_viewer_the_operators_body_view(
     client.post("/role-grants/", {"user": "viewer", "role": "operator"})
     client.post(
         f"/admin/auth/user/{viewer.pk}/change/",
-        _admin_user_form(
+        admin_user_form(
             viewer, groups=[str(g.pk) for g in Group.objects.filter(name__in=["viewer", "auditor"])]
         ),
     )
@@ -386,7 +373,7 @@ def test_a_permission_is_added_from_the_web_neither_to_a_person_nor_to_a_role_so
     )
     own = client.post(
         f"/admin/auth/user/{personas['operator'].pk}/change/",
-        _admin_user_form(personas["operator"], user_permissions=[str(approve.pk)]),
+        admin_user_form(personas["operator"], user_permissions=[str(approve.pk)]),
     )
 
     assert role.status_code == 403 and own.status_code == 403
@@ -403,7 +390,7 @@ def test_taking_the_application_role_away_stops_and_revokes_its_tokens_at_once(a
     assert _token_client(token).get("/api/v1/poison-list").status_code == 200
 
     _signed_in(admin).post(
-        f"/admin/auth/user/{application.pk}/change/", _admin_user_form(application, groups=[])
+        f"/admin/auth/user/{application.pk}/change/", admin_user_form(application, groups=[])
     )
 
     refused = _token_client(token).get("/api/v1/poison-list")
@@ -424,7 +411,7 @@ def test_taking_a_role_away_counts_at_the_next_call_of_a_session_already_open(
     assert session.get("/api/v1/messages/card-1/body").status_code == 200
 
     _signed_in(admins[0]).post(
-        f"/admin/auth/user/{operator.pk}/change/", _admin_user_form(operator, groups=[])
+        f"/admin/auth/user/{operator.pk}/change/", admin_user_form(operator, groups=[])
     )
 
     assert session.get("/api/v1/messages/card-1/body").status_code == 403
@@ -440,9 +427,9 @@ def test_deactivating_an_account_ends_its_sessions_and_stops_its_tokens_at_once(
     assert session.get("/api/v1/queues").status_code == 200
 
     client = _signed_in(admin)
-    client.post(f"/admin/auth/user/{viewer.pk}/change/", _admin_user_form(viewer, is_active=""))
+    client.post(f"/admin/auth/user/{viewer.pk}/change/", admin_user_form(viewer, is_active=""))
     client.post(
-        f"/admin/auth/user/{application.pk}/change/", _admin_user_form(application, is_active="")
+        f"/admin/auth/user/{application.pk}/change/", admin_user_form(application, is_active="")
     )
 
     page = session.get("/queues/")

@@ -8,18 +8,15 @@ colleague's name locked the colleague out for everyone. The documented settings 
 import ipaddress
 import os
 import secrets
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 from axes.models import AccessAttempt
 from django.test import Client
 from django.urls import reverse
 
-from console.accounts.proxy_checks import proxy_layout_check
+from console.accounts.checks import proxy_layout_check
+from tests.console_process import ROOT, deploy_check
 
-ROOT = Path(__file__).resolve().parents[2]
 ENV_EXAMPLE = ROOT / "deploy" / "systemd" / "antidote.env.example"
 PROXY = "127.0.0.1"  # where every request through the same-host proxy comes from
 STRANGER = "192.0.2.66"  # the attacker, as the proxy writes its address in X-Forwarded-For
@@ -56,14 +53,7 @@ def _check_deploy(tmp_path, **overrides):
             env.pop(name, None)
         else:
             env[name] = value
-    done = subprocess.run(
-        [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "WARNING"],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = deploy_check(env)
     return done.returncode, done.stdout + done.stderr
 
 

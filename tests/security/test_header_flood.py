@@ -17,7 +17,7 @@ from django.core.management import CommandError, call_command
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from console.accounts.tokens import token_create
+from console.accounts.tokens.services import token_create
 from console.browse.headers import HEADER_VALUE_SHOWN, HEADERS_PAGE_MAX, HEADERS_SHOWN
 from console.ingest.models import MessageKey
 from console.ingest.services import inbox_scan
@@ -31,7 +31,7 @@ from tests.ingest.test_rabbitmq_consumer import (  # noqa: F401 - `broker` is a 
     source_now,
 )
 from tests.processes.conftest import wait_for
-from workers.brokers.rabbitmq import REFUSED_REASON_HEADER, REFUSED_SUFFIX
+from workers.brokers.rabbitmq.source import REFUSED_REASON_HEADER, REFUSED_SUFFIX
 
 URL = "/api/v1/messages"
 FLOOD = 200_000

@@ -13,7 +13,7 @@ from django.utils import timezone
 from rest_framework.test import APIClient
 
 from console.access.models import IngestRight, RoleGrant
-from console.accounts.tokens import token_create
+from console.accounts.tokens.services import token_create
 from console.audit.models import AuditEntry
 from console.ingest.models import MessageKey
 from tests.browse.conftest import Index

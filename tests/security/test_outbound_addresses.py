@@ -11,7 +11,6 @@ to the guard as IP literals or through its resolver seam, and the test watches e
 (tests.outbound.ConnectionsWatched), stopping any beyond 127.0.0.1."""
 
 import base64
-import datetime
 import ipaddress
 import json
 import socket
@@ -31,6 +30,7 @@ from console.queues.services import QueueLoadError, queues_load
 from tests.alerts.conftest import queue_disabled_alert
 from tests.brokers.http.receiver import Answer, Receiver
 from tests.browse.conftest import api
+from tests.certificates import self_signed
 from workers.brokers import http
 from workers.engine.handlers import HandlerImportError, Message, handler_build
 from workers.outbound import (
@@ -366,7 +366,7 @@ def test_a_rebinding_record_cannot_move_the_connection_after_the_check(allowed, 
 
 
 def test_tls_goes_to_the_checked_address_but_verifies_and_names_the_host(tmp_path, connections):
-    cert, key = _certificate(tmp_path, "receiver.test")
+    cert, key = self_signed(tmp_path, "receiver.test")
     names = []
     server = _tls_server(cert, key, names)
     port = server.server_address[1]
@@ -412,8 +412,10 @@ def test_of_a_refusing_answer_the_sink_keeps_a_short_inert_excerpt(signing, outb
     assert "\u202e" not in reason
 
 
-def test_of_a_refusing_answer_an_alert_keeps_a_short_inert_excerpt(personas, outbound_allow):
-    server = Receiver([Answer(400, HOSTILE_ANSWER)])
+def _alerted_receiver(personas, outbound_allow, answer):
+    """A receiver the guard lets through, which answers `answer`, behind a Slack webhook with a
+    queue-disabled alert due to it."""
+    server = Receiver([answer])
     outbound_allow(f"127.0.0.1:{server.port}")
     webhook_create(
         actor=personas["admin"],
@@ -425,6 +427,11 @@ def test_of_a_refusing_answer_an_alert_keeps_a_short_inert_excerpt(personas, out
         secret_env="",
     )
     queue_disabled_alert(to=[])
+    return server
+
+
+def test_of_a_refusing_answer_an_alert_keeps_a_short_inert_excerpt(personas, outbound_allow):
+    server = _alerted_receiver(personas, outbound_allow, Answer(400, HOSTILE_ANSWER))
     try:
         alerts_send()
     finally:
@@ -440,18 +447,9 @@ def test_of_a_refusing_answer_an_alert_keeps_a_short_inert_excerpt(personas, out
 def test_an_alert_receiver_that_redirects_to_the_attacker_sends_it_nothing(
     personas, outbound_allow, attacker
 ):
-    server = Receiver([Answer(307, headers={"Location": attacker.url})])
-    outbound_allow(f"127.0.0.1:{server.port}")
-    webhook_create(
-        actor=personas["admin"],
-        name="chat",
-        format="slack",
-        url=server.url,
-        kinds=[],
-        queues=[],
-        secret_env="",
+    server = _alerted_receiver(
+        personas, outbound_allow, Answer(307, headers={"Location": attacker.url})
     )
-    queue_disabled_alert(to=[])
     try:
         assert alerts_send() == (0, 1)
     finally:
@@ -464,39 +462,6 @@ def test_an_alert_receiver_that_redirects_to_the_attacker_sends_it_nothing(
 
 
 # --- A TLS receiver for one name -------------------------------------------------------------
-
-
-def _certificate(folder, name):
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import ec
-    from cryptography.x509.oid import NameOID
-
-    key = ec.generate_private_key(ec.SECP256R1())
-    subject = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, name)])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(subject)
-        .issuer_name(subject)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(hours=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(name)]), critical=False)
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_path, key_path = folder / "cert.pem", folder / "key.pem"
-    cert_path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_path.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.PKCS8,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_path, key_path
 
 
 def _tls_server(cert, key, names):

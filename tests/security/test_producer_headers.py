@@ -15,7 +15,7 @@ import redis
 from django.urls import reverse
 from rest_framework.test import APIClient
 
-from console.accounts.tokens import token_create
+from console.accounts.tokens.services import token_create
 from console.ingest.services import ingest_file
 from console.lake.selectors import lake_paths
 from console.lake.services import lake
@@ -25,7 +25,7 @@ from tests.brokers.nats.conftest import Client as NatsClient
 from tests.browse.conftest import login
 from tests.conftest import require_service
 from tests.decisions.desk import make_desk
-from workers.brokers.amqp_message import properties_text
+from workers.brokers.rabbitmq.record import properties_text
 from workers.engine import states as S
 
 AMQP_URL = "amqp://guest:guest@127.0.0.1:5672/%2F"

@@ -4,12 +4,12 @@ operation but STARTTLS before TLS (olcSecurity tls=1), on a certificate the test
 and groups (groupOfNames) are added and deleted with python-ldap as the directory's
 administrator."""
 
-import datetime
 import shutil
 import subprocess
 import time
 from pathlib import Path
 
+from tests.certificates import self_signed
 from tests.conftest import require_service
 from tests.processes.conftest import free_port
 from tests.sso.provider import server_stop
@@ -25,45 +25,6 @@ GROUPS = f"ou=groups,{BASE}"
 # The account Antidote binds with to search: read-only, as a company gives it.
 READER_DN = f"cn=antidote,{BASE}"
 READER_PASSWORD = "antidote-reader-password"
-
-
-def _certificate(folder):
-    """A self-signed certificate for 127.0.0.1 (the CA file the client trusts is itself)."""
-    import ipaddress
-
-    from cryptography import x509
-    from cryptography.hazmat.primitives import hashes, serialization
-    from cryptography.hazmat.primitives.asymmetric import rsa
-    from cryptography.x509.oid import NameOID
-
-    key = rsa.generate_private_key(public_exponent=65537, key_size=2048)
-    name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, "127.0.0.1")])
-    now = datetime.datetime.now(datetime.UTC)
-    cert = (
-        x509.CertificateBuilder()
-        .subject_name(name)
-        .issuer_name(name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(
-            x509.SubjectAlternativeName([x509.IPAddress(ipaddress.ip_address("127.0.0.1"))]),
-            critical=False,
-        )
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(key, hashes.SHA256())
-    )
-    cert_file, key_file = folder / "cert.pem", folder / "key.pem"
-    cert_file.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
-    key_file.write_bytes(
-        key.private_bytes(
-            serialization.Encoding.PEM,
-            serialization.PrivateFormat.TraditionalOpenSSL,
-            serialization.NoEncryption(),
-        )
-    )
-    return cert_file, key_file
 
 
 class Directory:
@@ -82,7 +43,7 @@ class Directory:
         config, data = self.folder / "slapd.d", self.folder / "data"
         for folder in (config, data):
             folder.mkdir(parents=True)
-        self.ca_file, key_file = _certificate(self.folder)
+        self.ca_file, key_file = self_signed(self.folder, "127.0.0.1")
         includes = "\n".join(f"include: file:///etc/ldap/schema/{s}.ldif" for s in SCHEMAS)
         ldif = f"""\
 dn: cn=config

@@ -29,6 +29,15 @@ def _login(client, username, password=PASSWORD):
     return client.post("/login/", {"username": username, "password": password})
 
 
+def _cools_down(user, *, since, settings):
+    """`user` approves nothing for APPROVER_COOLDOWN_HOURS from `since`."""
+    assert approver_cooldown_until(user) >= since + timedelta(
+        hours=settings.APPROVER_COOLDOWN_HOURS
+    )
+    with pytest.raises(PermissionDenied, match="may approve from"):
+        approver_cooldown_check(user)
+
+
 def test_a_person_in_the_ops_group_signs_in_with_their_directory_password(
     personas, directory, client
 ):
@@ -157,11 +166,7 @@ def test_the_leads_group_waits_for_an_administrators_confirmation_and_the_cool_d
     role_grant_confirm(actor=personas["admin"], grant=grant)
     lead = User.objects.get(username="lead")
     assert _roles("lead") == ["approver"]
-    assert approver_cooldown_until(lead) >= confirmed_at + timedelta(
-        hours=settings.APPROVER_COOLDOWN_HOURS
-    )
-    with pytest.raises(PermissionDenied, match="may approve from"):
-        approver_cooldown_check(lead)
+    _cools_down(lead, since=confirmed_at, settings=settings)
 
 
 def test_trusting_the_directory_gives_the_approver_role_at_sign_in_with_the_cool_down(
@@ -176,11 +181,7 @@ def test_trusting_the_directory_gives_the_approver_role_at_sign_in_with_the_cool
     lead = User.objects.get(username="lead")
     assert _roles("lead") == ["approver"]
     assert not RoleGrant.objects.exists()
-    assert approver_cooldown_until(lead) >= signed_in_at + timedelta(
-        hours=settings.APPROVER_COOLDOWN_HOURS
-    )
-    with pytest.raises(PermissionDenied, match="may approve from"):
-        approver_cooldown_check(lead)
+    _cools_down(lead, since=signed_in_at, settings=settings)
 
 
 def test_with_local_passwords_off_directory_people_still_sign_in(

@@ -2,7 +2,7 @@
 cannot take, and whose dead letters Antidote drains (workers/demo/nats.yaml).
 
 JetStream keeps no dead-letter queue: a message its consumer gives up on stays in the stream,
-and the server publishes an advisory naming it (workers/brokers/nats.py). `demo_dead_letters`
+and the server publishes an advisory naming it (workers/brokers/nats/source.py). `demo_dead_letters`
 creates the demo stream, the label service's consumer (max_deliver 3) and the stream that
 captures the advisories, as the source creates it, but now: an advisory published while nobody
 captures it is lost, and the sources process starts after the feed. It then publishes a fixed
@@ -29,7 +29,7 @@ import nats.errors
 import nats.js.errors
 from nats.js import api
 
-from workers.brokers.nats import (
+from workers.brokers.nats.source import (
     advisory_subjects,
     capture_stream_config,
     capture_stream_name,

@@ -2,7 +2,7 @@
 what it reads, and whose dead letters Antidote claims (workers/demo/redis_streams.yaml).
 
 Redis keeps no dead-letter queue: an entry a consumer fails on stays in its group's pending
-list, its delivery counter growing with each delivery (workers/brokers/redis_streams.py).
+list, its delivery counter growing with each delivery (workers/brokers/redis_streams/source.py).
 `demo_dead_letters` creates the stream and its group, appends a fixed set of invoices and plays
 the billing service once, in a few milliseconds: it reads them, fails, and reads its own pending
 ones again (as a consumer that retries on start does) until each was delivered as often as the

@@ -21,8 +21,8 @@ Pure Python: no Django.
 """
 
 OWN_PREFIX = "antidote-"
-# What the broker sources write about a message (workers.brokers.amqp_message, nats_message,
-# redis_message): where it was drained from, its properties as received.
+# What the broker sources write about a message (workers.brokers.<broker>.record): where it
+# was drained from, its properties as received.
 RECORD_PREFIXES = ("amqp-", "nats-", "redis-")
 PRODUCT_PREFIXES = (OWN_PREFIX, *RECORD_PREFIXES)
 # Where a producer's header of those names is kept instead: a name no writer of the product uses.

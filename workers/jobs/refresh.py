@@ -443,7 +443,16 @@ def stage_reads(params: RefreshParams):
 
 
 def run_refresh(spark, params: RefreshParams) -> RefreshResult:
+    """The refresh's outputs in `params.out_dir`. An incremental one with nothing to fold (the
+    commits it takes in are all a decision's, whose writer moved states and counts itself)
+    writes only the flows (`flows_only`): no message is affected, and the scan of every
+    message's metadata an empty fold still paid was most of a refresh after a bulk decision."""
     result = RefreshResult()
+    if flows_only(params):
+        hourly_flows(extract_events(spark, params.flow_event_paths)).coalesce(1).write.parquet(
+            staging(params.out_dir, "inflow")
+        )
+        return result
     new_events = extract_events(spark, params.new_event_paths)
     flow_events = (
         new_events
@@ -493,6 +502,11 @@ def run_refresh(spark, params: RefreshParams) -> RefreshResult:
     result.gone = result.affected - result.indexed
     result.groups = _count(staging(params.out_dir, "groups"))
     return result
+
+
+def flows_only(params: RefreshParams) -> bool:
+    """An incremental refresh with no events to fold, only commits whose flows it counts."""
+    return not params.full and not params.new_event_paths and bool(params.flow_event_paths)
 
 
 def _count(path, filter=None):

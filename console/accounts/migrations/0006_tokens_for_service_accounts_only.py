@@ -31,7 +31,7 @@ def _to_the_rule(apps, schema_editor):
     from console.access.service_accounts import SERVICE_ROLE, is_service_account
     from console.accounts.models import ApiToken
     from console.accounts.roles import APPROVER, OPERATOR, RoleError, roles_seed
-    from console.accounts.tokens import tokens_revoke_all
+    from console.accounts.tokens.services import tokens_revoke_all
     from console.audit.services import audit_record
     from console.permissions import INGEST_MESSAGES
 

@@ -16,7 +16,7 @@ import pytest
 from nats.js import api
 
 from tests.conftest import require_service
-from workers.brokers.connector import SourceConfig
+from workers.brokers.base import SourceConfig
 
 SHARED_URL = "nats://127.0.0.1:4222"
 

@@ -3,24 +3,18 @@ messages JetStream gave up on drained into the lake once each with their origin,
 message was deleted parked with its reason, and a link that breaks after the lake commit and
 before its acknowledgement losing nothing and storing nothing twice."""
 
-import contextlib
 import json
-import threading
 import time
 
 import nats.errors
 import pytest
-from django.db import connection
 
-from console.ingest.consumers import source_consume
 from console.ingest.models import MessageKey
-from console.queues.models import BrokerSource
-from console.queues.services import queues_load
-from console.queues.sources import INTAKE_HANDLER
+from tests.brokers.sources import consumed_until, consuming, source_load
 from tests.ingest.conftest import lake_messages
 from tests.processes.conftest import wait_for
-from workers.brokers import nats as N
-from workers.brokers.connector import SourceConfig
+from workers.brokers.base import SourceConfig
+from workers.brokers.nats import source as N
 
 pytestmark = pytest.mark.services
 
@@ -35,48 +29,14 @@ def orders(client, tag, shared_url, monkeypatch):
 
 
 def _source(stream, tag, **options):
-    queues_load(
-        data={
-            "queues": [{"name": "orders-dead", "handler": INTAKE_HANDLER}],
-            "sources": [
-                {
-                    "name": "orders-nats",
-                    "kind": "nats",
-                    "url_env": "TEST_NATS_URL",
-                    "broker_queue": stream,
-                    "queue": "orders-dead",
-                    "batch_size": 4,
-                    "batch_seconds": 0.2,
-                    "options": {"parking_stream": f"REFUSED_{tag}", **options},
-                }
-            ],
-        }
+    return source_load(
+        name="orders-nats",
+        kind="nats",
+        url_env="TEST_NATS_URL",
+        stream=stream,
+        batch_seconds=0.2,
+        options={"parking_stream": f"REFUSED_{tag}", **options},
     )
-    return BrokerSource.objects.select_related("queue").get(name="orders-nats")
-
-
-@contextlib.contextmanager
-def consuming(source):
-    stop, said = threading.Event(), []
-
-    def run():
-        try:
-            source_consume(source, stop=stop, say=said.append)
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    try:
-        yield said
-    finally:
-        stop.set()
-        thread.join(timeout=30)
-        assert not thread.is_alive(), "the consumer did not stop"
-
-
-def _now(source):
-    return BrokerSource.objects.get(pk=source.pk)
 
 
 def _capture(client, stream):
@@ -110,12 +70,7 @@ def test_it_drains_given_up_messages_once_each_and_parks_one_whose_message_is_go
     client.fail_until_given_up(worker)
     client.delete_msg(orders, 10)
 
-    with consuming(source) as said:
-        wait_for(lambda: _now(source).drained >= 9, timeout=60, what="the drain")
-        wait_for(lambda: _now(source).refused == 1, timeout=60, what="the parking")
-        last_error = _now(source).last_error
-
-    source = _now(source)
+    source, last_error, said = consumed_until(source, drained=9, refused=1)
     assert (source.drained, source.refused) == (9, 1)
     assert f"set aside in stream REFUSED_{tag}, subject antidote.refused.orders-nats" in last_error
     assert "message 10 is no longer in stream" in last_error
@@ -149,7 +104,7 @@ def test_a_link_broken_after_the_lake_commit_loses_nothing_and_stores_nothing_tw
     for i in range(10):
         client.publish(f"orders.{tag}.created", f"order {i}".encode())
     client.fail_until_given_up(worker)
-    acknowledge = N._SourceLink.ack
+    acknowledge = N.NatsSourceLink.ack
     broken = []
 
     def ack_once_broken(self, deliveries):
@@ -160,7 +115,7 @@ def test_a_link_broken_after_the_lake_commit_loses_nothing_and_stores_nothing_tw
             raise nats.errors.ConnectionClosedError
         acknowledge(self, deliveries)
 
-    monkeypatch.setattr(N._SourceLink, "ack", ack_once_broken)
+    monkeypatch.setattr(N.NatsSourceLink, "ack", ack_once_broken)
 
     with consuming(source) as said:
         wait_for(

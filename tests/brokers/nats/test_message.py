@@ -6,8 +6,8 @@ import json
 import pytest
 
 from tests.brokers.records import as_stored
-from workers.brokers import nats_message as M
 from workers.brokers.dead_letters import dead_letter_of
+from workers.brokers.nats import record as M
 
 MAX_DELIVER = {
     "type": "io.nats.jetstream.advisory.v1.max_deliver",

@@ -4,22 +4,17 @@ Antidote, the intake handler quarantines each with the consumer's reason, and an
 "reprocess to its origin" publishes them back to their subject, where a consumer gets each once,
 body and headers as the publisher sent them."""
 
-import threading
-import time
-
 import nats.errors
 import pytest
 from nats.js import api
 
-from console.ingest.consumers import source_consume
 from console.ingest.models import MessageKey
 from console.queues.models import BrokerSource
-from console.queues.services import queues_load
-from console.queues.sources import INTAKE_HANDLER
 from console.readmodels.models import MessageIndex
 from tests.brokers.nats.conftest import source_config
+from tests.brokers.sources import drained_until, round_trip_load
 from tests.decisions.desk import make_desk
-from workers.brokers import nats as N
+from workers.brokers.nats import source as N
 
 pytestmark = pytest.mark.services
 
@@ -40,24 +35,6 @@ def _body(n):
     return b'{"refund": %d, "amount": "12,50"}\n\x00\xfe' % n
 
 
-def _drain(source_name, client, capture, *, expect):
-    stop = threading.Event()
-    source = BrokerSource.objects.get(name=source_name)
-    thread = threading.Thread(target=source_consume, args=(source,), kwargs={"stop": stop})
-    thread.start()
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            stored = MessageKey.objects.filter(queue="refunds-dead").count()
-            if stored >= expect and client.stream_info(capture).state.messages == 0:
-                break
-            time.sleep(0.2)
-    finally:
-        stop.set()
-        thread.join(timeout=30)
-    assert not thread.is_alive()
-
-
 def test_a_message_its_consumer_keeps_failing_comes_back_to_its_subject_once_and_unchanged(
     desk, client, tag, shared_url, monkeypatch
 ):
@@ -67,29 +44,13 @@ def test_a_message_its_consumer_keeps_failing_comes_back_to_its_subject_once_and
     client.add_stream(stream, [f"refunds.{tag}.>"])
     client.made += [stream, capture]
     options = {"consumer": "refunds", "remove": True}
-    queues_load(
-        data={
-            "queues": [
-                {"name": "refunds-dead", "handler": INTAKE_HANDLER},
-                {
-                    "name": "refunds-redrive",
-                    "handler": SINK,
-                    "handler_options": {"url_env": "ROUND_TRIP_NATS_URL"},
-                },
-            ],
-            "sources": [
-                {
-                    "name": "refunds-nats",
-                    "kind": "nats",
-                    "url_env": "ROUND_TRIP_NATS_URL",
-                    "broker_queue": stream,
-                    "queue": "refunds-dead",
-                    "redrive_queue": "refunds-redrive",
-                    "batch_size": 5,
-                    "options": options,
-                }
-            ],
-        }
+    round_trip_load(
+        name="refunds-nats",
+        kind="nats",
+        url_env="ROUND_TRIP_NATS_URL",
+        stream=stream,
+        sink=SINK,
+        options=options,
     )
     # The source's first run creates the capture stream; the failures happen while it is down.
     N.CONNECTOR.open(source_config(shared_url, stream, name="refunds-nats", **options)).close()
@@ -99,7 +60,12 @@ def test_a_message_its_consumer_keeps_failing_comes_back_to_its_subject_once_and
         client.publish(f"refunds.{tag}.requested", _body(n), headers=_headers(n))
     client.fail_until_given_up(worker)
 
-    _drain("refunds-nats", client, capture, expect=COUNT)
+    drained_until(
+        "refunds-nats",
+        into="refunds-dead",
+        count=COUNT,
+        done=lambda: client.stream_info(capture).state.messages == 0,
+    )
     assert MessageKey.objects.filter(queue="refunds-dead").count() == COUNT
     source = BrokerSource.objects.get(name="refunds-nats")
     assert (source.drained, source.refused) == (COUNT, 0)

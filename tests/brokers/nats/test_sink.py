@@ -9,9 +9,10 @@ import pytest
 
 from tests.brokers.nats.conftest import Client, source_config
 from tests.brokers.records import as_stored
-from workers.brokers import nats as N
-from workers.brokers import nats_message as M
-from workers.brokers.connector import RECONNECT_PAUSE
+from workers.brokers.base import RECONNECT_PAUSE
+from workers.brokers.nats import record as M
+from workers.brokers.nats import sink as NS
+from workers.brokers.nats import source as N
 from workers.engine.handlers import Message, PermanentFailure
 
 pytestmark = pytest.mark.services
@@ -86,7 +87,7 @@ def test_a_drained_message_redriven_reaches_a_consumer_of_its_subject_once_uncha
         )
     )
 
-    assert _redrive(N.publisher(), _message(record)) is None
+    assert _redrive(NS.publisher(), _message(record)) is None
 
     received = client.run(receiver.fetch(10, timeout=2))
     with pytest.raises(TimeoutError):
@@ -101,7 +102,7 @@ def test_a_drained_message_redriven_reaches_a_consumer_of_its_subject_once_uncha
 
 def test_a_retried_publish_is_stored_once(client, shared_url, orders, tag, nats_env):
     record = _dead_letter(client, shared_url, orders, tag, body=b"once", headers=None)
-    handler = N.publisher()
+    handler = NS.publisher()
     # The first publish's acknowledgement lost in an outage, the engine retries the message.
     assert _redrive(handler, _message(record)) is None
     assert _redrive(handler, _message(record)) is None
@@ -111,7 +112,7 @@ def test_a_retried_publish_is_stored_once(client, shared_url, orders, tag, nats_
 
 def test_a_message_that_died_again_is_redriven_again(client, shared_url, orders, tag, nats_env):
     record = _dead_letter(client, shared_url, orders, tag, body=b"twice", headers=None)
-    handler = N.publisher()
+    handler = NS.publisher()
     assert _redrive(handler, _message(record)) is None
     # Its redrive failed again (a new stream sequence): drained as a new message, new id.
     link = N.CONNECTOR.open(source_config(shared_url, orders))
@@ -131,9 +132,9 @@ def test_the_queues_subject_and_the_requests_target_win_over_the_origin(
     client, shared_url, orders, tag, nats_env
 ):
     record = _dead_letter(client, shared_url, orders, tag, body=b"elsewhere", headers=None)
-    assert _redrive(N.publisher(subject=f"orders.{tag}.fixed"), _message(record)) is None
+    assert _redrive(NS.publisher(subject=f"orders.{tag}.fixed"), _message(record)) is None
     asked = json.dumps({"subject": f"orders.{tag}.asked"})
-    assert _redrive(N.publisher(subject=f"orders.{tag}.fixed"), _message(record, asked)) is None
+    assert _redrive(NS.publisher(subject=f"orders.{tag}.fixed"), _message(record, asked)) is None
 
     assert len(_bodies(client, orders, f"orders.{tag}.fixed")) == 1
     ((body, headers),) = _bodies(client, orders, f"orders.{tag}.asked")
@@ -151,7 +152,7 @@ def test_a_message_from_elsewhere_is_published_without_antidotes_bookkeeping(
         content_type="application/xml",
         headers={"X-Trace": "t-9", "antidote-source": "api", "amqp-properties": "{}"},
     )
-    assert _redrive(N.publisher(subject=f"orders.{tag}.api"), message) is None
+    assert _redrive(NS.publisher(subject=f"orders.{tag}.api"), message) is None
     ((body, headers),) = _bodies(client, orders, f"orders.{tag}.api")
     assert body == b"<order/>"
     headers.pop("Nats-Msg-Id")
@@ -160,10 +161,10 @@ def test_a_message_from_elsewhere_is_published_without_antidotes_bookkeeping(
 
 def test_a_message_with_no_subject_fails_permanently(nats_env):
     message = Message(id="m", queue="q", body=b"x", content_type=None, headers={})
-    with pytest.raises(N.NoRedriveTarget):
-        N.publisher()(message)
+    with pytest.raises(NS.NoRedriveTarget):
+        NS.publisher()(message)
     with pytest.raises(PermanentFailure, match="is not a NATS subject"):
-        N.publisher()(
+        NS.publisher()(
             Message(
                 id="m",
                 queue="q",
@@ -176,19 +177,19 @@ def test_a_message_with_no_subject_fails_permanently(nats_env):
 
 def test_a_subject_no_stream_stores_is_a_transient_failure(tag, nats_env):
     message = Message(id="m", queue="q", body=b"x", content_type=None, headers={})
-    error = _redrive(N.publisher(subject=f"nowhere.{tag}"), message)
-    assert isinstance(error, N.RedriveNoStream)
+    error = _redrive(NS.publisher(subject=f"nowhere.{tag}"), message)
+    assert isinstance(error, NS.RedriveNoStream)
     assert not isinstance(error, PermanentFailure)
     assert f"no JetStream stream at 127.0.0.1:4222 stores subject 'nowhere.{tag}'" in str(error)
 
 
 def test_publisher_options_are_checked():
     with pytest.raises(ValueError, match="subject must be a NATS subject"):
-        N.publisher(subject="orders.>")
-    with pytest.raises(ValueError, match="ack_timeout must be more than 0 seconds"):
-        N.publisher(ack_timeout=0)
+        NS.publisher(subject="orders.>")
+    with pytest.raises(ValueError, match="ack_timeout must be a number of seconds more than 0"):
+        NS.publisher(ack_timeout=0)
     with pytest.raises(ValueError, match="window must be a whole number"):
-        N.publisher(window=0)
+        NS.publisher(window=0)
 
 
 def test_the_server_stopped_during_a_redrive_is_a_transient_failure_and_the_retry_works(
@@ -198,7 +199,7 @@ def test_the_server_stopped_during_a_redrive_is_a_transient_failure_and_the_retr
     admin = Client(own_server.url)
     admin.add_stream("ORDERS", ["orders.>"])
     admin.close()
-    handler = N.publisher(url_env="OUTAGE_NATS_URL", subject="orders.created", ack_timeout=1)
+    handler = NS.publisher(url_env="OUTAGE_NATS_URL", subject="orders.created", ack_timeout=1)
     message = Message(id="m-1", queue="q", body=b"during", content_type=None, headers={})
     assert (
         _redrive(handler, Message(id="m-0", queue="q", body=b"before", content_type=None)) is None
@@ -208,14 +209,14 @@ def test_the_server_stopped_during_a_redrive_is_a_transient_failure_and_the_retr
     own_server.pause()  # the server stops reading: what was written may or may not be stored
     during = handler(message)
     handler.settle()
-    assert isinstance(during.error, N.RedriveNotAcknowledged)
+    assert isinstance(during.error, NS.RedriveNotAcknowledged)
     assert "did not acknowledge the publish within 1 s" in str(during.error)
     assert not isinstance(during.error, PermanentFailure)
     own_server.kill()
 
     # While it is down, a publish fails at once, transiently.
     started = time.monotonic()
-    with pytest.raises(N.RedriveConnectionFailed, match=r"cannot connect to NATS at 127\.0\.0\.1"):
+    with pytest.raises(NS.RedriveConnectionFailed, match=r"cannot connect to NATS at 127\.0\.0\.1"):
         handler(message)
     assert time.monotonic() - started < 5
 
@@ -237,7 +238,7 @@ def test_the_server_stopped_during_a_redrive_is_a_transient_failure_and_the_retr
 
 
 def test_a_batch_larger_than_the_window_is_published_whole(client, orders, tag, nats_env):
-    handler = N.publisher(subject=f"orders.{tag}.many", window=3)
+    handler = NS.publisher(subject=f"orders.{tag}.many", window=3)
     deferreds = [
         handler(Message(id=f"m-{i}", queue="q", body=b"%d" % i, content_type=None))
         for i in range(10)
@@ -250,7 +251,7 @@ def test_a_batch_larger_than_the_window_is_published_whole(client, orders, tag, 
 
 
 def test_a_header_nats_cannot_carry_fails_that_message_only(client, orders, tag, nats_env):
-    handler = N.publisher(subject=f"orders.{tag}.headers")
+    handler = NS.publisher(subject=f"orders.{tag}.headers")
     bad = handler(
         Message(id="bad", queue="q", body=b"x", content_type=None, headers={"X Bad Name": "1"})
     )

@@ -10,10 +10,10 @@ import pytest
 from tests.brokers.nats.conftest import source_config
 from tests.brokers.records import as_stored
 from tests.processes.conftest import wait_for
-from workers.brokers import nats as N
-from workers.brokers import nats_message as M
-from workers.brokers.connector import SourceDown
+from workers.brokers.base import SourceDown
 from workers.brokers.dead_letters import dead_letter_of
+from workers.brokers.nats import record as M
+from workers.brokers.nats import source as N
 
 pytestmark = pytest.mark.services
 
@@ -270,7 +270,7 @@ def test_a_server_that_does_not_answer_is_said_without_the_password(own_server):
     with pytest.raises(OSError) as refused:
         N.CONNECTOR.open(config)
     assert N.CONNECTOR.why(refused.value, config) == "cannot connect: no NATS server answers"
-    link_where, secrets = N._where(config.url)
+    link_where, secrets = N.where_of(config.url)
     assert "s3cret" in secrets and "s3cret" not in link_where
 
 

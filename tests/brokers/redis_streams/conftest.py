@@ -13,8 +13,8 @@ import redis
 
 from tests.conftest import require_service
 from tests.processes.conftest import free_port, port_open, wait_for
-from workers.brokers.connector import SourceConfig
-from workers.brokers.redis_streams import CONNECTOR
+from workers.brokers.base import SourceConfig
+from workers.brokers.redis_streams.source import CONNECTOR
 
 SHARED_URL = "redis://127.0.0.1:6379/7"
 URL_ENV = "ANTIDOTE_TEST_REDIS_STREAMS_URL"

@@ -3,23 +3,17 @@ entries drained into the lake once each, a malformed one parked with its reason,
 breaks after the lake commit and before its acknowledgement losing nothing and storing nothing
 twice."""
 
-import contextlib
 import json
-import threading
 import time
 
 import pytest
-from django.db import connection
 
-from console.ingest.consumers import source_consume
 from console.ingest.models import MessageKey
-from console.queues.models import BrokerSource
-from console.queues.services import queues_load
-from console.queues.sources import INTAKE_HANDLER
 from tests.brokers.redis_streams.conftest import URL_ENV
+from tests.brokers.sources import consumed_until, consuming, source_load, source_now
 from tests.ingest.conftest import lake_messages
 from tests.processes.conftest import wait_for
-from workers.brokers.redis_streams import RedisStreamsLink
+from workers.brokers.redis_streams.source import RedisStreamsSourceLink as RedisStreamsLink
 
 pytestmark = pytest.mark.services
 
@@ -27,53 +21,14 @@ GROUP = "billing"
 
 
 def _source(stream, **options):
-    queues_load(
-        data={
-            "queues": [{"name": "orders-dead", "handler": INTAKE_HANDLER}],
-            "sources": [
-                {
-                    "name": "orders-stream",
-                    "kind": "redis",
-                    "url_env": URL_ENV,
-                    "broker_queue": stream,
-                    "queue": "orders-dead",
-                    "batch_size": 4,
-                    "batch_seconds": 0.2,
-                    "options": {
-                        "group": GROUP,
-                        "min_deliveries": 2,
-                        "min_idle_ms": 50,
-                        **options,
-                    },
-                }
-            ],
-        }
+    return source_load(
+        name="orders-stream",
+        kind="redis",
+        url_env=URL_ENV,
+        stream=stream,
+        batch_seconds=0.2,
+        options={"group": GROUP, "min_deliveries": 2, "min_idle_ms": 50, **options},
     )
-    return BrokerSource.objects.select_related("queue").get(name="orders-stream")
-
-
-@contextlib.contextmanager
-def consuming(source):
-    stop, said = threading.Event(), []
-
-    def run():
-        try:
-            source_consume(source, stop=stop, say=said.append)
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    try:
-        yield said
-    finally:
-        stop.set()
-        thread.join(timeout=30)
-        assert not thread.is_alive(), "the consumer did not stop"
-
-
-def _now(source):
-    return BrokerSource.objects.get(pk=source.pk)
 
 
 def test_it_drains_poison_entries_once_each_and_parks_a_malformed_one(
@@ -90,12 +45,7 @@ def test_it_drains_poison_entries_once_each_and_parks_a_malformed_one(
     malformed = streams.poisoned(stream, GROUP, {"blob": b"\xff"}, reads=2)
     source = _source(stream, delete=True)
 
-    with consuming(source) as said:
-        wait_for(lambda: _now(source).drained >= 9, timeout=60, what="the drain")
-        wait_for(lambda: _now(source).refused == 1, timeout=60, what="the parking")
-        last_error = _now(source).last_error
-
-    source = _now(source)
+    source, last_error, said = consumed_until(source, drained=9, refused=1)
     assert (source.drained, source.refused) == (9, 1)
     assert f"set aside in {stream}:antidote-refused; latest: could not be read" in last_error
     assert said[:3] == [f"{source.name}: {s}" for s in ("starting", "connecting", "consuming")]
@@ -146,4 +96,4 @@ def test_a_link_broken_after_the_lake_commit_loses_nothing_and_stores_nothing_tw
     }
     assert len(lake_messages()) == len(ids)
     # The broken batch came back after the reconnection and was taken for what it was.
-    assert _now(source).drained >= len(ids)
+    assert source_now(source).drained >= len(ids)

@@ -6,7 +6,7 @@ import pytest
 
 from tests.brokers.records import as_stored
 from workers.brokers.dead_letters import dead_letter_of
-from workers.brokers.redis_message import (
+from workers.brokers.redis_streams.record import (
     EntryMalformed,
     FieldsUnreadable,
     fields_to_publish,

@@ -3,18 +3,15 @@ source (through the consumer loop every broker shares) drains them into Antidote
 handler quarantines each with Redis's reason, and an approved "reprocess to its origin" appends
 them to their stream again, where the group's consumer gets each once, its fields unchanged."""
 
-import threading
 import time
 
 import pytest
 
-from console.ingest.consumers import source_consume
 from console.ingest.models import MessageKey
 from console.queues.models import BrokerSource
-from console.queues.services import queues_load
-from console.queues.sources import INTAKE_HANDLER
 from console.readmodels.models import MessageIndex
 from tests.brokers.redis_streams.conftest import URL_ENV
+from tests.brokers.sources import drained_until, round_trip_load
 from tests.decisions.desk import make_desk
 
 pytestmark = pytest.mark.services
@@ -53,24 +50,6 @@ def _read(client, stream, consumer):
     return [(i.decode(), list(zip(f[::2], f[1::2], strict=True))) for i, f in entries]
 
 
-def _drain(source_name, streams, stream, *, expect):
-    stop = threading.Event()
-    source = BrokerSource.objects.get(name=source_name)
-    thread = threading.Thread(target=source_consume, args=(source,), kwargs={"stop": stop})
-    thread.start()
-    try:
-        deadline = time.monotonic() + 60
-        while time.monotonic() < deadline:
-            stored = MessageKey.objects.filter(queue="refunds-dead").count()
-            if stored >= expect and not streams.pending(stream, GROUP):
-                break
-            time.sleep(0.2)
-    finally:
-        stop.set()
-        thread.join(timeout=30)
-    assert not thread.is_alive()
-
-
 def test_an_entry_its_consumer_keeps_failing_comes_back_to_its_stream_once_and_unchanged(
     desk, streams
 ):
@@ -90,32 +69,21 @@ def test_an_entry_its_consumer_keeps_failing_comes_back_to_its_stream_once_and_u
         )
     assert {c for c, _ in streams.pending(stream, GROUP).values()} == {"refunds-1"}
     time.sleep(0.2)
-    queues_load(
-        data={
-            "queues": [
-                {"name": "refunds-dead", "handler": INTAKE_HANDLER},
-                {
-                    "name": "refunds-redrive",
-                    "handler": SINK,
-                    "handler_options": {"url_env": URL_ENV},
-                },
-            ],
-            "sources": [
-                {
-                    "name": "refunds-stream",
-                    "kind": "redis",
-                    "url_env": URL_ENV,
-                    "broker_queue": stream,
-                    "queue": "refunds-dead",
-                    "redrive_queue": "refunds-redrive",
-                    "batch_size": 5,
-                    "options": {"group": GROUP, "min_deliveries": 3, "min_idle_ms": 100},
-                }
-            ],
-        }
+    round_trip_load(
+        name="refunds-stream",
+        kind="redis",
+        url_env=URL_ENV,
+        stream=stream,
+        sink=SINK,
+        options={"group": GROUP, "min_deliveries": 3, "min_idle_ms": 100},
     )
 
-    _drain("refunds-stream", streams, stream, expect=COUNT)
+    drained_until(
+        "refunds-stream",
+        into="refunds-dead",
+        count=COUNT,
+        done=lambda: not streams.pending(stream, GROUP),
+    )
     assert MessageKey.objects.filter(queue="refunds-dead").count() == COUNT
     source = BrokerSource.objects.get(name="refunds-stream")
     assert (source.drained, source.refused) == (COUNT, 0)

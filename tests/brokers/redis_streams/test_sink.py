@@ -9,7 +9,7 @@ import redis
 
 from tests.brokers.records import as_stored
 from tests.brokers.redis_streams.conftest import URL_ENV, link_of
-from workers.brokers.redis_streams import (
+from workers.brokers.redis_streams.sink import (
     NoRedriveTarget,
     RedriveConnectionFailed,
     RedriveRefused,
@@ -194,7 +194,7 @@ def test_redis_stopped_during_a_redrive_is_transient_and_the_retry_after_a_resta
     own_redis, monkeypatch
 ):
     monkeypatch.setenv("OUTAGE_REDIS_URL", own_redis.url)
-    monkeypatch.setattr("workers.brokers.connector.RECONNECT_PAUSE", 0.5)
+    monkeypatch.setattr("workers.brokers.base.RECONNECT_PAUSE", 0.5)
     handler = publisher(url_env="OUTAGE_REDIS_URL", stream="orders")
     message = Message(id="refund-1", queue="q", body=b"refund", content_type="text/plain")
 

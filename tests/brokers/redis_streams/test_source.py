@@ -13,10 +13,10 @@ import pytest
 
 from tests.brokers.records import as_stored
 from tests.brokers.redis_streams.conftest import URL_ENV, link_of, source_config
-from workers.brokers.connector import SourceDown
+from workers.brokers.base import SourceDown
 from workers.brokers.dead_letters import dead_letter_of
-from workers.brokers.redis_message import EntryMalformed
-from workers.brokers.redis_streams import CONNECTOR
+from workers.brokers.redis_streams.record import EntryMalformed
+from workers.brokers.redis_streams.source import CONNECTOR
 
 pytestmark = pytest.mark.services
 
@@ -124,8 +124,8 @@ def test_ack_acknowledges_and_the_delete_option_removes_the_entry(streams):
 
 
 def test_it_drains_every_group_named_and_a_long_pending_list_in_slices(streams, monkeypatch):
-    monkeypatch.setattr("workers.brokers.redis_streams.SCAN_PAGE", 3)
-    monkeypatch.setattr("workers.brokers.redis_streams.SCAN_BUDGET", 3)
+    monkeypatch.setattr("workers.brokers.redis_streams.source.SCAN_PAGE", 3)
+    monkeypatch.setattr("workers.brokers.redis_streams.source.SCAN_BUDGET", 3)
     stream = streams.key("orders")
     healthy = [streams.poisoned(stream, "a", {"body": f"ok {i}"}, reads=1) for i in range(7)]
     poison_a = streams.poisoned(stream, "a", {"body": "poison a"}, reads=4)
@@ -175,7 +175,7 @@ def test_a_link_killed_after_claiming_loses_nothing_the_next_link_takes_the_entr
     script = f"""
 import json, os, signal
 from tests.brokers.redis_streams.conftest import source_config
-from workers.brokers.redis_streams import CONNECTOR
+from workers.brokers.redis_streams.source import CONNECTOR
 link = CONNECTOR.open(source_config({stream!r}, **{options!r}))
 deliveries = link.fetch(limit=3, timeout=5)
 with open({str(claimed)!r}, "w") as out:

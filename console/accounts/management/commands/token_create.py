@@ -5,7 +5,8 @@ from django.core.exceptions import ValidationError
 from django.core.management.base import BaseCommand, CommandError
 
 from console.access.actor import cli_actor
-from console.accounts.tokens import DAYS_MAX, account_named, token_create
+from console.accounts.tokens.selectors import DAYS_MAX, account_named
+from console.accounts.tokens.services import token_create
 
 
 class Command(BaseCommand):

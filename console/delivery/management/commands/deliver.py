@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from console.delivery.services import delivery_run
+from console.delivery.execution import delivery_run
 
 
 class Command(BaseCommand):

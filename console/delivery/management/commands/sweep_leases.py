@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand
 
-from console.delivery.services import leases_sweep
+from console.delivery.execution import leases_sweep
 
 
 class Command(BaseCommand):

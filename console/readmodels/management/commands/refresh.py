@@ -1,6 +1,6 @@
 from django.core.management.base import BaseCommand, CommandError
 
-from console.readmodels.services import read_models_refresh
+from console.readmodels.execution import read_models_refresh
 
 
 class Command(BaseCommand):
