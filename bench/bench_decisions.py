@@ -29,7 +29,7 @@ from datetime import timedelta
 
 import pyarrow.compute as pc
 
-from bench.bench_refresh import CHUNK, T0, _chunk_tables, _commit
+from bench.bench_refresh import T0, _chunk_tables, lake_seed
 from bench.support import (
     PeakMemory,
     django_setup,
@@ -52,15 +52,10 @@ def _seed(store, n):
 
     from console.delivery.poison import poison_entries_put
     from console.ingest.services import _message_keys_insert
-    from console.lake.services import epoch_allocate
 
-    epoch = epoch_allocate(purpose="bench decisions: quarantine")
-    for start in range(0, n, CHUNK):
-        messages, events = _chunk_tables(start, min(CHUNK, n - start), epoch)
-        commit = _commit(store, "messages", messages, f"bench:{start}")
+    def beside(messages, events, commit):
         with transaction.atomic():
             _message_keys_insert(messages, commit_id=commit, now=timezone.now())
-        _commit(store, "events", events, f"bench:{start}", epoch)
         quarantined = events.filter(pc.field("to_state") == "NDLV")
         listed = messages.join(quarantined.select(["message_id", "reason"]), keys="message_id")
         poison_entries_put(
@@ -71,6 +66,8 @@ def _seed(store, n):
             ),
             source="engine",
         )
+
+    lake_seed(store, n, _chunk_tables, purpose="bench decisions: quarantine", each=beside)
 
 
 def _people():

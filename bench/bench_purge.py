@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
-from bench.bench_refresh import PATTERNS, QUEUES, T0, _commit, _pattern
+from bench.bench_refresh import PATTERNS, QUEUES, T0, _pattern, lake_seed
 from bench.support import (
     PeakMemory,
     django_setup,
@@ -35,7 +35,6 @@ from bench.support import (
 )
 from workers.lake.schema import EVENT_SCHEMA
 
-CHUNK = 100_000
 NOW = T0 + timedelta(days=60)
 # The life of message i, by i % 4: what it ends as.
 LIVES = {
@@ -123,15 +122,8 @@ def _chunk(start, n, epoch):
 
 def _seed(store, n):
     from bench.console_seed import _insert
-    from console.lake.models import LakeCommit
-    from console.lake.services import epoch_allocate
 
-    epoch = epoch_allocate(purpose="bench purge: lives")
-    for start in range(0, n, CHUNK):
-        messages, events = _chunk(start, min(CHUNK, n - start), epoch)
-        _commit(store, "messages", messages, f"bench:{start}")
-        _commit(store, "events", events, f"bench:{start}", epoch)
-        commit = LakeCommit.objects.get(dataset="messages", idempotency_key=f"bench:{start}")
+    def beside(messages, events, commit):
         # What ingest records of each message: its key, body hash and commit.
         _insert(
             "ingest_messagekey",
@@ -140,7 +132,7 @@ def _seed(store, n):
                     "message_id": mid,
                     "body_sha256": sha,
                     "queue": queue,
-                    "commit_id": commit.id,
+                    "commit_id": commit,
                     "ingested_at": T0,
                 }
                 for mid, sha, queue in zip(
@@ -151,6 +143,8 @@ def _seed(store, n):
                 )
             ],
         )
+
+    lake_seed(store, n, _chunk, purpose="bench purge: lives", each=beside)
 
 
 def _lake_mib(store, *, live):

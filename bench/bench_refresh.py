@@ -144,14 +144,24 @@ def _commit(store, dataset, table, key, epoch=None):
         ).id
 
 
-def _seed(store, n):
+def lake_seed(store, n, chunk_tables, *, purpose, each=None):
+    """n messages and their events committed to the lake, CHUNK at a time, in one new epoch:
+    `chunk_tables(start, count, epoch)` makes a chunk's (messages, events) tables, and
+    `each(messages, events, commit_id)`, when given, records what the product holds beside the
+    lake for a chunk once it is committed (commit_id: its messages commit)."""
     from console.lake.services import epoch_allocate
 
-    epoch = epoch_allocate(purpose="bench refresh: quarantine")
+    epoch = epoch_allocate(purpose=purpose)
     for start in range(0, n, CHUNK):
-        messages, events = _chunk_tables(start, min(CHUNK, n - start), epoch)
-        _commit(store, "messages", messages, f"bench:{start}")
+        messages, events = chunk_tables(start, min(CHUNK, n - start), epoch)
+        commit = _commit(store, "messages", messages, f"bench:{start}")
         _commit(store, "events", events, f"bench:{start}", epoch)
+        if each is not None:
+            each(messages, events, commit)
+
+
+def _seed(store, n):
+    lake_seed(store, n, _chunk_tables, purpose="bench refresh: quarantine")
 
 
 def _reprocess(store, n, changed):

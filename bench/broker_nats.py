@@ -71,13 +71,19 @@ class Nats:
         await self.js.add_stream(
             capture_stream_config(self.captures[batch], advisory_subjects(stream))
         )
+        await self._consumer_add(stream, WORKER, ack_wait=60)
+
+    async def _consumer_add(self, stream, durable, **options):
+        """A durable pull consumer that acknowledges each message, MAX_ACK_PENDING at once."""
+        from nats.js import api
+
         await self.js.add_consumer(
             stream,
             api.ConsumerConfig(
-                durable_name=WORKER,
+                durable_name=durable,
                 ack_policy=api.AckPolicy.EXPLICIT,
                 max_ack_pending=MAX_ACK_PENDING,
-                ack_wait=60,
+                **options,
             ),
         )
 
@@ -121,17 +127,8 @@ class Nats:
     async def _bare_drain(self, n):
         """Read the b batch's captured advisories through a durable pull consumer, get each
         message by its sequence (GETS_IN_FLIGHT at once), acknowledge the advisories."""
-        from nats.js import api
-
         capture = self.captures["b"]
-        await self.js.add_consumer(
-            capture,
-            api.ConsumerConfig(
-                durable_name=BARE,
-                ack_policy=api.AckPolicy.EXPLICIT,
-                max_ack_pending=MAX_ACK_PENDING,
-            ),
-        )
+        await self._consumer_add(capture, BARE)
         sub = await self.js.pull_subscribe_bind(durable=BARE, stream=capture)
         limiter = asyncio.Semaphore(GETS_IN_FLIGHT)
         taken = 0

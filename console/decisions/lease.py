@@ -49,8 +49,9 @@ def lease_heartbeat(request, worker):
     return heartbeat
 
 
-def lease_hold(request, worker, **fields):
-    """Write `fields` to the request while `worker` still holds it; LeaseLost otherwise."""
+def lease_hold(request, worker, /, **fields):
+    """Write `fields` to the request while `worker` still holds it; LeaseLost otherwise.
+    Positional-only: a hand-back writes the row's own `worker` field among `fields`."""
     if R.objects.filter(id=request.id, status=R.RUNNING, worker=worker).update(**fields) != 1:
         raise LeaseLost
 

@@ -459,6 +459,9 @@ def request_retry(request, request_id):
         else:
             return _to_created(request, created)
     ctx["form"] = form
+    ctx["full_form"] = (
+        reverse("request-new") + "?" + urlencode([("scope", "failed_again"), ("request", r.id)])
+    )
     if ctx["outcome"] is not None:
         ctx["approval"] = approval_policy(
             actor=request.user, action=Action(kind=R.REPROCESS), count=ctx["outcome"].retryable

@@ -12,6 +12,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
 
+from console.lake.arrow import timestamps_utc
 from console.lake.services import lake
 from console.lakequery.models import LakeQuery
 from console.permissions import VIEW_BODY, VIEW_QUERIES
@@ -59,17 +60,6 @@ def _files(query):
     return sorted(str(p) for p in root.glob("*.parquet"))
 
 
-def _utc(table):
-    """Timestamps as UTC microseconds (Spark may write them as INT96 nanoseconds, no zone)."""
-    columns = []
-    for column in table.columns:
-        if pa.types.is_timestamp(column.type):
-            column = column.cast(pa.timestamp(column.type.unit, tz="UTC"))
-            column = column.cast(pa.timestamp("us", tz="UTC"), safe=False)
-        columns.append(column)
-    return pa.Table.from_arrays(columns, names=table.column_names)
-
-
 def lake_query_results(*, query, after=None, limit=PAGE_SIZE):
     """The rows of a finished query's result after message id `after`, at most `limit`."""
     if query.status != LakeQuery.DONE:
@@ -90,7 +80,7 @@ def lake_query_results(*, query, after=None, limit=PAGE_SIZE):
             break
     if not tables:
         return ResultPage(rows=[], next_after=None)
-    rows = _utc(pa.concat_tables(tables, promote_options="permissive")).to_pylist()
+    rows = timestamps_utc(pa.concat_tables(tables, promote_options="permissive")).to_pylist()
     more = len(rows) > limit
     rows = rows[:limit]
     return ResultPage(rows=rows, next_after=rows[-1]["message_id"] if more else None)

@@ -10,9 +10,10 @@ reported (`counts_drifted`: an alert), and `manage.py counts_verify` finds and r
 
 import logging
 
+from django.db import connection
 from django.utils import timezone
 
-from console.readmodels.models import QueueStat
+from console.readmodels.models import MessageIndex, MessageState, QueueStat
 from console.readmodels.signals import counts_drifted
 
 log = logging.getLogger(__name__)
@@ -72,3 +73,37 @@ def queue_counts_move(deltas):
     QueueStat.objects.bulk_create(
         [QueueStat(queue=q, counts=c, updated_at=now) for q, c in created if c]
     )
+
+
+def group_recount_sql(where):
+    """A SELECT of (group, state, count, first failure, last failure) of the index's messages
+    that `where` keeps (on the index as `i`), for `group_totals`."""
+    q = connection.ops.quote_name
+    index, states = q(MessageIndex._meta.db_table), q(MessageState._meta.db_table)
+    group, mid = q("group_id"), q("message_id")
+    return (
+        f"SELECT i.{group}, s.{q('state')}, COUNT(*), MIN(i.{q('first_failure_at')}), "  # noqa: S608
+        f"MAX(i.{q('last_failure_at')}) FROM {index} i JOIN {states} s ON s.{mid} = i.{mid} "
+        f"WHERE {where} GROUP BY i.{group}, s.{q('state')}"
+    )
+
+
+def group_totals(rows):
+    """{group: (count, first failure, last failure, {state: n})} summed from the rows of
+    `group_recount_sql`."""
+    totals = {}
+    for group_id, state, count, first, last in rows:
+        total = totals.setdefault(group_id, {"count": 0, "first": [], "last": [], "states": {}})
+        total["count"] += count
+        total["states"][state] = count
+        total["first"] += [first] if first is not None else []
+        total["last"] += [last] if last is not None else []
+    return {
+        group_id: (
+            t["count"],
+            min(t["first"], default=None),
+            max(t["last"], default=None),
+            t["states"],
+        )
+        for group_id, t in totals.items()
+    }

@@ -23,7 +23,13 @@ from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 
 from console import leases
-from console.readmodels.counts import by_key, counts_moved, queue_counts_move
+from console.readmodels.counts import (
+    by_key,
+    counts_moved,
+    group_recount_sql,
+    group_totals,
+    queue_counts_move,
+)
 from console.readmodels.models import (
     FailureGroup,
     FlowPurged,
@@ -135,6 +141,24 @@ INDEX_MEMBER_SCHEMA = pa.schema(
 STAGED_COLUMNS = ["message_id", "to_state", "group_id", "queue"]
 
 
+def _rows_insert(cursor, table, rows):
+    """Insert an arrow table's rows into the columns of the same names: COPY on PostgreSQL; on
+    SQLite one statement with the rows as one JSON parameter, which SQLite unpacks in C, several
+    times faster than an executemany of 10,000 inserts."""
+    names = ", ".join(rows.column_names)
+    if connection.vendor == "postgresql":
+        buffer = io.BytesIO()
+        pacsv.write_csv(rows, buffer, pacsv.WriteOptions(include_header=False))
+        with cursor.copy(f"COPY {table} ({names}) FROM STDIN (FORMAT csv)") as copy:
+            copy.write(buffer.getvalue())
+        return
+    values = ", ".join(f"json_extract(value, '$[{i}]')" for i in range(rows.num_columns))
+    cursor.execute(
+        f"INSERT INTO {table} ({names}) SELECT {values} FROM json_each(%s)",  # noqa: S608
+        [json.dumps(list(zip(*rows.to_pydict().values(), strict=True)))],
+    )
+
+
 @contextlib.contextmanager
 def decided_staged(decided, placement=None):
     """Stage a chunk's messages in a temporary table for the duration, each with its target
@@ -151,23 +175,9 @@ def decided_staged(decided, placement=None):
             f"CREATE TEMPORARY TABLE {STAGED} (message_id varchar(200) PRIMARY KEY, "
             "to_state varchar(8), group_id varchar(64), queue varchar(100))"
         )
-        names = ", ".join(STAGED_COLUMNS)
-        if connection.vendor == "postgresql":
-            buffer = io.BytesIO()
-            pacsv.write_csv(rows, buffer, pacsv.WriteOptions(include_header=False))
-            with cursor.copy(f"COPY {STAGED} ({names}) FROM STDIN (FORMAT csv)") as c:
-                c.write(buffer.getvalue())
-            # No ANALYZE (16 ms a chunk): every join on these rows runs under joins_by_key, as
-            # nested loops by key whatever the planner would guess of their number.
-        else:
-            # One statement with the rows as one JSON parameter: SQLite unpacks it in C, several
-            # times faster than an executemany of 10,000 inserts.
-            cursor.execute(
-                f"INSERT INTO {STAGED} ({names}) "  # noqa: S608
-                "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
-                "json_extract(value, '$[2]'), json_extract(value, '$[3]') FROM json_each(%s)",
-                [json.dumps(list(zip(*rows.to_pydict().values(), strict=True)))],
-            )
+        # No ANALYZE (16 ms a chunk): every join on these rows runs under joins_by_key, as
+        # nested loops by key whatever the planner would guess of their number.
+        _rows_insert(cursor, STAGED, rows)
         try:
             yield STAGED
         finally:
@@ -317,22 +327,8 @@ def purged_staged(tables):
             f"CREATE TEMPORARY TABLE {PURGED} "
             "(message_id varchar(200) PRIMARY KEY, queue varchar(100), state varchar(8))"
         )
-        columns = ["message_id", "queue", "state"]
         for table in tables:
-            rows = table.select(columns)
-            if connection.vendor == "postgresql":
-                buffer = io.BytesIO()
-                pacsv.write_csv(rows, buffer, pacsv.WriteOptions(include_header=False))
-                copy_sql = f"COPY {PURGED} (message_id, queue, state) FROM STDIN (FORMAT csv)"
-                with cursor.copy(copy_sql) as copy:
-                    copy.write(buffer.getvalue())
-            else:
-                cursor.execute(
-                    f"INSERT INTO {PURGED} (message_id, queue, state) "  # noqa: S608
-                    "SELECT json_extract(value, '$[0]'), json_extract(value, '$[1]'), "
-                    "json_extract(value, '$[2]') FROM json_each(%s)",
-                    [json.dumps(list(zip(*rows.to_pydict().values(), strict=True)))],
-                )
+            _rows_insert(cursor, PURGED, table.select(["message_id", "queue", "state"]))
         if connection.vendor == "postgresql":
             # A temporary table has no statistics until asked: the joins below plan on them.
             cursor.execute(f"ANALYZE {PURGED}")
@@ -403,31 +399,15 @@ def read_models_forget(*, staged, queue_counts, inflow, body_paths, samples):
         for table in (index, states):
             cursor.execute(f"DELETE FROM {table} WHERE {mid} IN (SELECT message_id FROM {staged})")  # noqa: S608
         touched = f"SELECT fingerprint FROM {PURGED_GROUPS}"  # noqa: S608
-        cursor.execute(
-            f"SELECT i.{group}, s.{_q('state')}, COUNT(*), MIN(i.{_q('first_failure_at')}), "  # noqa: S608
-            f"MAX(i.{_q('last_failure_at')}) FROM {index} i JOIN {states} s ON s.{mid} = i.{mid} "
-            f"WHERE i.{group} IN ({touched}) GROUP BY i.{group}, s.{_q('state')}"
-        )
-        totals = {}
-        for group_id, state, count, first, last in cursor.fetchall():
-            total = totals.setdefault(group_id, {"count": 0, "first": [], "last": [], "states": {}})
-            total["count"] += count
-            total["states"][state] = count
-            total["first"] += [first] if first is not None else []
-            total["last"] += [last] if last is not None else []
+        cursor.execute(group_recount_sql(f"i.{group} IN ({touched})"))
+        totals = group_totals(cursor.fetchall())
         states_field = FailureGroup._meta.get_field("states")
         cursor.executemany(
             f"UPDATE {groups} SET {_q('count')} = %s, {_q('first_seen')} = %s, "  # noqa: S608
             f"{_q('last_seen')} = %s, {_q('states')} = %s WHERE {fingerprint} = %s",
             [
-                (
-                    t["count"],
-                    min(t["first"], default=None),
-                    max(t["last"], default=None),
-                    states_field.get_db_prep_value(t["states"], connection),
-                    group_id,
-                )
-                for group_id, t in totals.items()
+                (count, first, last, states_field.get_db_prep_value(by_state, connection), group_id)
+                for group_id, (count, first, last, by_state) in totals.items()
             ],
         )
         cursor.execute(

@@ -22,7 +22,13 @@ from django.db import connection
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from console.readmodels.counts import counts_moved, queue_counts_move
+from console.lake.arrow import timestamps_utc
+from console.readmodels.counts import (
+    counts_moved,
+    group_recount_sql,
+    group_totals,
+    queue_counts_move,
+)
 from console.readmodels.models import (
     FailureGroup,
     MessageIndex,
@@ -136,17 +142,7 @@ def _batches(dataset, columns, filter):
     scanner = dataset.scanner(columns=columns, filter=filter, batch_size=BATCH_ROWS)
     for batch in scanner.to_batches():
         if batch.num_rows:
-            yield _utc(batch)
-
-
-def _utc(batch):
-    arrays = []
-    for array in batch.columns:
-        if pa.types.is_timestamp(array.type):
-            array = array.cast(pa.timestamp(array.type.unit, tz="UTC"))
-            array = array.cast(pa.timestamp("us", tz="UTC"), safe=False)
-        arrays.append(array)
-    return pa.RecordBatch.from_arrays(arrays, names=batch.schema.names)
+            yield timestamps_utc(batch)
 
 
 def _stage(cursor, table, columns, batches):
@@ -300,19 +296,13 @@ def _groups_apply(cursor, path, *, full, before=None):
     if not full:
         _group_counts_move(cursor, before or {})
     group = _q("group_id")
-    recount = (
-        f"SELECT i.{group}, s.{_q('state')}, COUNT(*), MIN(i.{_q('first_failure_at')}), "  # noqa: S608
-        f"MAX(i.{_q('last_failure_at')}) FROM {index} i JOIN {_table(MessageState)} s "
-        f"ON s.{_q('message_id')} = i.{_q('message_id')} WHERE %s "
-        f"GROUP BY i.{group}, s.{_q('state')}"
-    )
     gone = (
         f"DELETE FROM {groups} WHERE NOT EXISTS "  # noqa: S608
         f"(SELECT 1 FROM {index} WHERE {index}.{group} = {groups}.{_q('fingerprint')})"
     )
     found = []
     if full:
-        cursor.execute(recount % f"i.{group} <> ''")
+        cursor.execute(group_recount_sql(f"i.{group} <> ''"))
         found = cursor.fetchall()
     else:
         # The touched groups as one parameter, not a subquery of the temporary table:
@@ -322,15 +312,8 @@ def _groups_apply(cursor, path, *, full, before=None):
         touched = [f for (f,) in cursor.fetchall()]
         if touched:
             where, params = in_values(f"i.{group}", touched)
-            cursor.execute(recount % where, params)
+            cursor.execute(group_recount_sql(where), params)
             found = cursor.fetchall()
-    totals = {}
-    for fingerprint, state, count, first, last in found:
-        total = totals.setdefault(fingerprint, {"count": 0, "first": [], "last": [], "states": {}})
-        total["count"] += count
-        total["states"][state] = count
-        total["first"] += [first] if first is not None else []
-        total["last"] += [last] if last is not None else []
     states_field = FailureGroup._meta.get_field("states")
     cursor.executemany(
         f"UPDATE {groups} SET {_q('count')} = %s, {_q('first_seen')} = %s, "  # noqa: S608
@@ -338,15 +321,15 @@ def _groups_apply(cursor, path, *, full, before=None):
         f"WHERE {_q('fingerprint')} = %s",
         [
             (
-                t["count"],
-                min(t["first"], default=None),
-                max(t["last"], default=None),
-                states_field.get_db_prep_value(t["states"], connection),
-                t["states"].get(NDLV, 0),
-                t["states"].get(WAIT, 0),
+                count,
+                first,
+                last,
+                states_field.get_db_prep_value(by_state, connection),
+                by_state.get(NDLV, 0),
+                by_state.get(WAIT, 0),
                 fingerprint,
             )
-            for fingerprint, t in totals.items()
+            for fingerprint, (count, first, last, by_state) in group_totals(found).items()
         ],
     )
     # A group none of whose messages is in it any more is gone.

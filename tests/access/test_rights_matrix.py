@@ -14,30 +14,12 @@ from console.access.services import role_grant_request
 from console.accounts.models import ApiToken
 from console.accounts.tokens.services import token_create
 from console.audit.models import AuditEntry
+from tests.admin_forms import admin_user_form
 from tests.conftest import settled
 
 pytestmark = pytest.mark.django_db
 
 CLI = f"cli:{getpass.getuser()}"
-
-
-def _date_joined(user):
-    return {
-        "date_joined_0": user.date_joined.strftime("%Y-%m-%d"),
-        "date_joined_1": user.date_joined.strftime("%H:%M:%S"),
-    }
-
-
-def _admin_user_form(user, **changes):
-    data = {
-        "username": user.username,
-        "is_active": "on" if user.is_active else "",
-        "is_staff": "on" if user.is_staff else "",
-        "groups": [str(g.pk) for g in user.groups.all()],
-        **_date_joined(user),
-    }
-    data.update(changes)
-    return {k: v for k, v in data.items() if v != ""}
 
 
 def _viewer():
@@ -120,13 +102,13 @@ def _admin_user_added(client, personas, someone, second_admin):
 def _admin_roles_asked(client, personas, someone, second_admin):
     client.force_login(personas["admin"])
     client.post(
-        f"/admin/auth/user/{someone.pk}/change/", _admin_user_form(someone, groups=[_viewer().pk])
+        f"/admin/auth/user/{someone.pk}/change/", admin_user_form(someone, groups=[_viewer().pk])
     )
 
 
 def _admin_roles_taken(client, personas, someone, second_admin):
     client.force_login(personas["admin"])
-    client.post(f"/admin/auth/user/{someone.pk}/change/", _admin_user_form(someone, groups=[]))
+    client.post(f"/admin/auth/user/{someone.pk}/change/", admin_user_form(someone, groups=[]))
 
 
 _admin_roles_taken.before = lambda: User.objects.get(username="someone").groups.add(_viewer())
@@ -134,7 +116,7 @@ _admin_roles_taken.before = lambda: User.objects.get(username="someone").groups.
 
 def _admin_deactivated(client, personas, someone, second_admin):
     client.force_login(personas["admin"])
-    client.post(f"/admin/auth/user/{someone.pk}/change/", _admin_user_form(someone, is_active=""))
+    client.post(f"/admin/auth/user/{someone.pk}/change/", admin_user_form(someone, is_active=""))
 
 
 def _admin_password_set(client, personas, someone, second_admin):

@@ -11,25 +11,12 @@ from console.alerts.models import AlertDelivery
 from console.alerts.services import alert_raise
 from console.alerts.tasks import alerts_send_task
 from tests.alerts.conftest import SECRET, SECRET_ENV
-from tests.processes.conftest import wait_for
+from tests.processes.conftest import celery_worker, wait_for
 from workers.celery import app
 
 pytestmark = [pytest.mark.slow]
 
-WORKER = [
-    "-m",
-    "celery",
-    "-A",
-    "workers",
-    "worker",
-    "-Q",
-    "default",
-    "-P",
-    "solo",
-    "--without-heartbeat",
-    "--without-mingle",
-    "--without-gossip",
-]
+WORKER = celery_worker("default", "-P", "solo")
 
 
 def test_a_default_worker_killed_mid_send_loses_no_alert_and_its_successor_sends_it_once(

@@ -9,8 +9,8 @@ from rest_framework.test import APIClient
 
 from console.audit.models import AuditEntry
 from tests.browse.conftest import api
+from tests.roles import ROLES, who
 
-ROLES = ("viewer", "operator", "approver", "admin", "auditor", "application", "outsider", None)
 APIS = [
     ("audit", "/api/v1/audit"),
     ("audit filtered", "/api/v1/audit?action=request.&page_size=10"),
@@ -18,11 +18,7 @@ APIS = [
 ]
 
 
-def _who(role):
-    return role or "anonymous"
-
-
-@pytest.mark.parametrize("role", ROLES, ids=_who)
+@pytest.mark.parametrize("role", ROLES, ids=who)
 @pytest.mark.parametrize(("name", "url"), APIS, ids=[a[0] for a in APIS])
 def test_each_audit_endpoint_answers_each_role_as_its_permissions_say(personas, role, name, url):
     response = api(personas[role] if role else None).get(url)

@@ -9,8 +9,8 @@ from django.urls import reverse
 
 from console.queues.models import Queue
 from tests.browse.conftest import api, login
+from tests.roles import ROLES, who
 
-ROLES = ("viewer", "operator", "approver", "admin", "auditor", "application", "outsider", None)
 META = {"viewer": 200, "operator": 200, "approver": 200, "admin": 200}
 BODY = {"operator": 200, "approver": 200}
 ADMIN_POST_PAGE = {"admin": 302}
@@ -48,11 +48,7 @@ def world(seeded):
     Queue.objects.filter(name="orders").update(enabled=False, disabled_reason="5 failures")
 
 
-def _who(role):
-    return role or "anonymous"
-
-
-@pytest.mark.parametrize("role", ROLES, ids=_who)
+@pytest.mark.parametrize("role", ROLES, ids=who)
 @pytest.mark.parametrize(("name", "method", "url", "allowed"), PAGES, ids=[p[0] for p in PAGES])
 def test_each_page_answers_each_role_as_its_permissions_say(
     world, personas, role, name, method, url, allowed
@@ -71,7 +67,7 @@ def test_each_page_answers_each_role_as_its_permissions_say(
         assert response.status_code == allowed.get(role, 403), response.content[:300]
 
 
-@pytest.mark.parametrize("role", ROLES, ids=_who)
+@pytest.mark.parametrize("role", ROLES, ids=who)
 @pytest.mark.parametrize(("name", "method", "url", "allowed"), APIS, ids=[a[0] for a in APIS])
 def test_each_api_endpoint_answers_each_role_as_its_permissions_say(
     world, personas, role, name, method, url, allowed

@@ -17,12 +17,6 @@ from workers.lake.schema import NOTIFICATION_SCHEMA
 
 T0 = datetime(2026, 3, 1, 12, 0, 0, tzinfo=UTC)
 # Every persona of the permission tests, None the anonymous visitor.
-ROLES = ("viewer", "operator", "approver", "admin", "auditor", "application", "outsider", None)
-
-
-def who(role):
-    """A persona's name in a test id."""
-    return role or "anonymous"
 
 
 @pytest.fixture

@@ -6,7 +6,7 @@ import pytest
 from console.decisions.break_glass import break_glass_execute
 from console.decisions.models import ActionRequest
 from tests.browse.conftest import api
-from tests.decisions.conftest import ROLES, who
+from tests.roles import ROLES, who
 
 REASON = "payments stuck, the shop is down, the other approver is asleep"
 GLASS = {"reason": REASON, "confirm": True}

@@ -8,7 +8,7 @@ from django.urls import reverse
 from console.decisions.break_glass import break_glass_execute
 from console.decisions.models import ActionRequest
 from tests.browse.conftest import login
-from tests.decisions.conftest import ROLES, who
+from tests.roles import ROLES, who
 
 REASON = "the shop is down <b>now</b>"
 

@@ -10,7 +10,8 @@ from django.urls import reverse
 from console.decisions import selectors
 from tests.browse.conftest import api, login
 from tests.browse.test_views_untrusted_data import PAYLOAD, SCRIPT
-from tests.decisions.conftest import ROLES, T0, notification, notifications_commit, who
+from tests.decisions.conftest import T0, notification, notifications_commit
+from tests.roles import ROLES, assert_page_answers, who
 
 VIEW = {"viewer": 200, "operator": 200, "approver": 200, "admin": 200}
 
@@ -36,11 +37,7 @@ def sent(db, lake_root):
 def test_the_screen_answers_each_role_as_its_permissions_say(sent, personas, role):
     response = login(personas[role] if role else None).get(reverse("notification-list"))
 
-    if role is None:
-        assert response.status_code == 302
-        assert response["Location"].startswith(reverse("login") + "?next=")
-    else:
-        assert response.status_code == VIEW.get(role, 403)
+    assert_page_answers(response, role, VIEW.get(role, 403))
 
 
 @pytest.mark.parametrize("role", ROLES, ids=who)

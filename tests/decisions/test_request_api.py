@@ -11,7 +11,7 @@ from console.audit.models import AuditEntry
 from console.decisions.models import ActionRequest
 from console.decisions.scope import frozen_ids
 from tests.browse.conftest import api
-from tests.decisions.conftest import ROLES, who
+from tests.roles import ROLES, who
 
 VIEW = {"viewer": 200, "operator": 200, "approver": 200, "admin": 200, "auditor": 200}
 

@@ -6,6 +6,7 @@ from rest_framework.test import APIClient
 from console.audit.models import AuditEntry
 from console.delivery.models import PoisonChange, PoisonEntry
 from console.delivery.poison import poison_cursor, poison_entries_put, poison_remove
+from tests.roles import ROLES, who
 
 A = "a" * 64
 B = "b" * 64
@@ -251,7 +252,6 @@ def test_an_entry_id_with_a_nul_character_is_not_found(personas):
     assert api(personas["admin"]).delete(f"{URL}/entries/m%00").status_code == 404
 
 
-ROLES = ("viewer", "operator", "approver", "admin", "auditor", "application", "outsider", None)
 READ = {"viewer": 200, "operator": 200, "approver": 200, "admin": 200, "application": 200}
 # (name, method, url, body, {role: status}); a role not named gets 403.
 ENDPOINTS = [
@@ -264,7 +264,7 @@ ENDPOINTS = [
 ]
 
 
-@pytest.mark.parametrize("role", ROLES, ids=lambda r: r or "anonymous")
+@pytest.mark.parametrize("role", ROLES, ids=who)
 @pytest.mark.parametrize(
     ("name", "method", "url", "data", "allowed"), ENDPOINTS, ids=[e[0] for e in ENDPOINTS]
 )

@@ -18,10 +18,11 @@ from django.utils import timezone
 
 from console.browse.selectors import message_detail
 from console.delivery.execution import delivery_run
-from console.ingest.consumers import backoff_seconds, consumers_run, source_consume
+from console.ingest.consumers import backoff_seconds, consumers_run
 from console.ingest.models import MessageKey
 from console.queues.models import BrokerSource
 from console.queues.services import queues_load
+from tests.brokers.sources import consuming
 from tests.brokers.tcp_proxy import TcpProxy
 from tests.conftest import require_service
 from tests.ingest.conftest import lake_messages
@@ -128,27 +129,6 @@ def source_load(broker, dlq, *, url_env=URL_ENV, **options):
         }
     )
     return BrokerSource.objects.select_related("queue").get(name=name)
-
-
-@contextlib.contextmanager
-def consuming(source):
-    """The source's consumer in a thread, as `consume_sources` runs it; the lines it said."""
-    stop, said = threading.Event(), []
-
-    def run():
-        try:
-            source_consume(source, stop=stop, say=said.append)
-        finally:
-            connection.close()
-
-    thread = threading.Thread(target=run, daemon=True)
-    thread.start()
-    try:
-        yield said
-    finally:
-        stop.set()
-        thread.join(timeout=30)
-        assert not thread.is_alive(), "the consumer did not stop"
 
 
 def source_now(source):

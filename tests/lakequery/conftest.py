@@ -19,6 +19,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.ledger_rows import event_row
 from workers.lake.schema import EVENT_SCHEMA, MESSAGE_SCHEMA
 from workers.lake.store import Lake
 
@@ -55,27 +56,13 @@ def message(
 
 
 def event(mid, epoch, step, frm, to, *, at, queue, count=0, version=1, reason=None):
-    return {
-        "message_id": mid,
-        "epoch": epoch,
-        "step": step,
-        "at": at,
-        "from_state": frm,
-        "to_state": to,
-        "queue": queue,
+    columns = {
         "attempt": count,
         "delivery_count": count,
-        "candidate": False,
-        "batch_limit": 0,
-        "next_attempt_at": None,
         "body_version": version,
-        "actor": "test",
-        "run_id": None,
         "reason": reason,
-        "exception_type": None,
-        "stack": None,
-        "queue_streak": None,
     }
+    return event_row(mid, epoch, step, frm, to, at=at, queue=queue, **columns)
 
 
 ORIGINALS = [

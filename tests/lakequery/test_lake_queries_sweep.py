@@ -11,6 +11,7 @@ from console.audit.models import AuditEntry
 from console.lakequery.execution import lake_queries_sweep
 from console.lakequery.models import LakeQuery
 from console.leases import MAX_ATTEMPTS
+from tests.leased_runs import leased_run
 
 
 @pytest.fixture
@@ -29,14 +30,15 @@ def make(personas, now):
     def make(status=LakeQuery.QUEUED, *, enqueued=0, heartbeat=None, attempts=0):
         """A query last handed to the broker `enqueued` seconds ago, its heartbeat `heartbeat`
         seconds ago."""
-        return LakeQuery.objects.create(
+        return leased_run(
+            LakeQuery,
+            now=now,
+            status=status,
+            enqueued=enqueued,
+            heartbeat=heartbeat,
+            attempts=attempts,
             requester=personas["operator"],
             criteria={"states": ["NDLV"]},
-            status=status,
-            enqueued_at=now - timedelta(seconds=enqueued),
-            heartbeat_at=None if heartbeat is None else now - timedelta(seconds=heartbeat),
-            worker="w:1:x" if status == LakeQuery.RUNNING else "",
-            attempts=attempts,
         )
 
     return make

@@ -9,6 +9,7 @@ from pyspark.sql import Row
 from pyspark.testing import assertDataFrameEqual
 
 from tests.lakequery.conftest import H1, MIN, T0
+from tests.ledger_rows import naive
 from workers.jobs.lake_query import (
     Criteria,
     LakeQueryParams,
@@ -19,11 +20,6 @@ from workers.lake.schema import QUERY_RESULT_COLUMNS
 from workers.lake.store import Lake
 
 pytestmark = pytest.mark.spark
-
-
-def naive(t):
-    """Spark hands timestamps back as naive datetimes in the session's time zone (UTC)."""
-    return t.replace(tzinfo=None)
 
 
 def run(spark, written_lake, tmp_path, **criteria):

@@ -10,14 +10,10 @@ from django.urls import reverse
 from console.notes import services
 from console.notes.models import GROUP, MESSAGE, Investigation, Note
 from tests.notes.conftest import api, login
+from tests.roles import ROLES, who
 
-ROLES = ("viewer", "operator", "approver", "admin", "auditor", "application", "outsider", None)
 READERS = {"viewer", "operator", "approver", "admin", "auditor"}
 WRITERS = {"operator", "approver"}
-
-
-def _who(role):
-    return role or "anonymous"
 
 
 def _expected_api(role, allowed, ok):
@@ -26,7 +22,7 @@ def _expected_api(role, allowed, ok):
     return ok if role in allowed else 403
 
 
-@pytest.mark.parametrize("role", ROLES, ids=_who)
+@pytest.mark.parametrize("role", ROLES, ids=who)
 def test_reading_notes_and_the_investigation_through_the_api(world, personas, role):
     services.note_add(actor=personas["operator"], kind=MESSAGE, target_id="order-1", text="hi")
     client = api(personas[role] if role else None)
@@ -40,7 +36,7 @@ def test_reading_notes_and_the_investigation_through_the_api(world, personas, ro
         assert [n["text"] for n in notes.json()["results"]] == ["hi"]
 
 
-@pytest.mark.parametrize("role", ROLES, ids=_who)
+@pytest.mark.parametrize("role", ROLES, ids=who)
 def test_writing_a_note_through_the_api(world, personas, role):
     client = api(personas[role] if role else None)
 
@@ -50,7 +46,7 @@ def test_writing_a_note_through_the_api(world, personas, role):
     assert Note.objects.filter(kind=GROUP, target_id="g1").count() == (role in WRITERS)
 
 
-@pytest.mark.parametrize("role", ROLES, ids=_who)
+@pytest.mark.parametrize("role", ROLES, ids=who)
 def test_taking_an_investigation_through_the_api(world, personas, role):
     client = api(personas[role] if role else None)
 
@@ -100,7 +96,7 @@ PAGE_POSTS = [
 ]
 
 
-@pytest.mark.parametrize("role", ROLES, ids=_who)
+@pytest.mark.parametrize("role", ROLES, ids=who)
 @pytest.mark.parametrize(("name", "url", "fields"), PAGE_POSTS, ids=[p[0] for p in PAGE_POSTS])
 def test_the_panels_forms_answer_each_role_as_its_permissions_say(
     world, personas, role, name, url, fields

@@ -24,30 +24,13 @@ from console.processes.models import ProcessBeat
 from console.queues.models import Queue
 from tests.browse.conftest import login
 from tests.metrics.conftest import scrape
-from tests.processes.conftest import wait_for
+from tests.processes.conftest import celery_worker, wait_for
 from workers.celery import app
 from workers.engine import states as S
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-WORKER = [
-    "-m",
-    "celery",
-    "-A",
-    "workers",
-    "worker",
-    "-Q",
-    "spark",
-    "-P",
-    "solo",
-    "-c",
-    "1",
-    "--without-heartbeat",
-    "--without-mingle",
-    "--without-gossip",
-    "-l",
-    "INFO",
-]
+WORKER = celery_worker("spark", "-P", "solo", "-c", "1", "-l", "INFO")
 # Its heartbeat every second (the processes fixture's HEARTBEAT_SECONDS=1).
 BEAT_SECONDS = 1
 

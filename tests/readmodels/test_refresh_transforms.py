@@ -6,6 +6,7 @@ import pytest
 from pyspark.sql import Row
 from pyspark.testing import assertDataFrameEqual
 
+from tests.ledger_rows import event_row, naive
 from workers.jobs.fingerprint import fingerprint
 from workers.jobs.refresh import (
     delivered_before,
@@ -22,34 +23,15 @@ T0 = datetime(2026, 3, 1, 12, 0, tzinfo=UTC)
 MINUTE = timedelta(minutes=1)
 
 
-def naive(t):
-    """Spark hands timestamps back as naive datetimes in the session's time zone (UTC)."""
-    return t.replace(tzinfo=None)
-
-
 def event(mid, epoch, step, frm, to, *, at, queue="orders", count=0, reason=None, exc=None):
-    return {
-        "message_id": mid,
-        "epoch": epoch,
-        "step": step,
-        "at": at,
-        "from_state": frm,
-        "to_state": to,
-        "queue": queue,
+    columns = {
         # As the engine writes them: an event that leaves DLNG ends an attempt (numbered from 1).
         "attempt": max(count, 1) if frm == "DLNG" else 0,
         "delivery_count": count,
-        "candidate": False,
-        "batch_limit": 0,
-        "next_attempt_at": None,
-        "body_version": 1,
-        "actor": "test",
-        "run_id": None,
         "reason": reason,
         "exception_type": exc,
-        "stack": None,
-        "queue_streak": None,
     }
+    return event_row(mid, epoch, step, frm, to, at=at, queue=queue, **columns)
 
 
 def events_df(spark, rows):

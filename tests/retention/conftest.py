@@ -18,6 +18,7 @@ from console.queues.models import Queue
 from console.readmodels.execution import read_models_refresh
 from console.readmodels.models import FailureGroup, MessageIndex, QuarantineInflow, QueueStat
 from console.retention.execution import purge_run
+from tests.ledger_rows import event_row
 from workers.lake.schema import EVENT_SCHEMA
 
 STACK = (
@@ -49,27 +50,14 @@ LIVES = {
 
 def _event(mid, epoch, step, frm, to, *, at, queue, reason=None):
     failed = frm == "DLNG" and to in ("WAIT", "NDLV", "TBDL")
-    return {
-        "message_id": mid,
-        "epoch": epoch,
-        "step": step,
-        "at": at,
-        "from_state": frm,
-        "to_state": to,
-        "queue": queue,
+    columns = {
         "attempt": 1,
         "delivery_count": 1 if failed else 0,
-        "candidate": False,
-        "batch_limit": 0,
-        "next_attempt_at": None,
-        "body_version": 1,
-        "actor": "test",
-        "run_id": None,
         "reason": (reason or "order lookup failed") if failed else None,
         "exception_type": "LookupError" if failed else None,
         "stack": STACK if failed else None,
-        "queue_streak": None,
     }
+    return event_row(mid, epoch, step, frm, to, at=at, queue=queue, **columns)
 
 
 class Shore:

@@ -11,6 +11,7 @@ import pytest
 from pyspark.sql import Row
 from pyspark.testing import assertDataFrameEqual
 
+from tests.ledger_rows import event_row, naive
 from workers.jobs.purge import (
     PurgeParams,
     current,
@@ -32,33 +33,8 @@ DAY = timedelta(days=1)
 STATE = "message_id string, queue string, to_state string, at timestamp"
 
 
-def naive(t):
-    """Spark hands timestamps back as naive datetimes in the session's time zone (UTC)."""
-    return t.replace(tzinfo=None)
-
-
 def event(mid, epoch, step, frm, to, *, at, queue="orders", reason=None, stack=None):
-    return {
-        "message_id": mid,
-        "epoch": epoch,
-        "step": step,
-        "at": at,
-        "from_state": frm,
-        "to_state": to,
-        "queue": queue,
-        "attempt": 0,
-        "delivery_count": 0,
-        "candidate": False,
-        "batch_limit": 0,
-        "next_attempt_at": None,
-        "body_version": 1,
-        "actor": "test",
-        "run_id": None,
-        "reason": reason,
-        "exception_type": None,
-        "stack": stack,
-        "queue_streak": None,
-    }
+    return event_row(mid, epoch, step, frm, to, at=at, queue=queue, reason=reason, stack=stack)
 
 
 def message(mid, queue="orders", *, version=1, body=None):

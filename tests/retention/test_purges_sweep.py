@@ -14,6 +14,7 @@ from console.lake.models import LakeCommit
 from console.leases import MAX_ATTEMPTS
 from console.retention.execution import purge_dirs_delete, purges_sweep
 from console.retention.models import PurgeRun
+from tests.leased_runs import leased_run
 
 pytestmark = pytest.mark.django_db
 
@@ -33,14 +34,15 @@ def make(now):
     def make(status=PurgeRun.QUEUED, *, enqueued=0, heartbeat=None, attempts=0, dry_run=True):
         """A purge last handed to the broker `enqueued` seconds ago, its heartbeat `heartbeat`
         seconds ago."""
-        return PurgeRun.objects.create(
+        return leased_run(
+            PurgeRun,
+            now=now,
+            status=status,
+            enqueued=enqueued,
+            heartbeat=heartbeat,
+            attempts=attempts,
             requested_by="admin",
             dry_run=dry_run,
-            status=status,
-            enqueued_at=now - timedelta(seconds=enqueued),
-            heartbeat_at=None if heartbeat is None else now - timedelta(seconds=heartbeat),
-            worker="w:1:x" if status == PurgeRun.RUNNING else "",
-            attempts=attempts,
         )
 
     return make

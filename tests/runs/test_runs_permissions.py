@@ -6,27 +6,19 @@ import pytest
 from django.urls import reverse
 
 from tests.browse.conftest import api, login
+from tests.roles import ROLES, assert_page_answers, who
 
-ROLES = ("viewer", "operator", "approver", "admin", "auditor", "application", "outsider", None)
 ALLOWED = {"admin"}
 
 
-def _who(role):
-    return role or "anonymous"
-
-
-@pytest.mark.parametrize("role", ROLES, ids=_who)
+@pytest.mark.parametrize("role", ROLES, ids=who)
 def test_the_page_answers_each_role_as_its_permissions_say(world, personas, role):
     response = login(personas[role] if role else None).get(reverse("run-list"))
 
-    if role is None:
-        assert response.status_code == 302
-        assert response["Location"].startswith(reverse("login") + "?next=")
-    else:
-        assert response.status_code == (200 if role in ALLOWED else 403)
+    assert_page_answers(response, role, 200 if role in ALLOWED else 403)
 
 
-@pytest.mark.parametrize("role", ROLES, ids=_who)
+@pytest.mark.parametrize("role", ROLES, ids=who)
 def test_the_api_answers_each_role_as_its_permissions_say(world, personas, role):
     response = api(personas[role] if role else None).get("/api/v1/runs")
 
@@ -36,7 +28,7 @@ def test_the_api_answers_each_role_as_its_permissions_say(world, personas, role)
         assert len(response.json()["results"]) == len(world)
 
 
-@pytest.mark.parametrize("role", ROLES, ids=_who)
+@pytest.mark.parametrize("role", ROLES, ids=who)
 def test_only_administrators_get_a_page_of_older_runs_too(world, personas, role):
     before = f"delivery:{world['delivered'].id}"
     page = login(personas[role] if role else None).get(reverse("run-list"), {"before": before})

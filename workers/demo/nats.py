@@ -22,13 +22,13 @@ import json
 import os
 import time
 from dataclasses import dataclass
-from urllib.parse import urlsplit
 
 import nats
 import nats.errors
 import nats.js.errors
 from nats.js import api
 
+from workers.brokers.nats.connection import has_nats_scheme, where_of
 from workers.brokers.nats.source import (
     advisory_subjects,
     capture_stream_config,
@@ -76,11 +76,7 @@ def fed_said(names, count):
 
 def server_where(url):
     """host:port of a NATS URL: what messages may say, never the user or password."""
-    try:
-        parts = urlsplit(url)
-        return f"{parts.hostname or 'localhost'}:{parts.port or 4222}"
-    except ValueError:
-        return "an unreadable URL"
+    return where_of(url)[0]
 
 
 def _shipment(n):
@@ -106,11 +102,7 @@ def demo_dead_letters(url, *, fed_here, names=NAMES, timeout=5.0):
     or advisories are still waiting in the capture stream. Returns a Feed; DemoOff when the
     server does not answer or has no JetStream, its reason ending with what to do (seed_demo
     adds "and run make run again")."""
-    try:
-        scheme = urlsplit(url).scheme.lower()
-    except ValueError:
-        scheme = ""
-    if scheme not in ("nats", "tls"):
+    if not has_nats_scheme(url):
         raise DemoOff(f"the URL in {URL_ENV} must start with nats:// or tls://: correct it")
     loop = asyncio.new_event_loop()
     try:

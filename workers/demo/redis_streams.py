@@ -20,9 +20,8 @@ from dataclasses import dataclass
 from urllib.parse import urlsplit
 
 import redis
-from redis.backoff import NoBackoff
-from redis.retry import Retry
 
+from workers.brokers.redis_streams.connection import unretried_client
 from workers.demo.feed import DemoOff, Feed, queues_document
 
 QUEUES_FILE = os.path.join(os.path.dirname(__file__), "redis_streams.yaml")
@@ -97,12 +96,7 @@ def demo_dead_letters(url, *, fed_here, names=NAMES, timeout=5.0):
     its reason ending with what to do (seed_demo adds "and run make run again")."""
     where = server_where(url)
     try:
-        client = redis.Redis.from_url(
-            url,
-            socket_connect_timeout=timeout,
-            socket_timeout=timeout,
-            retry=Retry(NoBackoff(), 0),
-        )
+        client = unretried_client(url, connect_timeout=timeout, timeout=timeout)
     except (ValueError, TypeError):
         # The parser's message may quote the URL, password and all.
         raise DemoOff(f"the URL in {URL_ENV} cannot be read: correct it") from None

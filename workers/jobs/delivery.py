@@ -276,17 +276,7 @@ def run_delivery(spark, params: DeliveryParams, *, on_claimed=None) -> DeliveryR
     result.claimed = count_rows(params.claims_path)
     if result.claimed == 0:
         return result
-    result.claim_events = write_claim_events(
-        params.claims_path,
-        params.claim_events_path,
-        epoch=params.epoch,
-        at=params.now,
-        actor=f"{os.uname().nodename}/run {params.run_id}",
-        run_id=params.run_id,
-    )
-    # The task commits the claim events here, before any handler is called.
-    if on_claimed is not None:
-        on_claimed(result)
+    record_claims(params, result, on_claimed)
     claims = spark.read.parquet(params.claims_path)
     if messages is None:
         messages = _messages_of(spark, params, params.claims_path, every_message)
@@ -405,6 +395,21 @@ def write_claim_events(claims_path, out_path, *, epoch, at, actor, run_id):
                 rows += table.num_rows
     os.replace(tmp, os.path.join(out_path, "part-00000.parquet"))
     return rows
+
+
+def record_claims(params: DeliveryParams, result: DeliveryResult, on_claimed):
+    """The DLNG events of the claims at params.claims_path, written and counted in `result`,
+    then handed to `on_claimed`: the task commits them there, before any handler is called."""
+    result.claim_events = write_claim_events(
+        params.claims_path,
+        params.claim_events_path,
+        epoch=params.epoch,
+        at=params.now,
+        actor=f"{os.uname().nodename}/run {params.run_id}",
+        run_id=params.run_id,
+    )
+    if on_claimed is not None:
+        on_claimed(result)
 
 
 def count_rows(path):

@@ -29,10 +29,10 @@ from workers.jobs.delivery import (
     CLAIM_COLUMNS,
     DeliveryParams,
     DeliveryResult,
+    record_claims,
     run_context,
     summarize_run,
     write_bodies,
-    write_claim_events,
 )
 from workers.lake.schema import CLAIM_SCHEMA, EVENT_SCHEMA, MESSAGE_CONTENT_COLUMNS
 from workers.lake.store import conform, parquet_files
@@ -178,17 +178,7 @@ def run_delivery_local(params: DeliveryParams, due: pa.Table, *, on_claimed=None
     # Claims are on disk before any handler runs (R7), and the run delivers exactly them.
     _write(claims, params.claims_path)
     result.claimed = claims.num_rows
-    result.claim_events = write_claim_events(
-        params.claims_path,
-        params.claim_events_path,
-        epoch=params.epoch,
-        at=params.now,
-        actor=f"{os.uname().nodename}/run {params.run_id}",
-        run_id=params.run_id,
-    )
-    # The task commits the claim events here, before any handler is called.
-    if on_claimed is not None:
-        on_claimed(result)
+    record_claims(params, result, on_claimed)
     rows = _deliverable(pq.read_table(params.claims_path), bodies)
     # An isolation batch never spans two Arrow batches (as in the Spark job).
     batches = rows.to_batches(max_chunksize=max(10_000, params.max_batch))

@@ -149,46 +149,45 @@ def _clean(column, length=None):
     return F.substring(text, 1, length) if length else text
 
 
+# What summarize takes of a message's latest event, and of its latest failure: event column ->
+# summary column.
+_LATEST = {
+    "queue": "queue",
+    "to_state": "state",
+    "run_id": "run_id",
+    "delivery_count": "delivery_count",
+    "candidate": "candidate",
+    "next_attempt_at": "next_attempt_at",
+    "body_version": "body_version",
+    "at": "updated_at",
+}
+_LATEST_FAILURE = {
+    "at": "last_failure_at",
+    "queue": "failure_queue",
+    "reason": "failure_reason",
+    "exception_type": "failure_exception_type",
+    "stack": "failure_stack",
+}
+
+
 def summarize(events: DataFrame) -> DataFrame:
     """One row per message: its current state (its latest event by (epoch, step)), when it first
     and last failed, and its latest failure. One aggregation, one shuffle; max_by skips the rows
     whose ordering is null, so the latest failure is taken among failures only."""
     order = F.struct("epoch", "step")
     failed = is_failure()
-    state = F.struct(
-        "queue",
-        "to_state",
-        "run_id",
-        "delivery_count",
-        "candidate",
-        "next_attempt_at",
-        "body_version",
-        "at",
-    )
-    failure = F.struct("at", "queue", "reason", "exception_type", "stack")
     return (
         events.groupBy("message_id")
         .agg(
-            F.max_by(state, order).alias("s"),
+            F.max_by(F.struct(*_LATEST), order).alias("s"),
             F.min(F.when(failed, F.col("at"))).alias("first_failure_at"),
-            F.max_by(failure, F.when(failed, order)).alias("f"),
+            F.max_by(F.struct(*_LATEST_FAILURE), F.when(failed, order)).alias("f"),
         )
         .select(
             "message_id",
-            F.col("s.queue").alias("queue"),
-            F.col("s.to_state").alias("state"),
-            F.col("s.run_id").alias("run_id"),
-            F.col("s.delivery_count").alias("delivery_count"),
-            F.col("s.candidate").alias("candidate"),
-            F.col("s.next_attempt_at").alias("next_attempt_at"),
-            F.col("s.body_version").alias("body_version"),
-            F.col("s.at").alias("updated_at"),
+            *(F.col(f"s.{name}").alias(alias) for name, alias in _LATEST.items()),
             "first_failure_at",
-            F.col("f.at").alias("last_failure_at"),
-            F.col("f.queue").alias("failure_queue"),
-            F.col("f.reason").alias("failure_reason"),
-            F.col("f.exception_type").alias("failure_exception_type"),
-            F.col("f.stack").alias("failure_stack"),
+            *(F.col(f"f.{name}").alias(alias) for name, alias in _LATEST_FAILURE.items()),
         )
     )
 

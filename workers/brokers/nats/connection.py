@@ -56,14 +56,19 @@ def where_of(url):
     return f"{host}:{port}", url_secrets(url, path=False)
 
 
-def check_url(url, url_env):
-    if not url:
-        raise SourceDown(f"the environment variable {url_env} (the NATS server's URL) is not set")
+def has_nats_scheme(url):
+    """Whether the URL starts with nats:// or tls://, the schemes nats-py connects with."""
     try:
         scheme = urlsplit(url).scheme.lower()
     except ValueError:
         scheme = ""
-    if scheme not in ("nats", "tls"):
+    return scheme in ("nats", "tls")
+
+
+def check_url(url, url_env):
+    if not url:
+        raise SourceDown(f"the environment variable {url_env} (the NATS server's URL) is not set")
+    if not has_nats_scheme(url):
         raise SourceDown(f"the URL in {url_env} must start with nats:// or tls://")
 
 

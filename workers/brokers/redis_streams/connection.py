@@ -47,16 +47,27 @@ def url_check(url, url_env):
         )
 
 
+def unretried_client(url, *, connect_timeout, timeout, **options):
+    """A client without redis-py's own retries: a command that failed is retried by the caller,
+    who knows whether doing it again is safe. Raises ValueError or TypeError, whose message may
+    quote the URL, when redis-py cannot read it."""
+    return redis.Redis.from_url(
+        url,
+        socket_connect_timeout=connect_timeout,
+        socket_timeout=timeout,
+        retry=Retry(NoBackoff(), 0),
+        **options,
+    )
+
+
 def client_for(url, url_env, *, timeout=SOCKET_TIMEOUT):
-    """A client for one thread, without redis-py's own retries: a command that failed is retried
-    by the caller, who knows whether doing it again is safe."""
+    """A client for one thread (unretried_client)."""
     url_check(url, url_env)
     try:
-        client = redis.Redis.from_url(
+        client = unretried_client(
             url,
-            socket_connect_timeout=CONNECT_TIMEOUT,
-            socket_timeout=timeout,
-            retry=Retry(NoBackoff(), 0),
+            connect_timeout=CONNECT_TIMEOUT,
+            timeout=timeout,
             client_name=f"antidote-{os.getpid()}",
         )
     except (ValueError, TypeError):
