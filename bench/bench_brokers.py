@@ -56,7 +56,7 @@ from importlib import import_module
 
 from bench.bench_decisions import _people, _seed, _shovel, _window
 from bench.broker_cpu import POSTGRES, Timed, settled
-from bench.support import django_setup, fresh_state, on_both_databases, rows_print
+from bench.support import django_setup, fresh_state, on_both_databases, port_answers, rows_print
 
 BODY = b"x" * 200
 BROKERS = {
@@ -92,16 +92,6 @@ def _kinds():
     if unknown:
         raise ValueError(f"BENCH_BROKERS: unknown broker(s) {', '.join(sorted(unknown))}")
     return kinds
-
-
-def _answers(host, port):
-    import socket
-
-    try:
-        with socket.create_connection((host, port), timeout=2):
-            return True
-    except OSError:
-        return False
 
 
 # The product's batches: the source that drains each, and the queue it drains into.
@@ -489,7 +479,7 @@ class _Bench:
         self.stored = _store_floor(self.n, self.db_servers)
         for kind in kinds:
             module = import_module(BROKERS[kind])
-            if not _answers(module.HOST, module.PORT):
+            if not port_answers(module.PORT, host=module.HOST):
                 self.failed[kind] = f"not measured: nothing answers at {module.HOST}:{module.PORT}"
                 continue
 

@@ -30,14 +30,7 @@ from datetime import timedelta
 import pyarrow.compute as pc
 
 from bench.bench_refresh import T0, _chunk_tables, lake_seed
-from bench.support import (
-    PeakMemory,
-    django_setup,
-    fresh_state,
-    messages_from_env,
-    on_both_databases,
-    rows_print,
-)
+from bench.support import PeakMemory, bench_start, on_both_databases, port_answers, rows_print
 
 SMALL = 100_000
 SHOVEL_SRC, SHOVEL_DST = "bench.shovel.src", "bench.shovel.dst"
@@ -178,19 +171,10 @@ def _one(people, spark, message_id):
 
 
 def _rabbitmq_up():
-    import socket
-
-    def answering():
-        try:
-            with socket.create_connection(("127.0.0.1", 5672), timeout=1):
-                return True
-        except OSError:
-            return False
-
-    if not answering():
+    if not port_answers(5672, timeout=1):
         subprocess.run(["rabbitmq-server", "-detached"], check=False)
         deadline = time.monotonic() + 120
-        while not answering():
+        while not port_answers(5672, timeout=1):
             if time.monotonic() > deadline:
                 raise RuntimeError("RabbitMQ did not start within 120 s")
             time.sleep(1)
@@ -246,8 +230,7 @@ def run():
 
 def run_here():
     """The benchmark on the database of this process's settings."""
-    django_setup()
-    from django.conf import settings
+    n = bench_start("decisions", messages=1_000_000)
     from django.db import connection
 
     from console.decisions.models import ActionRequest
@@ -256,11 +239,8 @@ def run_here():
     from console.readmodels.execution import read_models_refresh
     from console.spark import spark_from_settings
 
-    settings.REFRESH_ON_COMMIT = False
-    n = messages_from_env(1_000_000)
     small = min(SMALL, n)
     cores = os.cpu_count()
-    fresh_state("decisions")
     ActionRequest.objects.all().delete()
     store = lake()
     started = time.perf_counter()

@@ -25,14 +25,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from bench.bench_refresh import PATTERNS, QUEUES, T0, _pattern, lake_seed
-from bench.support import (
-    PeakMemory,
-    django_setup,
-    fresh_state,
-    messages_from_env,
-    on_both_databases,
-    rows_print,
-)
+from bench.support import PeakMemory, bench_start, on_both_databases, rows_print
 from workers.lake.schema import EVENT_SCHEMA
 
 NOW = T0 + timedelta(days=60)
@@ -164,7 +157,7 @@ def _lake_mib(store, *, live):
 
 def run_here():
     """The benchmark on the database of this process's settings."""
-    django_setup()
+    n = bench_start("purge", messages=2_000_000)
     from django.conf import settings
     from django.db import connection
 
@@ -180,11 +173,8 @@ def run_here():
     from console.retention.models import PurgeRun
     from console.spark import spark_from_settings
 
-    settings.REFRESH_ON_COMMIT = False
-    n = messages_from_env(2_000_000)
     cores = os.cpu_count()
     db = connection.vendor
-    fresh_state("purge")
     clear()
     PurgeRun.objects.all().delete()
     Queue.objects.bulk_create(

@@ -25,6 +25,8 @@ from pathlib import Path
 
 import requests
 
+from bench.support import login_page_answers, port_answers
+
 ROOT = Path(__file__).resolve().parent.parent
 # What `make run` reads that a newcomer has not set: the run's data stays in its own VAR_DIR.
 PRODUCT_SETTINGS = (
@@ -58,10 +60,7 @@ def rabbitmq_vhost():
     """A RabbitMQ virtual host of its own, (url, name), or None when none can be made here."""
     if shutil.which("rabbitmqctl") is None:
         return None
-    try:
-        with socket.create_connection(("127.0.0.1", 5672), timeout=2):
-            pass
-    except OSError:
+    if not port_answers(5672):
         return None
     name = f"antidote-first-run-{uuid.uuid4().hex[:8]}"
     ctl = ["rabbitmqctl", "-q"]
@@ -136,7 +135,7 @@ def own_brokers(folder):
 def _port_answers(port, *, patience):
     deadline = time.monotonic() + patience
     while time.monotonic() < deadline:
-        with contextlib.suppress(OSError), socket.create_connection(("127.0.0.1", port), timeout=1):
+        if port_answers(port, timeout=1):
             return True
         time.sleep(0.1)
     return False
@@ -274,10 +273,7 @@ class FirstRun:
         return self.proc is not None and self.proc.poll() is None
 
     def web_answers(self):
-        try:
-            return requests.get(f"{self.url}/login/", timeout=REQUEST_TIMEOUT).status_code == 200
-        except requests.RequestException:
-            return False
+        return login_page_answers(self.url, timeout=REQUEST_TIMEOUT)
 
     def session(self, user):
         """A requests session logged in as `user`, or None while that cannot be done yet."""

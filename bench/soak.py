@@ -73,6 +73,7 @@ from bench.soak_checks import (
     plan,
     queues_define,
 )
+from bench.support import login_page_answers, port_answers
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -221,12 +222,7 @@ class Fleet:
             self.kill(kind, counted=False)
 
     def web_answers(self):
-        import requests
-
-        try:
-            return requests.get(f"{self.url}/login/", timeout=5).status_code == 200
-        except requests.RequestException:
-            return False
+        return login_page_answers(self.url)
 
     def wait_web(self):
         wait_for(self.web_answers, timeout=WEB_PATIENCE, what="the web to answer")
@@ -872,14 +868,8 @@ def broker_fresh(url):
 
 
 def _answers(url, default_port):
-    import socket
-
     parts = urlsplit(url)
-    try:
-        with socket.create_connection((parts.hostname, parts.port or default_port), timeout=2):
-            return True
-    except OSError:
-        return False
+    return port_answers(parts.port or default_port, host=parts.hostname)
 
 
 def main(argv=None):

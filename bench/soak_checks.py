@@ -106,21 +106,16 @@ def plan(count, *, seed=29, mix=MIX, prefix="soak"):
 
 # --- The lake, read from the outside --------------------------------------------------------------
 
-LEDGER_COLUMNS = [
-    "message_id",
-    "epoch",
-    "step",
-    "at",
-    "from_state",
-    "to_state",
-    "queue",
-    "attempt",
-    "delivery_count",
-    "candidate",
-    "actor",
-    "run_id",
-    "reason",
-]
+# The events' columns (workers.lake.schema EVENT_SCHEMA) that no check reads, left unread: the
+# stacks above all would weigh on the soak's memory.
+LEDGER_UNREAD = (
+    "batch_limit",
+    "next_attempt_at",
+    "body_version",
+    "exception_type",
+    "stack",
+    "queue_streak",
+)
 
 
 def _read_files(directories, columns):
@@ -156,13 +151,16 @@ def ledger():
     one message's history)."""
     from console.lake.selectors import lake_history_inputs
     from console.lake.services import lake
+    from workers.lake.schema import EVENT_SCHEMA
+
+    columns = [name for name in EVENT_SCHEMA.names if name not in LEDGER_UNREAD]
 
     def read():
         inputs = lake_history_inputs()
         store = lake()
         directories = [store.path(g.path) for g in inputs.generations]
         directories += [store.path(p) for _, p, _ in inputs.events]
-        return _read_files(directories, LEDGER_COLUMNS)
+        return _read_files(directories, columns)
 
     table = _retrying(read)
     table = table.sort_by(

@@ -28,6 +28,18 @@ def django_setup():
     call_command("migrate", verbosity=0)
 
 
+def bench_start(name, *, messages):
+    """Django set up for a benchmark that refreshes the read models itself (none after each
+    commit), on a fresh state named `name` (fresh_state). Returns N: BENCH_MESSAGES, `messages`
+    by default."""
+    django_setup()
+    from django.conf import settings
+
+    settings.REFRESH_ON_COMMIT = False
+    fresh_state(name)
+    return messages_from_env(messages)
+
+
 def console_bench_setup():
     """Django set up for a benchmark of the console's pages, its test client let in. Returns
     (messages: BENCH_MESSAGES, 1M by default; requests timed a page: BENCH_REQUESTS, 40 by
@@ -122,23 +134,23 @@ def order_line(f, message_id, queue, order, *, conversation_id):
     f.write("\n")
 
 
-class PeakMemory:
-    """Samples the resident memory of this process and all its descendants every 50 ms."""
+class SamplingThread:
+    """A context manager that calls `sample()` every `interval` seconds on a daemon thread, from
+    entering until leaving: what a measure taken while something else runs is built on."""
 
-    def __init__(self, pid=None):
-        self.process = psutil.Process(pid or os.getpid())
-        self.peak = 0
+    interval = 0.05
+
+    def __init__(self):
         self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._sample, daemon=True)
+        self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def _sample(self):
+    def sample(self):
+        raise NotImplementedError
+
+    def _run(self):
         while not self._stop.is_set():
-            total = 0
-            for proc in [self.process, *self.process.children(recursive=True)]:
-                with contextlib.suppress(psutil.Error):
-                    total += proc.memory_info().rss
-            self.peak = max(self.peak, total)
-            time.sleep(0.05)
+            self.sample()
+            time.sleep(self.interval)
 
     def __enter__(self):
         self._thread.start()
@@ -147,6 +159,22 @@ class PeakMemory:
     def __exit__(self, *exc):
         self._stop.set()
         self._thread.join()
+
+
+class PeakMemory(SamplingThread):
+    """Samples the resident memory of this process and all its descendants every 50 ms."""
+
+    def __init__(self, pid=None):
+        super().__init__()
+        self.process = psutil.Process(pid or os.getpid())
+        self.peak = 0
+
+    def sample(self):
+        total = 0
+        for proc in [self.process, *self.process.children(recursive=True)]:
+            with contextlib.suppress(psutil.Error):
+                total += proc.memory_info().rss
+        self.peak = max(self.peak, total)
 
     @property
     def peak_mib(self):
@@ -169,13 +197,28 @@ POSTGRES = "postgres://postgres@127.0.0.1:5432/antidote_bench"
 ROWS_MARKER = "BENCH-ROWS "
 
 
-def postgres_answers():
+def port_answers(port, *, host="127.0.0.1", timeout=2):
+    """Whether a server accepts connections on host:port (a service a benchmark needs)."""
     import socket
 
     try:
-        with socket.create_connection(("127.0.0.1", 5432), timeout=2):
+        with socket.create_connection((host, port), timeout=timeout):
             return True
     except OSError:
+        return False
+
+
+def postgres_answers():
+    return port_answers(5432)
+
+
+def login_page_answers(url, *, timeout=5):
+    """Whether the console at `url` serves its login page: its web is up and answering."""
+    import requests
+
+    try:
+        return requests.get(f"{url}/login/", timeout=timeout).status_code == 200
+    except requests.RequestException:
         return False
 
 

@@ -72,7 +72,19 @@ NOT_FOUND = OpenApiResponse(
     description="No such object.",
     examples=[_error("Not found", "no such message")],
 )
-BAD_FILTERS = OpenApiResponse(
+
+
+def invalid(serializer, description, detail, errors, name="Not valid"):
+    """A 400 in the schema whose answer says why in one sentence and gives the messages by field,
+    with an example of both."""
+    return OpenApiResponse(
+        serializer,
+        description=description,
+        examples=[OpenApiExample(name, value={"detail": detail, "errors": errors})],
+    )
+
+
+BAD_FILTERS = invalid(
     inline_serializer(
         "FilterErrors",
         {
@@ -82,16 +94,9 @@ BAD_FILTERS = OpenApiResponse(
             ),
         },
     ),
-    description="Parameters that are not valid: the messages, by parameter.",
-    examples=[
-        OpenApiExample(
-            "Not valid",
-            value={
-                "detail": "page_size: Ensure this value is less than or equal to 500.",
-                "errors": {"page_size": ["Ensure this value is less than or equal to 500."]},
-            },
-        )
-    ],
+    "Parameters that are not valid: the messages, by parameter.",
+    "page_size: Ensure this value is less than or equal to 500.",
+    {"page_size": ["Ensure this value is less than or equal to 500."]},
 )
 
 
@@ -107,18 +112,11 @@ class BadRequestSerializer(serializers.Serializer):
         ref_name = "BadRequest"
 
 
-BAD_REQUEST = OpenApiResponse(
+BAD_REQUEST = invalid(
     BadRequestSerializer,
-    description="The input is not valid.",
-    examples=[
-        OpenApiExample(
-            "Not valid",
-            value={
-                "detail": "comment: This field may not be blank.",
-                "errors": {"comment": ["This field may not be blank."]},
-            },
-        )
-    ],
+    "The input is not valid.",
+    "comment: This field may not be blank.",
+    {"comment": ["This field may not be blank."]},
 )
 
 

@@ -65,7 +65,12 @@ def pytest_collection_modifyitems(config, items):
 def spark():
     from workers.spark import spark_session, spark_stop
 
-    session = spark_session(master="local[2]", driver_memory="2g")
+    # The JVM's options as the workers the tests start take them (`make test` sets them).
+    session = spark_session(
+        master="local[2]",
+        driver_memory="2g",
+        java_options=os.environ.get("SPARK_DRIVER_JAVA_OPTIONS", ""),
+    )
     yield session
     spark_stop()
 

@@ -7,21 +7,30 @@ import time
 from workers.engine.handlers import PermanentFailure
 
 
+def _act(outcome):
+    """'ok' returns; 'transient' and 'permanent' fail that way; 'crash' exits the process."""
+    if outcome == "transient":
+        raise ConnectionError("inventory service unavailable")
+    if outcome == "permanent":
+        raise PermanentFailure("missing field: customer")
+    if outcome == "crash":
+        os._exit(70)
+
+
+_OUTCOMES = ("ok", "transient", "permanent", "crash")
+# A sequence's steps, by the letter its script names them with.
+_STEPS = {"ok": "ok", "t": "transient", "p": "permanent", "c": "crash"}
+
+
 def scripted(message):
     """Body 'ok' succeeds; 'transient' and 'permanent' fail that way; 'crash' exits the
     process; 'crash-once:<path>' crashes until the marker file exists; 'sleep' hangs."""
     body = message.body.decode()
-    if body == "ok":
-        return
-    if body == "transient":
-        raise ConnectionError("inventory service unavailable")
-    if body == "permanent":
-        raise PermanentFailure("missing field: customer")
-    if body == "crash":
-        os._exit(70)
     if body == "sleep":
         time.sleep(3600)
-    raise ValueError(f"unexpected body {body!r}")
+    if body not in _OUTCOMES:
+        raise ValueError(f"unexpected body {body!r}")
+    _act(body)
 
 
 def always_ok(message):
@@ -37,15 +46,9 @@ def sequence(message):
     'p' permanent, 'c' crash); the last entry repeats."""
     script = message.body.decode().split(",")
     step = script[min(message.attempt - 1, len(script) - 1)]
-    if step == "ok":
-        return
-    if step == "t":
-        raise ConnectionError("inventory service unavailable")
-    if step == "p":
-        raise PermanentFailure("missing field: customer")
-    if step == "c":
-        os._exit(70)
-    raise ValueError(f"unknown step {step!r}")
+    if step not in _STEPS:
+        raise ValueError(f"unknown step {step!r}")
+    _act(_STEPS[step])
 
 
 def calls_recorded(message):

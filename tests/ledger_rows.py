@@ -1,6 +1,8 @@
 """Ledger rows (the lake's events dataset) as tests write them by hand: every column, each one an
 uneventful row's value unless the test says otherwise."""
 
+from workers.lake.schema import NEW_MESSAGE_COLUMNS
+
 
 def event_row(mid, epoch, step, frm, to, *, at, queue, **columns):
     """`mid` moved from `frm` to `to` at `at` (every column of EVENT_SCHEMA), with `columns`."""
@@ -12,12 +14,7 @@ def event_row(mid, epoch, step, frm, to, *, at, queue, **columns):
         "from_state": frm,
         "to_state": to,
         "queue": queue,
-        "attempt": 0,
-        "delivery_count": 0,
-        "candidate": False,
-        "batch_limit": 0,
-        "next_attempt_at": None,
-        "body_version": 1,
+        **NEW_MESSAGE_COLUMNS,
         "actor": "test",
         "run_id": None,
         "reason": None,

@@ -13,8 +13,8 @@ from django.urls import reverse
 
 import console
 from console.audit.models import AuditEntry
-from console.browse.forms import QueuePauseForm
 from console.forms import LimitedForm
+from console.queues.forms import QueuePauseForm
 from console.queues.models import Queue
 from console.queues.services import PAUSE_REASON_MAX
 from tests.browse.conftest import api, login

@@ -23,14 +23,21 @@ from console.audit.services import audit_record
 from console.permissions import MANAGE_USERS
 
 
-def grant_details(grant, comment=""):
-    return {
-        "user": grant.user.get_username(),
-        "role": grant.role.name if grant.role_id is not None else None,
-        "queue": grant.queue.name if grant.queue_id is not None else None,
-        "requested_by": grant.asked_by,
-        "comment": comment,
-    }
+def grant_audit_record(*, actor, action, grant, comment=""):
+    """Record a step of `grant` in the audit trail: what it gives to whom, who asked, and why."""
+    return audit_record(
+        actor=actor,
+        action=action,
+        target_type="role_grant",
+        target_id=grant.id,
+        details={
+            "user": grant.user.get_username(),
+            "role": grant.role.name if grant.role_id is not None else None,
+            "queue": grant.queue.name if grant.queue_id is not None else None,
+            "requested_by": grant.asked_by,
+            "comment": comment or "",
+        },
+    )
 
 
 def _check_manager(actor, user):
@@ -83,12 +90,11 @@ def role_grant_request(*, actor, user, role=None, queue=None, comment=""):
                 comment=comment or "",
                 expires_at=now + timedelta(days=settings.ROLE_GRANT_EXPIRY_DAYS),
             )
-            audit_record(
+            grant_audit_record(
                 actor=actor,
                 action="role_grant.requested",
-                target_type="role_grant",
-                target_id=grant.id,
-                details=grant_details(grant, comment or ""),
+                grant=grant,
+                comment=comment,
             )
     except IntegrityError:
         raise ValidationError(
@@ -101,7 +107,11 @@ def grant_what(role, queue):
     return f"the role {role.name}" if role is not None else f"sending by hand into {queue.name}"
 
 
-def _decide(*, actor, grant, to_status, audit_action, comment):
+# What the audit trail calls each decision.
+_DECIDED = {G.CONFIRMED: "role_grant.confirmed", G.REJECTED: "role_grant.rejected"}
+
+
+def _decide(*, actor, grant, to_status, comment):
     if not actor.has_perm(MANAGE_USERS):
         raise PermissionDenied("only an administrator confirms or rejects a role grant")
     if actor.pk == grant.requested_by_id:
@@ -140,12 +150,11 @@ def _decide(*, actor, grant, to_status, audit_action, comment):
                         "confirmed_by": actor,
                     },
                 )
-        audit_record(
+        grant_audit_record(
             actor=actor,
-            action=audit_action,
-            target_type="role_grant",
-            target_id=grant.id,
-            details=grant_details(grant, comment or ""),
+            action=_DECIDED[to_status],
+            grant=grant,
+            comment=comment,
         )
     return grant
 
@@ -153,25 +162,13 @@ def _decide(*, actor, grant, to_status, audit_action, comment):
 def role_grant_confirm(*, actor, grant, comment=""):
     """A second administrator (not the one who asked, not the one who receives it, past the
     cool-down) confirms: the role is given."""
-    return _decide(
-        actor=actor,
-        grant=grant,
-        to_status=G.CONFIRMED,
-        audit_action="role_grant.confirmed",
-        comment=comment,
-    )
+    return _decide(actor=actor, grant=grant, to_status=G.CONFIRMED, comment=comment)
 
 
 def role_grant_reject(*, actor, grant, comment):
     if not comment or not comment.strip():
         raise ValidationError("a rejection says why: the comment is required")
-    return _decide(
-        actor=actor,
-        grant=grant,
-        to_status=G.REJECTED,
-        audit_action="role_grant.rejected",
-        comment=comment,
-    )
+    return _decide(actor=actor, grant=grant, to_status=G.REJECTED, comment=comment)
 
 
 def role_grant_withdraw(*, actor, grant, comment=""):
@@ -184,12 +181,11 @@ def role_grant_withdraw(*, actor, grant, comment=""):
         )
         if won != 1:
             raise ValidationError(f"role grant {grant.id} is no longer waiting")
-        audit_record(
+        grant_audit_record(
             actor=actor,
             action="role_grant.withdrawn",
-            target_type="role_grant",
-            target_id=grant.id,
-            details=grant_details(grant, comment or ""),
+            grant=grant,
+            comment=comment,
         )
     grant.refresh_from_db()
     return grant

@@ -134,37 +134,26 @@ def _act(request, grant_id, service, done):
     return redirect("role-grant-detail", grant.id)
 
 
-@require_POST
-@login_required
-@perms_required(MANAGE_USERS)
-def grant_confirm(request, grant_id):
-    return _act(
-        request,
-        grant_id,
-        services.role_grant_confirm,
-        lambda g: f"{g.user.get_username()} now has {g.what}.",
-    )
+def _decision(service, done):
+    """A grant request's confirmation, rejection or withdrawal, posted with a comment from its
+    page: `service` makes it, `done(grant)` says so; back to the grant's page."""
+
+    @require_POST
+    @login_required
+    @perms_required(MANAGE_USERS)
+    def posted(request, grant_id):
+        return _act(request, grant_id, service, done)
+
+    return posted
 
 
-@require_POST
-@login_required
-@perms_required(MANAGE_USERS)
-def grant_reject(request, grant_id):
-    return _act(
-        request, grant_id, services.role_grant_reject, lambda g: f"Role grant {g.id} is rejected."
-    )
-
-
-@require_POST
-@login_required
-@perms_required(MANAGE_USERS)
-def grant_withdraw(request, grant_id):
-    return _act(
-        request,
-        grant_id,
-        services.role_grant_withdraw,
-        lambda g: f"Role grant {g.id} is withdrawn.",
-    )
+grant_confirm = _decision(
+    services.role_grant_confirm, lambda g: f"{g.user.get_username()} now has {g.what}."
+)
+grant_reject = _decision(services.role_grant_reject, lambda g: f"Role grant {g.id} is rejected.")
+grant_withdraw = _decision(
+    services.role_grant_withdraw, lambda g: f"Role grant {g.id} is withdrawn."
+)
 
 
 @require_POST

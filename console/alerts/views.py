@@ -1,6 +1,8 @@
 """The alerts' screens: the bell's page (one's own alerts), what one hears of, and, for
 administrators, the outbox, webhooks and inflow thresholds."""
 
+from functools import wraps
+
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -51,6 +53,20 @@ def alert_settings(request):
     )
 
 
+def _outbox_change(view):
+    """A change posted from the outbox page, by someone signed in who manages alerts: back to
+    the outbox afterwards, unless the view answers otherwise."""
+
+    @require_POST
+    @login_required
+    @perms_required(MANAGE_ALERTS)
+    @wraps(view)
+    def posted(request, *args, **kwargs):
+        return view(request, *args, **kwargs) or redirect("alert-outbox")
+
+    return posted
+
+
 def _outbox(request, *, webhook_form=None, threshold_form=None, status=200):
     state = request.GET.get("state", "")
     state = state if state in selectors.OUTBOX_STATES else ""
@@ -67,6 +83,25 @@ def _outbox(request, *, webhook_form=None, threshold_form=None, status=200):
     return render(request, "alerts/outbox.html", ctx, status=status)
 
 
+def _outbox_form(form_class, name):
+    """One of the outbox page's forms, posted (see _outbox_change): the view is
+    `save(actor, data)`, which answers its sentence; or, when the form is not valid, the outbox
+    again with the form's errors (400)."""
+
+    def decorate(save):
+        @_outbox_change
+        @wraps(save)
+        def posted(request):
+            form = form_class(request.POST)
+            if not form.is_valid():
+                return _outbox(request, status=400, **{name: form})
+            messages.success(request, save(request.user, form.cleaned_data))
+
+        return posted
+
+    return decorate
+
+
 @require_GET
 @login_required
 @perms_required(MANAGE_ALERTS)
@@ -74,29 +109,19 @@ def outbox(request):
     return _outbox(request)
 
 
-@require_POST
-@login_required
-@perms_required(MANAGE_ALERTS)
+@_outbox_change
 def delivery_retry(request, delivery_id):
     delivery = get_object_or_404(AlertDelivery, id=delivery_id)
     if services.delivery_retry(actor=request.user, delivery=delivery):
         messages.success(request, f"Delivery {delivery.id} will be sent again in a few seconds.")
     else:
         messages.error(request, f"Delivery {delivery.id} has not failed: nothing to send again.")
-    return redirect("alert-outbox")
 
 
-@require_POST
-@login_required
-@perms_required(MANAGE_ALERTS)
-def webhook_create(request):
-    form = WebhookForm(request.POST)
-    if not form.is_valid():
-        return _outbox(request, webhook_form=form, status=400)
-    data = form.cleaned_data
-    services.webhook_create(actor=request.user, **data)
-    messages.success(request, f"Webhook {data['name']} added.")
-    return redirect("alert-outbox")
+@_outbox_form(WebhookForm, "webhook_form")
+def webhook_create(actor, data):
+    services.webhook_create(actor=actor, **data)
+    return f"Webhook {data['name']} added."
 
 
 @require_http_methods(["GET", "POST"])
@@ -119,9 +144,7 @@ def webhook_edit(request, webhook_id):
     )
 
 
-@require_POST
-@login_required
-@perms_required(MANAGE_ALERTS)
+@_outbox_change
 def webhook_switch(request, webhook_id):
     hook = get_object_or_404(Webhook, id=webhook_id)
     active = request.POST.get("active") == "1"
@@ -131,31 +154,18 @@ def webhook_switch(request, webhook_id):
         messages.error(request, f"Webhook {hook.name} stays disabled: {'; '.join(exc.messages)}")
     else:
         messages.success(request, f"Webhook {hook.name} {'enabled' if active else 'disabled'}.")
-    return redirect("alert-outbox")
 
 
-@require_POST
-@login_required
-@perms_required(MANAGE_ALERTS)
-def threshold_set(request):
-    form = ThresholdForm(request.POST)
-    if not form.is_valid():
-        return _outbox(request, threshold_form=form, status=400)
-    data = form.cleaned_data
+@_outbox_form(ThresholdForm, "threshold_form")
+def threshold_set(actor, data):
+    queue = data["queue"].name
     services.threshold_set(
-        actor=request.user,
-        queue=data["queue"].name,
-        count=data["count"],
-        window_hours=data["window_hours"],
+        actor=actor, queue=queue, count=data["count"], window_hours=data["window_hours"]
     )
-    messages.success(request, f"Inflow threshold of {data['queue'].name} saved.")
-    return redirect("alert-outbox")
+    return f"Inflow threshold of {queue} saved."
 
 
-@require_POST
-@login_required
-@perms_required(MANAGE_ALERTS)
+@_outbox_change
 def threshold_remove(request, queue):
     if services.threshold_remove(actor=request.user, queue=queue):
         messages.success(request, f"Inflow threshold of {queue} removed.")
-    return redirect("alert-outbox")

@@ -7,6 +7,7 @@ from datetime import UTC
 from django.db import transaction
 from django.utils import timezone
 
+from console.advisory_locks import xact_lock
 from console.audit.checkpoints import checkpoint_file_write
 from console.audit.keys import canonical, current_key, key_id, mac
 from console.audit.models import AuditCheckpoint, AuditEntry
@@ -52,10 +53,7 @@ def audit_record(*, actor, action, target_type="", target_id="", details=None):
     details = _normalized(details)
     key = current_key()
     with transaction.atomic():
-        conn = transaction.get_connection()
-        if conn.vendor == "postgresql":
-            with conn.cursor() as cursor:
-                cursor.execute("SELECT pg_advisory_xact_lock(%s)", [AUDIT_LOCK])
+        xact_lock(AUDIT_LOCK, "the audit chain's lock")
         head = AuditEntry.objects.order_by("-seq").only("seq", "hash").first()
         seq = head.seq + 1 if head else 1
         prev_hash = head.hash if head else GENESIS

@@ -1,13 +1,12 @@
 """The audit trail's Celery task: a checkpoint of the chain's head, on the default worker."""
 
-from celery import shared_task
-
 from console.audit.models import AuditCheckpoint, AuditEntry
 from console.audit.services import audit_checkpoint
 from console.audit.watch import audit_verify_watched
+from console.celery_task import console_task
 
 
-@shared_task(name="workers.tasks.audit_checkpoint_task", ignore_result=True)
+@console_task("workers.tasks.audit_checkpoint_task")
 def audit_checkpoint_task():
     """Checkpoint the head (in the database and as a signed file outside it) when it moved
     since the last checkpoint: entries cut off the end after it are caught by audit_verify.
@@ -19,7 +18,7 @@ def audit_checkpoint_task():
     return audit_checkpoint().seq
 
 
-@shared_task(name="workers.tasks.audit_verify_task", ignore_result=True)
+@console_task("workers.tasks.audit_verify_task")
 def audit_verify_task():
     """Walk the whole chain (AUDIT_VERIFY_SECONDS apart): a broken one alerts the auditors.
     Returns whether it was intact."""

@@ -30,7 +30,6 @@ from console.browse.serializers import (
     MessageDetailSerializer,
     MessageEntrySerializer,
     MessageHeadersSerializer,
-    QueueOverviewSerializer,
     SearchFilterSerializer,
     StatsSerializer,
 )
@@ -62,20 +61,6 @@ _GROUP = {
     "last_seen": "2026-11-27T07:41:02.101200Z",
     "states": {"NDLV": 12, "DLVD": 2},
     "owner": "operator",
-}
-_POLICY = {
-    "handler": "workers.demo.handlers.orders",
-    "max_failed_deliveries": 5,
-    "exception_destination": "quarantine",
-    "blocked_retry_timeout": 60,
-    "backoff_every": 1,
-    "backoff_delays": [60, 300, 900, 1800],
-    "periodic_interval": 900,
-    "on_permanent": "quarantine",
-    "poison_match": "id_or_body",
-    "disable_after": 0,
-    "retention_days": 30,
-    "handler_options": {},
 }
 
 
@@ -310,32 +295,6 @@ group_detail = extend_schema(
             },
         ),
         404: NOT_FOUND,
-        **ERRORS,
-    },
-)
-
-
-queue_list = extend_schema(
-    operation_id="queues_list",
-    responses={
-        200: answer(
-            inline_serializer("QueueOverviewList", {"results": QueueOverviewSerializer(many=True)}),
-            {
-                "results": [
-                    {
-                        "name": "orders",
-                        "exists": True,
-                        "enabled": False,
-                        "disabled_at": "2026-11-27T07:03:40.957512Z",
-                        "disabled_reason": "5 failed attempts in a row",
-                        "policy": _POLICY,
-                        "counts": {"TBDL": 21, "WAIT": 1, "DLVD": 18, "NDLV": 1},
-                        "total": 41,
-                        "stats_at": "2026-11-27T06:56:57.296661Z",
-                    }
-                ]
-            },
-        ),
         **ERRORS,
     },
 )

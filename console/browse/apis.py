@@ -30,7 +30,6 @@ from console.permissions import (
     VIEW_GROUPS,
     VIEW_MESSAGES,
     VIEW_NOTES,
-    VIEW_QUEUES,
     VIEW_STATS,
     has_perms,
 )
@@ -198,21 +197,6 @@ class GroupDetailApi(APIView):
         if request.user.has_perm(VIEW_NOTES):
             investigations_attach([group], kind=GROUP)
         return Response(serializers.GroupDetailSerializer(group).data)
-
-
-class QueueListApi(APIView):
-    """Every queue, and every queue name the statistics still hold (`exists` false: it was
-    deleted): enabled or not (and why not), its delivery policy, and its messages by state."""
-
-    # Here, not in console.queues with the queue's switches: the counts are the read models',
-    # a layer above the queues.
-
-    permission_classes = [has_perms(VIEW_QUEUES, VIEW_STATS)]
-
-    @api_schema.queue_list
-    def get(self, request):
-        overview = counts.queue_overview()
-        return Response({"results": serializers.QueueOverviewSerializer(overview, many=True).data})
 
 
 class StatsApi(APIView):

@@ -1,20 +1,18 @@
 """Reads of the counts the read models keep (QueueStat, QuarantineInflow, FailureGroup, the
 counts check): messages per state overall and per queue, the dashboard's numbers, hourly flows,
-what the message list's pickers offer, failure groups' sparklines, and the queues page's
-overview and history. Nothing here writes (R12)."""
+what the message list's pickers offer and failure groups' sparklines; the queues page's are
+console.queues.selectors'. Nothing here writes (R12)."""
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
+from datetime import timedelta
 
 from django.db.models import Count, Sum
 from django.db.models.functions import TruncHour
 
-from console.audit.models import AuditEntry
-from console.browse.policy_words import policy_sentences, relapse, relapse_words
 from console.browse.selectors import message_match_count
 from console.delivery.models import DeliveryRun
 from console.ingest.models import MessageKey
-from console.queues.models import POLICY_FIELDS, Queue
+from console.queues.models import Queue
 from console.readmodels.models import (
     CountsCheck,
     FailureGroup,
@@ -22,82 +20,10 @@ from console.readmodels.models import (
     QuarantineInflow,
     QueueStat,
 )
-from workers.engine.states import DLVD, FLOWS, NDLV, STATES
+from console.readmodels.queue_counts import state_counts
+from workers.engine.states import DLVD, FLOWS, NDLV
 
 INFLOW_HOURS = 7 * 24
-
-
-def state_counts(counts):
-    """[(state, n)] in lifecycle order, then any state we do not know, for stable display."""
-    counts = counts or {}
-    known = [(s, int(counts.get(s, 0))) for s in STATES if s in counts]
-    other = sorted((s, int(n)) for s, n in counts.items() if s not in STATES)
-    return known + other
-
-
-@dataclass
-class QueueOverview:
-    name: str
-    queue: Queue | None  # None: messages in the index for a queue that no longer exists
-    counts: list  # [(state, n)]
-    total: int
-    stats_at: datetime | None
-
-    @property
-    def policy(self):
-        if self.queue is None:
-            return []
-        return [(name, getattr(self.queue, name)) for name in POLICY_FIELDS]
-
-    @property
-    def policy_words(self):
-        """The policy as the queues page says it: [(topic, sentence)] (policy_words)."""
-        return [] if self.queue is None else policy_sentences(self.queue)
-
-
-def queue_overview():
-    """Every queue with its policy, status and message counts per state."""
-    stats = {s.queue: s for s in QueueStat.objects.all()}
-    queues = {q.name: q for q in Queue.objects.all()}
-    result = []
-    for name in sorted(set(queues) | set(stats)):
-        stat = stats.get(name)
-        counts = state_counts(stat.counts if stat else {})
-        result.append(
-            QueueOverview(
-                name=name,
-                queue=queues.get(name),
-                counts=counts,
-                total=sum(n for _, n in counts),
-                stats_at=stat.updated_at if stat else None,
-            )
-        )
-    return result
-
-
-HISTORY_SHOWN = 5
-
-
-def queue_history(*, names, per_queue=HISTORY_SHOWN):
-    """{queue name: its latest audit entries (created, changed, disabled, paused, enabled), newest
-    first}: how each queue's policy and status came to be what the page shows."""
-    history = {name: [] for name in names}
-    entries = AuditEntry.objects.filter(target_type="queue", target_id__in=names).order_by("-seq")
-    for entry in entries.only("seq", "at", "actor", "action", "target_id", "details")[:2000]:
-        shown = history[entry.target_id]
-        if len(shown) < per_queue:
-            shown.append(entry)
-    return history
-
-
-def queue_relapse(*, history, queue):
-    """R11: how `queue` (a Queue) disabled itself again right after someone enabled it, as a
-    sentence, from its audit entries (`history`, newest first, as queue_history gives them);
-    "" while it is enabled or was disabled otherwise."""
-    if queue is None or queue.enabled:
-        return ""
-    found = relapse(history)
-    return relapse_words(found) if found else ""
 
 
 def queues_disabled():

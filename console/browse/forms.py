@@ -6,7 +6,6 @@ from django import forms
 
 from console.forms import LimitedForm, NoAutocompleteForm
 from console.notes.selectors import OWNER_HELP, owner_choices, owner_filter_clean
-from console.queues.services import PAUSE_REASON_MAX
 from workers.engine.states import STATES
 
 # Sort keys people choose; a leading "-" is descending. The default shows the newest failures.
@@ -189,12 +188,6 @@ class MessageFilterForm(NoAutocompleteForm):
 
 def _cut(text, size):
     return text if len(text) <= size else text[: size - 1] + "\u2026"
-
-
-class QueuePauseForm(LimitedForm):
-    """Why a queue is paused (the queues page): the alert and the audit trail say it."""
-
-    reason = forms.CharField(required=False, max_length=PAUSE_REASON_MAX, label="reason")
 
 
 class SavedFilterNameForm(LimitedForm):

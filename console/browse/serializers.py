@@ -1,8 +1,7 @@
-"""The shapes of /api/v1/'s read-model answers (messages, failure groups, queues' counts,
-the dashboard's numbers) as DRF serializers. The schema's examples and decorations are in
-console.browse.api_schema; the views in console.browse.apis."""
+"""The shapes of /api/v1/'s read-model answers (messages, failure groups, the dashboard's
+numbers) as DRF serializers; the queues' list is console.queues.serializers'. The schema's
+examples and decorations are in console.browse.api_schema; the views in console.browse.apis."""
 
-from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field, inline_serializer
 from rest_framework import serializers
 
@@ -16,6 +15,7 @@ from console.browse.headers import (
 )
 from console.browse.search import QUERY_MAX
 from console.notes.selectors import OWNER_HELP
+from console.queues.serializers import StateCounts
 from workers.brokers.dead_letters import KIND_NAMES as DEAD_LETTER_KINDS
 from workers.engine.states import FLOWS
 
@@ -28,14 +28,6 @@ class OwnerField(serializers.Field):
     def to_representation(self, value):
         investigation = getattr(value, "investigation", None)
         return investigation.owner.get_username() if investigation else None
-
-
-@extend_schema_field({"type": "object", "additionalProperties": {"type": "integer"}})
-class StateCounts(serializers.Field):
-    """[(state, n)] as {"NDLV": 3, ...}, in lifecycle order."""
-
-    def to_representation(self, value):
-        return dict(value)
 
 
 class MessageEntrySerializer(serializers.Serializer):
@@ -112,41 +104,6 @@ class GroupDetailSerializer(GroupSerializer):
 
 class SearchFilterSerializer(serializers.Serializer):
     q = serializers.CharField(max_length=QUERY_MAX, help_text="What to look for.")
-
-
-class QueueOverviewSerializer(serializers.Serializer):
-    name = serializers.CharField()
-    exists = serializers.SerializerMethodField()
-    enabled = serializers.SerializerMethodField()
-    disabled_at = serializers.DateTimeField(
-        source="queue.disabled_at", default=None, allow_null=True
-    )
-    disabled_reason = serializers.CharField(source="queue.disabled_reason", default="")
-    policy = serializers.SerializerMethodField()
-    counts = StateCounts()
-    total = serializers.IntegerField()
-    stats_at = serializers.DateTimeField(allow_null=True)
-
-    class Meta:
-        ref_name = "QueueOverview"
-
-    @extend_schema_field(OpenApiTypes.BOOL)
-    def get_exists(self, overview):
-        return overview.queue is not None
-
-    @extend_schema_field({"type": "boolean", "nullable": True})
-    def get_enabled(self, overview):
-        return overview.queue.enabled if overview.queue else None
-
-    @extend_schema_field(
-        {
-            "type": "object",
-            "additionalProperties": True,
-            "description": "The queue's delivery policy; empty if the queue no longer exists.",
-        }
-    )
-    def get_policy(self, overview):
-        return dict(overview.policy)
 
 
 # The dashboard's numbers (GET /api/v1/stats). No docstring: it would show in the schema.

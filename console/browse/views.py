@@ -11,7 +11,7 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.http import Http404, HttpResponseBadRequest, QueryDict
-from django.shortcuts import get_object_or_404, redirect, render
+from django.shortcuts import redirect, render
 from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
@@ -23,7 +23,6 @@ from console.browse.forms import (
     FILTER_FIELDS,
     OPEN,
     MessageFilterForm,
-    QueuePauseForm,
     SavedFilterNameForm,
 )
 from console.browse.freshness import counts_staleness
@@ -43,19 +42,15 @@ from console.ingest.demo import demo_progress
 from console.notes.models import GROUP, MESSAGE
 from console.notes.selectors import investigations_attach, owner_filter_clean
 from console.permissions import (
-    CHANGE_QUEUE,
     VIEW_AUDIT,
     VIEW_BODY,
     VIEW_GROUPS,
     VIEW_MESSAGES,
-    VIEW_QUEUES,
     VIEW_STATS,
     perms_required,
 )
 from console.processes.selectors import process_warnings
 from console.queues.models import Queue
-from console.queues.selectors import source_status_list
-from console.queues.services import queue_pause, queue_reenable
 from console.views import redirect_back
 from workers.engine.states import FLOW_DELIVERED, FLOW_FAILED, FLOW_QUARANTINED, FLOW_RELEASED
 
@@ -401,58 +396,3 @@ def group_detail(request, fingerprint):
         "quick_query": urlencode({"scope": "group", "group": fingerprint}),
     }
     return render(request, "browse/group_detail.html", ctx)
-
-
-@require_GET
-@login_required
-@perms_required(VIEW_QUEUES, VIEW_STATS)
-def queue_list(request):
-    queues = counts.queue_overview()
-    history = counts.queue_history(names=[q.name for q in queues])
-    rows = []
-    for q in queues:
-        changes = history.get(q.name, [])
-        rows.append((q, changes, counts.queue_relapse(history=changes, queue=q.queue)))
-    return render(
-        request,
-        "browse/queue_list.html",
-        {"rows": rows, "sources": source_status_list()},
-    )
-
-
-@require_POST
-@login_required
-@perms_required(CHANGE_QUEUE)
-def queue_enable(request, name):
-    queue = get_object_or_404(Queue, name=name)
-    if queue.enabled:
-        messages.info(request, f"Queue {queue.name} was already enabled.")
-    else:
-        # Read before enabling: afterwards the newest entry is this enabling.
-        history = counts.queue_history(names=[queue.name], per_queue=2)[queue.name]
-        relapsed = counts.queue_relapse(history=history, queue=queue)
-        queue_reenable(queue_ids=[queue.id], actor=request.user)
-        said = f"Queue {queue.name} is enabled again."
-        if relapsed:
-            # It stopped itself right after the last enabling: enabling alone may not be enough.
-            said += (
-                f" Last time it was {relapsed}; unless its handler was fixed, it may stop again."
-            )
-        messages.success(request, said)
-    return redirect_back(request, default="dashboard")
-
-
-@require_POST
-@login_required
-@perms_required(CHANGE_QUEUE)
-def queue_pause_view(request, name):
-    queue = get_object_or_404(Queue, name=name)
-    form = QueuePauseForm(request.POST)
-    if not form.is_valid():
-        # Refused whole, never cut: the reason is what the alert and the audit trail say.
-        messages.error(request, f"{' '.join(form.errors['reason'])} The queue is not paused.")
-    elif queue_pause(queue=queue, actor=request.user, reason=form.cleaned_data["reason"]):
-        messages.success(request, f"Queue {queue.name} is paused: nothing is delivered to it.")
-    else:
-        messages.info(request, f"Queue {queue.name} was already disabled.")
-    return redirect_back(request, default="queue-list")

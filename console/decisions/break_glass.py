@@ -17,8 +17,8 @@ from django.db import transaction
 from django.utils import timezone
 
 from console.access.rights import approver_cooldown_check
-from console.audit.services import audit_record
 from console.decisions.models import ActionRequest as R
+from console.decisions.request_audit import request_audit
 from console.decisions.tasks import execute_enqueue
 from console.permissions import APPROVE_REQUESTS, MANAGE_USERS
 from workers.engine import actions as A
@@ -94,11 +94,10 @@ def break_glass_execute(*, actor, request, reason, confirm):
         if won != 1:
             raise ValidationError(f"request {request.id} is no longer waiting for approval")
         transaction.on_commit(lambda: execute_enqueue(request.id), robust=True)
-        audit_record(
+        request_audit(
+            request,
+            "request.break_glass",
             actor=actor,
-            action="request.break_glass",
-            target_type="request",
-            target_id=request.id,
             details={
                 "comment": reason,
                 "consequence": consequence,
@@ -139,11 +138,10 @@ def break_glass_review(*, actor, request, agrees, comment=""):
         if won != 1:
             raise ValidationError(f"request {request.id} was reviewed already")
         request.refresh_from_db()
-        audit_record(
+        request_audit(
+            request,
+            "request.break_glass_reviewed",
             actor=actor,
-            action="request.break_glass_reviewed",
-            target_type="request",
-            target_id=request.id,
             details={
                 "agrees": agrees,
                 "comment": comment,

@@ -14,10 +14,10 @@ from django.db import transaction
 from django.utils import timezone
 
 from console.access.rights import approver_cooldown_check
-from console.audit.services import audit_record
 from console.browse.services import message_body_read_record
 from console.decisions.approval import approval_policy_locked
 from console.decisions.models import ActionRequest as R
+from console.decisions.request_audit import request_audit
 from console.decisions.scope import scope_freeze
 from console.decisions.targets import redrive_target_clean
 from console.decisions.tasks import execute_enqueue
@@ -166,11 +166,10 @@ def action_request_create(
         )
         if request.status == R.APPROVED:
             transaction.on_commit(lambda: execute_enqueue(request.id), robust=True)
-        audit_record(
+        request_audit(
+            request,
+            "request.created",
             actor=actor,
-            action="request.created",
-            target_type="request",
-            target_id=request.id,
             details=_summary(request),
         )
     return request
@@ -207,7 +206,11 @@ def _execution_options(request):
     }
 
 
-def _decide(*, actor, request, comment, to_status, audit_action):
+# What the audit trail calls each decision.
+_DECIDED = {R.APPROVED: "request.approved", R.REJECTED: "request.rejected"}
+
+
+def _decide(*, actor, request, comment, to_status):
     if not actor.has_perm(APPROVE_REQUESTS):
         raise PermissionDenied("you may not approve or reject requests")
     if actor.pk == request.requester_id:
@@ -227,11 +230,10 @@ def _decide(*, actor, request, comment, to_status, audit_action):
             raise ValidationError(f"request {request.id} is no longer waiting for approval")
         if to_status == R.APPROVED:
             transaction.on_commit(lambda: execute_enqueue(request.id), robust=True)
-        audit_record(
+        request_audit(
+            request,
+            _DECIDED[to_status],
             actor=actor,
-            action=audit_action,
-            target_type="request",
-            target_id=request.id,
             details={
                 "comment": comment or "",
                 "count": request.count,
@@ -246,25 +248,13 @@ def _decide(*, actor, request, comment, to_status, audit_action):
 def action_request_approve(*, actor, request, comment=""):
     """Four eyes: someone with the approve permission who is not the requester approves the
     frozen set exactly as it is (count, breakdown, sample, hash)."""
-    return _decide(
-        actor=actor,
-        request=request,
-        comment=comment,
-        to_status=R.APPROVED,
-        audit_action="request.approved",
-    )
+    return _decide(actor=actor, request=request, comment=comment, to_status=R.APPROVED)
 
 
 def action_request_reject(*, actor, request, comment):
     if not comment or not comment.strip():
         raise ValidationError("a rejection says why: the comment is required")
-    return _decide(
-        actor=actor,
-        request=request,
-        comment=comment,
-        to_status=R.REJECTED,
-        audit_action="request.rejected",
-    )
+    return _decide(actor=actor, request=request, comment=comment, to_status=R.REJECTED)
 
 
 def action_request_withdraw(*, actor, request, comment=""):
@@ -277,11 +267,10 @@ def action_request_withdraw(*, actor, request, comment=""):
         )
         if won != 1:
             raise ValidationError(f"request {request.id} can no longer be withdrawn")
-        audit_record(
+        request_audit(
+            request,
+            "request.withdrawn",
             actor=actor,
-            action="request.withdrawn",
-            target_type="request",
-            target_id=request.id,
             details={"comment": comment or ""},
         )
     request.refresh_from_db()
@@ -306,11 +295,10 @@ def action_request_cancel(*, actor, request, comment=""):
             )
         if not (stopped or asked):
             raise ValidationError(f"request {request.id} is not approved or running")
-        audit_record(
+        request_audit(
+            request,
+            "request.cancelled" if stopped else "request.cancel_requested",
             actor=actor,
-            action="request.cancelled" if stopped else "request.cancel_requested",
-            target_type="request",
-            target_id=request.id,
             details={"comment": comment or ""},
         )
     request.refresh_from_db()

@@ -58,6 +58,7 @@ from console.decisions.services import (
     action_request_edited_body_read,
 )
 from console.decisions.targets import redrive_target_said
+from console.list_pages import filtered_list
 from console.permissions import (
     APPROVE_REQUESTS,
     MAKE_REQUESTS,
@@ -301,23 +302,18 @@ def request_quick(request):
 @login_required
 @perms_required(VIEW_REQUESTS)
 def request_list(request):
-    form = RequestFilterForm(request.GET)
-    if not form.is_valid():
-        return render(request, "decisions/request_list.html", {"form": form}, status=400)
-    data = form.cleaned_data
-    page = selectors.request_list(
-        user=request.user,
-        status=data["status"],
-        show=data["show"],
-        before=data["before"],
-        limit=REQUESTS_PAGE,
-    )
-    query = QueryDict(mutable=True)
-    for name in ("status", "show"):
-        if data[name]:
-            query[name] = data[name]
-    return render(
-        request, "decisions/request_list.html", {"form": form, "page": page, "query": query}
+    return filtered_list(
+        request,
+        RequestFilterForm,
+        "decisions/request_list.html",
+        lambda data: selectors.request_list(
+            user=request.user,
+            status=data["status"],
+            show=data["show"],
+            before=data["before"],
+            limit=REQUESTS_PAGE,
+        ),
+        kept=("status", "show"),
     )
 
 

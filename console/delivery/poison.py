@@ -28,6 +28,7 @@ from django.db import connection, transaction
 from django.db.models import Max
 from django.utils import timezone
 
+from console.advisory_locks import xact_lock
 from console.audit.services import audit_record
 from console.delivery.models import PoisonChange, PoisonEntry
 from console.ingest.models import MessageKey
@@ -68,12 +69,7 @@ def poison_list_lock():
     """Hold the poison list's lock until the caller's transaction ends. On PostgreSQL an
     advisory lock serializes the list's writers; SQLite serializes writers already (the
     console's transactions begin IMMEDIATE)."""
-    conn = transaction.get_connection()
-    if not conn.in_atomic_block:
-        raise RuntimeError("the poison list's lock is held inside the caller's transaction")
-    if conn.vendor == "postgresql":
-        with conn.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [POISON_LIST_LOCK])
+    xact_lock(POISON_LIST_LOCK, "the poison list's lock")
 
 
 def poison_cursor():

@@ -1,14 +1,12 @@
 """The delivery engine's Celery tasks: thin, each calls console.delivery.execution or services.
 
-Task names are kept from when every task lived in workers.tasks: the routes and beat's schedule
-(workers.celery) and tasks already waiting in a broker name them so. None of these retries on its
-own: beat enqueues them again soon, and the work they do is idempotent (a run claims only what
-is due; a sweep recovers a dead run once)."""
+None of these retries on its own: beat enqueues them again soon, and the work they do is
+idempotent (a run claims only what is due; a sweep recovers a dead run once)."""
 
-from celery import shared_task
 from django.utils import timezone
 
 from console import leases
+from console.celery_task import console_task
 from console.delivery.execution import delivery_run, leases_sweep
 from console.delivery.poison import poison_feed_sweep
 from console.delivery.services import delivery_dispatch
@@ -17,12 +15,7 @@ from console.lake.models import CompactionRun
 from console.readmodels.models import CountsCheck, RefreshRun
 
 
-@shared_task(
-    name="workers.tasks.delivery_run_task",
-    soft_time_limit=3300,
-    time_limit=3600,
-    ignore_result=True,
-)
+@console_task("workers.tasks.delivery_run_task", soft_time_limit=3300, time_limit=3600)
 def delivery_run_task(queues=None):
     """One delivery run on the spark worker. Returns the run's id, or None when another run was
     in progress (beat will try again at the next tick)."""
@@ -33,9 +26,7 @@ def delivery_run_task(queues=None):
     return run.id if run else None
 
 
-@shared_task(
-    name="workers.tasks.sweep_leases_task", soft_time_limit=240, time_limit=300, ignore_result=True
-)
+@console_task("workers.tasks.sweep_leases_task", soft_time_limit=240, time_limit=300)
 def sweep_leases_task():
     """R7: recover what dead delivery runs held. Then the poison list's feed: files older than a
     day deleted, a file its process never wrote written again (R9). Then the other work whose
@@ -49,12 +40,7 @@ def sweep_leases_task():
     return recovered
 
 
-@shared_task(
-    name="workers.tasks.delivery_dispatch_task",
-    soft_time_limit=60,
-    time_limit=90,
-    ignore_result=True,
-)
+@console_task("workers.tasks.delivery_dispatch_task", soft_time_limit=60, time_limit=90)
 def delivery_dispatch_task():
     """R16, on beat's tick: a delivery run of its own for every enabled queue that no run holds,
     so a slow or hanging handler on one queue never holds another back. Returns the queues

@@ -41,7 +41,7 @@ from console.ingest.selectors import inbox_file_get, message_keys_body_hashes, q
 from console.ingest.signals import messages_arrived
 from console.lake.services import lake, lake_commit_record
 from workers.engine.states import TBDL
-from workers.lake.schema import EVENT_SCHEMA, MESSAGE_SCHEMA
+from workers.lake.schema import EVENT_SCHEMA, MESSAGE_SCHEMA, NEW_MESSAGE_COLUMNS
 
 log = logging.getLogger(__name__)
 
@@ -217,12 +217,7 @@ def _tables(fresh, *, now, epoch, source):
         "from_state": None,
         "to_state": TBDL,
         "queue": messages["queue"],
-        "attempt": 0,
-        "delivery_count": 0,
-        "candidate": False,
-        "batch_limit": 0,
-        "next_attempt_at": None,
-        "body_version": 1,
+        **NEW_MESSAGE_COLUMNS,
         "actor": source,
         "run_id": None,
         "reason": REASON_INGESTED,

@@ -1,26 +1,17 @@
-"""Ingest's Celery tasks, on the default worker: the inbox's scan and the demo's fill.
+"""Ingest's Celery tasks, on the default worker: the inbox's scan and the demo's fill."""
 
-Their names read "workers.tasks.<name>", as every task's does: the inbox task's is kept from when
-every task lived there (beat's schedule in workers.celery, and tasks already waiting in a broker,
-name it so)."""
-
-from celery import shared_task
-
+from console.celery_task import console_task
 from console.ingest.demo import demo_fill_step
 from console.ingest.services import inbox_scan
 
 
-@shared_task(
-    name="workers.tasks.inbox_scan_task", soft_time_limit=1700, time_limit=1800, ignore_result=True
-)
+@console_task("workers.tasks.inbox_scan_task", soft_time_limit=1700, time_limit=1800)
 def inbox_scan_task():
     """Take the inbox folder's files in. Returns how many files were processed."""
     return len(inbox_scan())
 
 
-@shared_task(
-    name="workers.tasks.demo_fill_task", soft_time_limit=60, time_limit=90, ignore_result=True
-)
+@console_task("workers.tasks.demo_fill_task", soft_time_limit=60, time_limit=90)
 def demo_fill_task():
     """Send the demo's next chunk, then ask for the one after it a few seconds later. Not
     retried: a lost task leaves the fill where it was, and the next `seed_demo` (`make run`)

@@ -40,6 +40,14 @@ def _compaction_under_way(kind):
     return running.exclude(leases.stale(CompactionRun)).exists()
 
 
+def _compaction_due(kind, commits, *, after, force):
+    """A compaction of this kind folds `commits` new commits now: there is one at least, and
+    `force`, or `after` of them at least and none of this kind under way."""
+    if not commits:
+        return False
+    return force or (commits >= after and not _compaction_under_way(kind))
+
+
 # --- Compaction records ---------------------------------------------------------------------------
 
 # Why a compaction that folded was not committed.
@@ -133,16 +141,15 @@ def lake_state_compact_if_due(*, force=False, spark=None):
     if _rewrite_under_way():
         return None
     inputs = lake_state_inputs()
-    if not inputs.event_paths:
-        return None
-    if not force and len(inputs.event_paths) < settings.COMPACT_AFTER_COMMITS:
-        return None
-    if not force and _compaction_under_way(CompactionRun.STATE):
+    commits = len(inputs.event_paths)
+    if not _compaction_due(
+        CompactionRun.STATE, commits, after=settings.COMPACT_AFTER_COMMITS, force=force
+    ):
         return None
     run_id = _compaction_start(
         kind=CompactionRun.STATE,
         covers_upto=inputs.last_event_commit,
-        commits=len(inputs.event_paths),
+        commits=commits,
     )
     with _compaction_failure_recorded(run_id):
         due = lake_due_inputs(upto=inputs.last_event_commit)
@@ -247,14 +254,13 @@ def lake_history_fold(*, force=False, spark=None):
     from workers.lake.history import buckets_for
 
     inputs = lake_history_inputs()
-    if not inputs.events:
-        return None
-    if not force and len(inputs.events) < settings.HISTORY_COMPACT_AFTER_COMMITS:
-        return None
-    if not force and _compaction_under_way(CompactionRun.HISTORY):
+    commits = len(inputs.events)
+    if not _compaction_due(
+        CompactionRun.HISTORY, commits, after=settings.HISTORY_COMPACT_AFTER_COMMITS, force=force
+    ):
         return None
     run_id = _compaction_start(
-        kind=CompactionRun.HISTORY, covers_upto=inputs.events[-1][0], commits=len(inputs.events)
+        kind=CompactionRun.HISTORY, covers_upto=inputs.events[-1][0], commits=commits
     )
     with _compaction_failure_recorded(run_id):
         new_rows = sum(rows for _, _, rows in inputs.events)

@@ -7,9 +7,9 @@ from contextlib import contextmanager
 from datetime import timedelta
 
 from django.conf import settings
-from django.db import transaction
 from django.utils import timezone
 
+from console.advisory_locks import xact_lock
 from console.lake.models import Epoch, LakeCommit, LakeRewrite
 from console.lake.selectors import lake_newest
 from console.lake.signals import events_to_fold
@@ -34,12 +34,7 @@ def lake_commit_lock():
     Commits must become visible in id order: a snapshot covers "every events commit up to N",
     which would silently skip a lower id that committed later. On PostgreSQL an advisory lock
     serializes them; SQLite serializes writers already."""
-    conn = transaction.get_connection()
-    if not conn.in_atomic_block:
-        raise RuntimeError("the lake commit lock is held inside the caller's transaction")
-    if conn.vendor == "postgresql":
-        with conn.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s)", [LAKE_COMMIT_LOCK])
+    xact_lock(LAKE_COMMIT_LOCK, "the lake commit lock")
 
 
 def lake_commit_record(

@@ -2,28 +2,21 @@
 the examples /api/docs/ shows."""
 
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiExample, OpenApiParameter, OpenApiResponse, extend_schema
+from drf_spectacular.utils import OpenApiParameter, extend_schema
 
-from console.api import ERRORS, NOT_FOUND, answer, refused, sent
+from console.api import ERRORS, NOT_FOUND, answer, invalid, refused, sent
 from console.lakequery import selectors
 from console.lakequery import serializers as s
 
 TAGS = ["lake queries"]
 
-BAD_INPUT = OpenApiResponse(
+NO_CRITERION = "give at least one criterion: a lake query never lists everything"
+BAD_INPUT = invalid(
     s.BadInputSerializer,
-    description="The input is not valid.",
-    examples=[
-        OpenApiExample(
-            "No criterion",
-            value={
-                "detail": "give at least one criterion: a lake query never lists everything",
-                "errors": {
-                    "criteria": ["give at least one criterion: a lake query never lists everything"]
-                },
-            },
-        )
-    ],
+    "The input is not valid.",
+    NO_CRITERION,
+    {"criteria": [NO_CRITERION]},
+    name="No criterion",
 )
 NOT_DONE = refused(
     "The query is not done: it has no result yet.", "lake query 12 is running: it has no result yet"

@@ -1,16 +1,10 @@
-"""The lake queries' Celery tasks: thin, each calls console.lakequery.execution.
+"""The lake queries' Celery tasks: thin, each calls console.lakequery.execution."""
 
-Task names are kept from when every task lived in workers.tasks: the routes and beat's schedule
-(workers.celery) and tasks already waiting in a broker name them so."""
-
-from celery import shared_task
-
+from console.celery_task import console_task
 from console.lakequery.execution import lake_queries_sweep, lake_query_run
 
 
-@shared_task(
-    name="workers.tasks.lake_query_task", soft_time_limit=3300, time_limit=3600, ignore_result=True
-)
+@console_task("workers.tasks.lake_query_task", soft_time_limit=3300, time_limit=3600)
 def lake_query_task(query_id):
     """Run one lake query on the spark worker. Idempotent: a duplicate task finds the query
     taken or finished and does nothing; a lost one is handed over again by the sweeper. A failed
@@ -23,12 +17,7 @@ def lake_query_task(query_id):
     return query.status if query else None
 
 
-@shared_task(
-    name="workers.tasks.lake_queries_sweep_task",
-    soft_time_limit=240,
-    time_limit=300,
-    ignore_result=True,
-)
+@console_task("workers.tasks.lake_queries_sweep_task", soft_time_limit=240, time_limit=300)
 def lake_queries_sweep_task():
     """Hand lake queries that wait too long or whose worker died to the spark worker again.
     Returns how many were handed over."""

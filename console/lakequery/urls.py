@@ -1,11 +1,22 @@
-from django.urls import path
+from django.urls import include, path
 
 from console.lakequery import apis, views
 
+# Under lake-queries/.
+lake_query_urls = [
+    path("", views.lake_query_list, name="lake-query-list"),
+    path("<int:query_id>/", views.lake_query_detail, name="lake-query-detail"),
+    path("<int:query_id>/cancel", views.lake_query_cancel, name="lake-query-cancel"),
+]
+
 urlpatterns = [
-    path("lake-queries/", views.lake_query_list, name="lake-query-list"),
-    path("lake-queries/<int:query_id>/", views.lake_query_detail, name="lake-query-detail"),
-    path("lake-queries/<int:query_id>/cancel", views.lake_query_cancel, name="lake-query-cancel"),
+    path("lake-queries/", include(lake_query_urls)),
+]
+
+# Under /api/v1/lake-queries/<str:query_id>/.
+api_lake_query_urls = [
+    path("results", apis.LakeQueryResultsApi.as_view(), name="api-lake-query-results"),
+    path("cancel", apis.LakeQueryCancelApi.as_view(), name="api-lake-query-cancel"),
 ]
 
 # Under /api/v1/ (console/urls.py). Ids as text: the API answers a bad one with its own JSON 404,
@@ -17,14 +28,5 @@ api_urlpatterns = [
         apis.LakeQueryDetailApi.as_view(),
         name="api-lake-query-detail",
     ),
-    path(
-        "lake-queries/<str:query_id>/results",
-        apis.LakeQueryResultsApi.as_view(),
-        name="api-lake-query-results",
-    ),
-    path(
-        "lake-queries/<str:query_id>/cancel",
-        apis.LakeQueryCancelApi.as_view(),
-        name="api-lake-query-cancel",
-    ),
+    path("lake-queries/<str:query_id>/", include(api_lake_query_urls)),
 ]

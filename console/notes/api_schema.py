@@ -47,57 +47,56 @@ def _taken(**investigation):
     return {**_TAKEN, "investigation": {**_TAKEN["investigation"], **investigation}}
 
 
-note_list = extend_schema(
-    operation_id="notes_list",
-    description="The notes on a message or a failure group, newest first. Notes are a "
-    "record: none is edited or deleted.",
-    tags=TAGS,
-    parameters=[KIND, TARGET],
-    responses={
+def _on_target(answers, **more):
+    """An operation on one message's or failure group's notes or investigation: it may answer
+    `answers`, 404 for an unknown target, and the errors every operation may."""
+    return extend_schema(
+        tags=TAGS,
+        parameters=[KIND, TARGET],
+        responses={**answers, 404: NOT_FOUND, **ERRORS},
+        **more,
+    )
+
+
+note_list = _on_target(
+    {
         200: answer(
             inline_serializer("NoteList", {"results": s.NoteSerializer(many=True)}),
             {"results": [_NOTE]},
-        ),
-        404: NOT_FOUND,
-        **ERRORS,
+        )
     },
+    operation_id="notes_list",
+    description="The notes on a message or a failure group, newest first. Notes are a "
+    "record: none is edited or deleted.",
 )
 
-note_create = extend_schema(
+note_create = _on_target(
+    {201: answer(s.NoteSerializer, _NOTE), 400: BAD_REQUEST},
     operation_id="notes_create",
     description="Add a note to a message or a failure group (the permission to write "
     "notes: operators and approvers). It is in the audit trail.",
-    tags=TAGS,
-    parameters=[KIND, TARGET],
     request=s.NoteAddSerializer,
     examples=[sent({"text": _NOTE["text"]})],
-    responses={201: answer(s.NoteSerializer, _NOTE), 400: BAD_REQUEST, 404: NOT_FOUND, **ERRORS},
 )
 
-investigation = extend_schema(
+investigation = _on_target(
+    {200: answer(s.InvestigationStateSerializer, _TAKEN)},
     operation_id="investigations_retrieve",
-    tags=TAGS,
-    parameters=[KIND, TARGET],
-    responses={200: answer(s.InvestigationStateSerializer, _TAKEN), 404: NOT_FOUND, **ERRORS},
 )
 
 
 def _change(operation_id, summary, description, request, example, answered):
     """A change of an investigation: it answers who is investigating the target now."""
-    return extend_schema(
-        operation_id=operation_id,
-        tags=TAGS,
-        summary=summary,
-        description=description,
-        parameters=[KIND, TARGET],
-        request=request,
-        examples=[sent(example)] if example else None,
-        responses={
+    return _on_target(
+        {
             200: answer(s.InvestigationStateSerializer, answered, "Who is investigating it now."),
             400: BAD_REQUEST,
-            404: NOT_FOUND,
-            **ERRORS,
         },
+        operation_id=operation_id,
+        summary=summary,
+        description=description,
+        request=request,
+        examples=[sent(example)] if example else None,
     )
 
 

@@ -1,47 +1,49 @@
-from django.urls import path
+from django.urls import include, path
 
 from console.notes import apis, views
+
+# Under investigations/.
+investigation_urls = [
+    path("take", views.investigation_take_view, name="investigation-take"),
+    path("hand-over", views.investigation_hand_over_view, name="investigation-hand-over"),
+    path("release", views.investigation_release_view, name="investigation-release"),
+    path("ticket", views.investigation_ticket_view, name="investigation-ticket"),
+]
 
 # The panel's forms post the target's kind and id as fields (ids hold any text, "/" included).
 urlpatterns = [
     path("notes/add", views.note_add_view, name="note-add"),
-    path("investigations/take", views.investigation_take_view, name="investigation-take"),
-    path(
-        "investigations/hand-over",
-        views.investigation_hand_over_view,
-        name="investigation-hand-over",
-    ),
-    path("investigations/release", views.investigation_release_view, name="investigation-release"),
-    path("investigations/ticket", views.investigation_ticket_view, name="investigation-ticket"),
+    path("investigations/", include(investigation_urls)),
 ]
 
-# Under /api/v1/ (console/urls.py). The actions before the kind: "take/messages/x" is never a
+# Under /api/v1/investigations/. The actions before the kind: "take/messages/x" is never a
 # message's id.
-api_urlpatterns = [
-    path("notes/<str:kind>/<path:target_id>", apis.NoteListApi.as_view(), name="api-notes"),
+api_investigation_urls = [
     path(
-        "investigations/take/<str:kind>/<path:target_id>",
+        "take/<str:kind>/<path:target_id>",
         apis.InvestigationTakeApi.as_view(),
         name="api-investigation-take",
     ),
     path(
-        "investigations/hand-over/<str:kind>/<path:target_id>",
+        "hand-over/<str:kind>/<path:target_id>",
         apis.InvestigationHandOverApi.as_view(),
         name="api-investigation-hand-over",
     ),
     path(
-        "investigations/release/<str:kind>/<path:target_id>",
+        "release/<str:kind>/<path:target_id>",
         apis.InvestigationReleaseApi.as_view(),
         name="api-investigation-release",
     ),
     path(
-        "investigations/ticket/<str:kind>/<path:target_id>",
+        "ticket/<str:kind>/<path:target_id>",
         apis.InvestigationTicketApi.as_view(),
         name="api-investigation-ticket",
     ),
-    path(
-        "investigations/<str:kind>/<path:target_id>",
-        apis.InvestigationApi.as_view(),
-        name="api-investigation",
-    ),
+    path("<str:kind>/<path:target_id>", apis.InvestigationApi.as_view(), name="api-investigation"),
+]
+
+# Under /api/v1/ (console/urls.py).
+api_urlpatterns = [
+    path("notes/<str:kind>/<path:target_id>", apis.NoteListApi.as_view(), name="api-notes"),
+    path("investigations/", include(api_investigation_urls)),
 ]

@@ -51,14 +51,6 @@ def _carry_out(request, kind, target_id, change, done):
     return _back(kind, target_id)
 
 
-def _carry_out_form(request, kind, target_id, form, not_done, change, done):
-    """_carry_out `change(form's data)` if the form is valid; else say `not_done` and why."""
-    if not form.is_valid():
-        messages.error(request, f"{not_done}: {_errors(form)}")
-        return _back(kind, target_id)
-    return _carry_out(request, kind, target_id, lambda: change(form.cleaned_data), done)
-
-
 def _panel_form(*perms):
     """A form of the panel, posted by someone signed in who holds `perms`: the view is called
     with the target's kind and id."""
@@ -76,34 +68,45 @@ def _panel_form(*perms):
     return decorate
 
 
-@_panel_form(VIEW_NOTES, WRITE_NOTES)
-def note_add_view(request, kind, target_id):
-    return _carry_out_form(
-        request,
-        kind,
-        target_id,
-        NoteForm(request.POST),
-        "The note is not added",
-        lambda data: services.note_add(
-            actor=request.user, kind=kind, target_id=target_id, text=data["text"]
-        ),
-        "Your note is added.",
-    )
+def _form_view(perm, form_class, change, not_done, done):
+    """A panel form posting `form_class`, by someone who also holds `perm`: `change` (a service)
+    is called with the form's data as its keywords; `not_done` says a bad form, `done` success."""
+
+    @_panel_form(VIEW_NOTES, perm)
+    def posted(request, kind, target_id):
+        form = form_class(request.POST)
+        if not form.is_valid():
+            messages.error(request, f"{not_done}: {_errors(form)}")
+            return _back(kind, target_id)
+        data = form.cleaned_data
+        return _carry_out(
+            request,
+            kind,
+            target_id,
+            lambda: change(actor=request.user, kind=kind, target_id=target_id, **data),
+            done,
+        )
+
+    return posted
 
 
-@_panel_form(VIEW_NOTES, INVESTIGATE)
-def investigation_take_view(request, kind, target_id):
-    return _carry_out_form(
-        request,
-        kind,
-        target_id,
-        TicketForm(request.POST),
-        "Not taken",
-        lambda data: services.investigation_take(
-            actor=request.user, kind=kind, target_id=target_id, ticket_url=data["ticket_url"]
-        ),
-        "It is under investigation by you now.",
-    )
+note_add_view = _form_view(
+    WRITE_NOTES, NoteForm, services.note_add, "The note is not added", "Your note is added."
+)
+investigation_take_view = _form_view(
+    INVESTIGATE,
+    TicketForm,
+    services.investigation_take,
+    "Not taken",
+    "It is under investigation by you now.",
+)
+investigation_ticket_view = _form_view(
+    INVESTIGATE,
+    TicketForm,
+    services.investigation_ticket_set,
+    "The ticket link is not changed",
+    "The ticket link is saved.",
+)
 
 
 @_panel_form(VIEW_NOTES, INVESTIGATE)
@@ -128,19 +131,4 @@ def investigation_release_view(request, kind, target_id):
         target_id,
         lambda: services.investigation_release(actor=request.user, kind=kind, target_id=target_id),
         "Released: nobody is investigating it now.",
-    )
-
-
-@_panel_form(VIEW_NOTES, INVESTIGATE)
-def investigation_ticket_view(request, kind, target_id):
-    return _carry_out_form(
-        request,
-        kind,
-        target_id,
-        TicketForm(request.POST),
-        "The ticket link is not changed",
-        lambda data: services.investigation_ticket_set(
-            actor=request.user, kind=kind, target_id=target_id, ticket_url=data["ticket_url"]
-        ),
-        "The ticket link is saved.",
     )

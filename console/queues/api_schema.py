@@ -1,11 +1,27 @@
-"""The schema of a queue's switches in /api/v1/ (console.queues.apis): their examples, and the
-drf-spectacular decorations the views wear."""
+"""The schema of /api/v1/queues and of a queue's switches (console.queues.apis): their examples,
+and the drf-spectacular decorations the views wear."""
 
 from drf_spectacular.utils import extend_schema, inline_serializer
 from rest_framework import serializers
 
 from console.api import BAD_FILTERS, ERRORS, NOT_FOUND, answer, path_parameter, sent
-from console.queues.serializers import QueuePauseSerializer
+from console.queues.serializers import QueueOverviewSerializer, QueuePauseSerializer
+
+# A queue's policy in the examples: the demo's orders queue.
+_POLICY = {
+    "handler": "workers.demo.handlers.orders",
+    "max_failed_deliveries": 5,
+    "exception_destination": "quarantine",
+    "blocked_retry_timeout": 60,
+    "backoff_every": 1,
+    "backoff_delays": [60, 300, 900, 1800],
+    "periodic_interval": 900,
+    "on_permanent": "quarantine",
+    "poison_match": "id_or_body",
+    "disable_after": 0,
+    "retention_days": 30,
+    "handler_options": {},
+}
 
 _NAME = path_parameter("name", "The queue's name.", "orders")
 
@@ -21,6 +37,32 @@ def _switched(name, unchanged):
             "changed": serializers.BooleanField(help_text=unchanged),
         },
     )
+
+
+queue_list = extend_schema(
+    operation_id="queues_list",
+    responses={
+        200: answer(
+            inline_serializer("QueueOverviewList", {"results": QueueOverviewSerializer(many=True)}),
+            {
+                "results": [
+                    {
+                        "name": "orders",
+                        "exists": True,
+                        "enabled": False,
+                        "disabled_at": "2026-11-27T07:03:40.957512Z",
+                        "disabled_reason": "5 failed attempts in a row",
+                        "policy": _POLICY,
+                        "counts": {"TBDL": 21, "WAIT": 1, "DLVD": 18, "NDLV": 1},
+                        "total": 41,
+                        "stats_at": "2026-11-27T06:56:57.296661Z",
+                    }
+                ]
+            },
+        ),
+        **ERRORS,
+    },
+)
 
 
 queue_enable = extend_schema(

@@ -1,15 +1,15 @@
-"""/api/v1/queues/<name>/enable and /pause: an administrator switches a queue's delivery on or
-off. The queues' list, with their counts from the read models, is console.browse.apis'."""
+"""/api/v1/queues: every queue with its policy, status and messages by state; and
+/api/v1/queues/<name>/enable and /pause: an administrator switches a queue's delivery on or off."""
 
 from django.http import Http404
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.api import bad_filters, path_key
-from console.permissions import CHANGE_QUEUE, has_perms
-from console.queues import api_schema
+from console.permissions import CHANGE_QUEUE, VIEW_QUEUES, VIEW_STATS, has_perms
+from console.queues import api_schema, selectors
 from console.queues.models import Queue
-from console.queues.serializers import QueuePauseSerializer
+from console.queues.serializers import QueueOverviewSerializer, QueuePauseSerializer
 from console.queues.services import queue_pause, queue_reenable
 
 
@@ -18,6 +18,18 @@ def _queue_or_404(name):
     if queue is None:
         raise Http404("no such queue")
     return queue
+
+
+class QueueListApi(APIView):
+    """Every queue, and every queue name the statistics still hold (`exists` false: it was
+    deleted): enabled or not (and why not), its delivery policy, and its messages by state."""
+
+    permission_classes = [has_perms(VIEW_QUEUES, VIEW_STATS)]
+
+    @api_schema.queue_list
+    def get(self, request):
+        overview = selectors.queue_overview()
+        return Response({"results": QueueOverviewSerializer(overview, many=True).data})
 
 
 class QueueEnableApi(APIView):

@@ -1,17 +1,86 @@
-"""Reads of queues' broker sources: what their consumers are doing, for the queues page and the
-stats API."""
+"""Reads for the queues page and its API: each queue with its policy, status and messages by state,
+how its policy and status came to be (its audit entries), and its broker sources (what their
+consumers are doing, for the stats API too)."""
 
 from dataclasses import dataclass
 from datetime import datetime
 
 from django.utils import timezone
 
-from console.queues.models import BrokerSource
+from console.audit.models import AuditEntry
+from console.queues import counts
+from console.queues.models import POLICY_FIELDS, BrokerSource, Queue
+from console.queues.policy_words import policy_sentences, relapse, relapse_words
 from console.queues.sources import HEARTBEAT_STALE
 from workers.brokers.base import SourceConfig
 from workers.brokers.registry import KIND_TITLES, connector_loaded
 
 NOT_RUNNING = "not running"
+
+
+@dataclass
+class QueueOverview:
+    name: str
+    queue: Queue | None  # None: messages in the index for a queue that no longer exists
+    counts: list  # [(state, n)]
+    total: int
+    stats_at: datetime | None
+
+    @property
+    def policy(self):
+        if self.queue is None:
+            return []
+        return [(name, getattr(self.queue, name)) for name in POLICY_FIELDS]
+
+    @property
+    def policy_words(self):
+        """The policy as the queues page says it: [(topic, sentence)] (policy_words)."""
+        return [] if self.queue is None else policy_sentences(self.queue)
+
+
+def queue_overview():
+    """Every queue with its policy, status and message counts per state (console.queues.counts:
+    the read models')."""
+    counted = counts.per_queue()
+    queues = {q.name: q for q in Queue.objects.all()}
+    result = []
+    for name in sorted(set(queues) | set(counted)):
+        by_state, stats_at = counted.get(name, ([], None))
+        result.append(
+            QueueOverview(
+                name=name,
+                queue=queues.get(name),
+                counts=by_state,
+                total=sum(n for _, n in by_state),
+                stats_at=stats_at,
+            )
+        )
+    return result
+
+
+HISTORY_SHOWN = 5
+
+
+def queue_history(*, names, per_queue=HISTORY_SHOWN):
+    """{queue name: its latest audit entries (created, changed, disabled, paused, enabled), newest
+    first}: how each queue's policy and status came to be what the page shows."""
+    history = {name: [] for name in names}
+    entries = AuditEntry.objects.filter(target_type="queue", target_id__in=names).order_by("-seq")
+    for entry in entries.only("seq", "at", "actor", "action", "target_id", "details")[:2000]:
+        shown = history[entry.target_id]
+        if len(shown) < per_queue:
+            shown.append(entry)
+    return history
+
+
+def queue_relapse(*, history, queue):
+    """R11: how `queue` (a Queue) disabled itself again right after someone enabled it, as a
+    sentence, from its audit entries (`history`, newest first, as queue_history gives them);
+    "" while it is enabled or was disabled otherwise."""
+    if queue is None or queue.enabled:
+        return ""
+    found = relapse(history)
+    return relapse_words(found) if found else ""
 
 
 @dataclass(frozen=True)

@@ -185,38 +185,38 @@ def _spark(spark):
     return spark_from_settings()
 
 
-def _preview(purge, worker, spark, written):
+def _begin(purge, written, *, dry_run):
+    """Reads what the purge works on and gives its ids a new directory (a preview's or a
+    purge's alike): the inputs, that directory, and the Spark job's parameters."""
     store = lake()
     inputs = _read()
     ids_dir = store.new_dir("purges", f"purge{purge.id}-ids")
     written.append(ids_dir)
-    J.run_purge(_spark(spark), _params(purge, inputs, ids_dir, dry_run=True))
-    summary = J.ids_summary(store.path(ids_dir))
-    _finish(
-        purge,
-        worker,
-        status=PurgeRun.DONE,
-        summary=summary,
-        ids_path=ids_dir,
-        events_upto=inputs.state.last_event_commit,
-        messages_upto=inputs.messages[-1][0] if inputs.messages else None,
-    )
+    return inputs, ids_dir, _params(purge, inputs, ids_dir, dry_run=dry_run)
+
+
+def _upto(inputs):
+    """The last event and message commits the purge read: what its summary covers."""
+    return {
+        "events_upto": inputs.state.last_event_commit,
+        "messages_upto": inputs.messages[-1][0] if inputs.messages else None,
+    }
+
+
+def _preview(purge, worker, spark, written):
+    inputs, ids_dir, params = _begin(purge, written, dry_run=True)
+    J.run_purge(_spark(spark), params)
+    summary = J.ids_summary(params.ids_path)
+    _finish(purge, worker, status=PurgeRun.DONE, summary=summary, ids_path=ids_dir, **_upto(inputs))
 
 
 def _purge(purge, worker, spark, written, refresh_lock):
-    store = lake()
-    inputs = _read()
-    ids_dir = store.new_dir("purges", f"purge{purge.id}-ids")
-    written.append(ids_dir)
-    params = _params(purge, inputs, ids_dir, dry_run=False)
+    inputs, ids_dir, params = _begin(purge, written, dry_run=False)
     clock = {"start": time.perf_counter()}
     result = J.run_purge(_spark(spark), params)
     clock["spark"] = time.perf_counter()
     summary = J.ids_summary(params.ids_path)
-    upto = {
-        "events_upto": inputs.state.last_event_commit,
-        "messages_upto": inputs.messages[-1][0] if inputs.messages else None,
-    }
+    upto = _upto(inputs)
     if summary.count == 0:
         _finish(purge, worker, status=PurgeRun.DONE, summary=summary, ids_path=ids_dir, **upto)
         return

@@ -1,12 +1,8 @@
-"""The retention's Celery tasks: thin, each calls console.retention.execution.
-
-Their names follow the others' (workers.tasks.<name>): the routes and beat's schedule
-(workers.celery) name them so."""
+"""The retention's Celery tasks: thin, each calls console.retention.execution."""
 
 import logging
 
-from celery import shared_task
-
+from console.celery_task import console_task
 from console.retention.execution import (
     TIME_LIMIT_SECONDS,
     purge_execute,
@@ -18,11 +14,10 @@ from console.retention.services import PurgeBusy
 log = logging.getLogger(__name__)
 
 
-@shared_task(
-    name="workers.tasks.purge_task",
+@console_task(
+    "workers.tasks.purge_task",
     soft_time_limit=TIME_LIMIT_SECONDS - 300,
     time_limit=TIME_LIMIT_SECONDS,
-    ignore_result=True,
 )
 def purge_task(purge_id=None):
     """On the spark worker: the scheduler's daily purge (no id: a new one, run by "system"), or
@@ -41,9 +36,7 @@ def purge_task(purge_id=None):
     return purge.status if purge else None
 
 
-@shared_task(
-    name="workers.tasks.purges_sweep_task", soft_time_limit=240, time_limit=300, ignore_result=True
-)
+@console_task("workers.tasks.purges_sweep_task", soft_time_limit=240, time_limit=300)
 def purges_sweep_task():
     """Hand purges that wait too long or whose worker died to the spark worker again, and delete
     the lake directories purges swapped out once their grace period is over. Returns how many

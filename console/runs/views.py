@@ -7,10 +7,9 @@ nothing here marks anything safe."""
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
-from django.http import QueryDict
-from django.shortcuts import render
 from django.views.decorators.http import require_GET
 
+from console.list_pages import filtered_list
 from console.permissions import VIEW_RUNS, perms_required
 from console.runs import selectors
 from console.runs.forms import RunFilterForm
@@ -20,14 +19,13 @@ from console.runs.forms import RunFilterForm
 @login_required
 @perms_required(VIEW_RUNS)
 def run_list(request):
-    form = RunFilterForm(request.GET)
-    if not form.is_valid():
-        return render(request, "runs/run_list.html", {"form": form}, status=400)
-    data = form.cleaned_data
-    page = selectors.runs_page(kind=data["kind"], state=data["state"], before=data["before"])
-    query = QueryDict(mutable=True)
-    for name in ("kind", "state"):
-        if data[name]:
-            query[name] = data[name]
-    ctx = {"form": form, "page": page, "query": query, "lease_seconds": settings.LEASE_SECONDS}
-    return render(request, "runs/run_list.html", ctx)
+    return filtered_list(
+        request,
+        RunFilterForm,
+        "runs/run_list.html",
+        lambda data: selectors.runs_page(
+            kind=data["kind"], state=data["state"], before=data["before"]
+        ),
+        kept=("kind", "state"),
+        lease_seconds=settings.LEASE_SECONDS,
+    )

@@ -24,7 +24,7 @@ from console.access.models import ProviderRole, RoleGrant
 from console.access.receivers import confirmed_grant
 from console.access.rights import rights_added
 from console.access.service_accounts import holds_service_role
-from console.access.services import grant_details
+from console.access.services import grant_audit_record
 from console.audit.services import audit_record
 from console.sso.mapping import roles_for
 from console.sso.models import ProviderAccount
@@ -136,12 +136,11 @@ def _grant_withdraw(grant, provider, now, why):
     if RoleGrant.objects.filter(id=grant.id, status=RoleGrant.PENDING).update(
         status=RoleGrant.WITHDRAWN, decided_at=now
     ):
-        audit_record(
+        grant_audit_record(
             actor=provider_actor(provider),
             action="role_grant.withdrawn",
-            target_type="role_grant",
-            target_id=grant.id,
-            details=grant_details(grant, why),
+            grant=grant,
+            comment=why,
         )
 
 
@@ -160,12 +159,11 @@ def _grant_ask(user, role, provider, because, now):
         comment=f"member of {', '.join(because)} at {PROVIDER_NAMES[provider]}",
         expires_at=now + timedelta(days=settings.ROLE_GRANT_EXPIRY_DAYS),
     )
-    audit_record(
+    grant_audit_record(
         actor=provider_actor(provider),
         action="role_grant.requested",
-        target_type="role_grant",
-        target_id=grant.id,
-        details=grant_details(grant, grant.comment),
+        grant=grant,
+        comment=grant.comment,
     )
     return True
 

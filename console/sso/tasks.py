@@ -1,9 +1,9 @@
 """The directory's periodic check (LDAP_CHECK_MINUTES), on the default worker."""
 
-from celery import shared_task
+from console.celery_task import console_task
 
 
-@shared_task(name="workers.tasks.directory_accounts_check_task", ignore_result=True)
+@console_task("workers.tasks.directory_accounts_check_task")
 def directory_accounts_check_task():
     """Deactivate the accounts whose directory entry is gone (console.sso.directory)."""
     from django.conf import settings

@@ -374,3 +374,38 @@ document.addEventListener("submit", function (event) {
 
   window.Antidote = Object.assign(window.Antidote || {}, {showText: showText});
 }());
+
+// What the scripts that follow one part of a page share (lake_query.js, live_stats.js,
+// request_progress.js): they start only on a page that has their part, and write values (a
+// progress bar's too) as text.
+(function () {
+  function onPart(id, start) {
+    var part = document.getElementById(id);
+    if (part) {
+      start(part);
+    }
+  }
+
+  function text(id, value) {
+    var node = document.getElementById(id);
+    if (node) {
+      node.textContent = value === null || value === undefined ? "" : String(value);
+    }
+  }
+
+  // A <progress> (`barId`) and the words beside it (`textId`), both at `percent`.
+  function progress(barId, textId, percent) {
+    var bar = document.getElementById(barId);
+    if (bar) {
+      bar.value = percent;
+      bar.textContent = percent + "%";
+    }
+    text(textId, percent + "%");
+  }
+
+  window.Antidote = Object.assign(window.Antidote || {}, {
+    onPart: onPart,
+    text: text,
+    progress: progress
+  });
+}());

@@ -2,30 +2,16 @@
 // two seconds and show its progress; once it has finished, load the page again for its result.
 // A file, not inline: the CSP forbids inline script. Values are written as text, never as HTML.
 "use strict";
-(function () {
-  var section = document.getElementById("lake-query-status");
-  if (!section) {
-    return;
-  }
+window.Antidote.onPart("lake-query-status", function (section) {
   var url = section.getAttribute("data-status-url");
   var status = section.getAttribute("data-status");
   var WAITING = { queued: true, running: true };
   var INTERVAL_MS = 2000;
 
-  function text(id, value) {
-    var node = document.getElementById(id);
-    if (node) {
-      node.textContent = value === null || value === undefined ? "" : String(value);
-    }
-  }
+  var text = window.Antidote.text;
 
   function show(query) {
-    var bar = document.getElementById("lq-progress");
-    if (bar) {
-      bar.value = query.progress;
-      bar.textContent = query.progress + "%";
-    }
-    text("lq-progress-text", query.progress + "%");
+    window.Antidote.progress("lq-progress", "lq-progress-text", query.progress);
     text("lq-status", query.status);
     var pill = document.getElementById("lq-status");
     if (pill) {
@@ -66,4 +52,4 @@
   if (WAITING[status]) {
     window.setTimeout(poll, INTERVAL_MS);
   }
-})();
+});

@@ -4,11 +4,7 @@
 // queue or disabled queue needs rows the page does not have: then the page reloads. Loaded as a file (the CSP forbids inline script);
 // values are set as text, never as HTML.
 "use strict";
-(function () {
-  var box = document.getElementById("live-stats");
-  if (!box) {
-    return;
-  }
+window.Antidote.onPart("live-stats", function (box) {
   var url = box.getAttribute("data-url");
   var every = (Number(box.getAttribute("data-poll-seconds")) || 10) * 1000;
   var warning = document.getElementById("stats-stale");
@@ -137,4 +133,4 @@
   }
 
   window.setTimeout(poll, next());
-}());
+});

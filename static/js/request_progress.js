@@ -4,11 +4,7 @@
 // data-* attributes of #execution. Values are set as DOM properties (textContent, value), never
 // as HTML.
 "use strict";
-(function () {
-  var box = document.getElementById("execution");
-  if (!box) {
-    return;
-  }
+window.Antidote.onPart("execution", function (box) {
   var url = box.getAttribute("data-poll-url");
   var active = (box.getAttribute("data-active-statuses") || "").split(" ");
   var status = box.getAttribute("data-status");
@@ -17,12 +13,7 @@
     return;
   }
 
-  function text(id, value) {
-    var element = document.getElementById(id);
-    if (element) {
-      element.textContent = value === null || value === undefined ? "" : String(value);
-    }
-  }
+  var text = window.Antidote.text;
 
   // The API's moments are in UTC ("…Z"): said as the page's own are, with their zone named.
   function when(value) {
@@ -59,12 +50,7 @@
 
   function show(data) {
     var p = data.progress;
-    var bar = document.getElementById("progress-bar");
-    if (bar) {
-      bar.value = p.percent;
-      bar.textContent = p.percent + "%";
-    }
-    text("progress-percent", p.percent + "%");
+    window.Antidote.progress("progress-bar", "progress-percent", p.percent);
     text("progress-done", p.done);
     text("progress-skipped", p.skipped);
     text("progress-failed", p.failed);
@@ -110,4 +96,4 @@
   }
 
   window.setTimeout(poll, every);
-})();
+});

@@ -38,10 +38,39 @@ def _actions(action):
     return list(AuditEntry.objects.filter(action=action).order_by("seq"))
 
 
-def test_failures_short_of_the_limit_leave_the_login_page_as_it_was(personas, limit):
-    _fail("viewer", limit - 1)
+# (name, address, failures) each, then who logs in with the right password, and from where; the
+# limit is 3.
+@pytest.mark.parametrize(
+    ("failures", "user", "ip"),
+    [
+        pytest.param(
+            [("viewer", ATTACKER, 2)],
+            "viewer",
+            ATTACKER,
+            id="failures_short_of_the_limit_leave_the_login_page_as_it_was",
+        ),
+        pytest.param(
+            [("viewer", f"192.0.2.{n}", 2) for n in (1, 2, 3)],
+            "viewer",
+            ELSEWHERE,
+            id="failures_on_a_name_from_different_addresses_do_not_add_up",
+        ),
+        # Under the old lockout by address, these locked everyone behind it out for 30 minutes.
+        pytest.param(
+            [(name, ATTACKER, 1) for name in ("alice", "bob", "carol", "dave", "erin", "frank")],
+            "admin",
+            ATTACKER,
+            id="six_failures_on_six_made_up_names_leave_the_admin_able_to_log_in_from_there",
+        ),
+    ],
+)
+def test_failures_that_do_not_add_up_to_a_lockout_leave_the_login_open(
+    personas, limit, failures, user, ip
+):
+    for name, address, times in failures:
+        _fail(name, times, ip=address)
 
-    client, response = _login("viewer", "pw-viewer-1234")
+    client, response = _login(user, f"pw-{user}-1234", ip=ip)
 
     assert response.status_code == 302
     assert signed_in(client)
@@ -86,33 +115,26 @@ def test_five_failures_on_operator_lock_operator_out_from_that_address_only(pers
     assert signed_in(colleague)
 
 
-def test_six_failures_on_six_made_up_names_leave_the_admin_able_to_log_in_from_there(personas):
-    # Under the old lockout by address, these locked everyone behind it out for 30 minutes.
-    for name in ("alice", "bob", "carol", "dave", "erin", "frank"):
-        _fail(name, 1)
+@pytest.mark.parametrize(
+    ("user", "how"),
+    [
+        pytest.param(
+            "viewer",
+            {"HTTP_X_FORWARDED_FOR": "10.9.9.9"},
+            id="a_client_cannot_slip_out_of_its_lockout_by_writing_x_forwarded_for",
+        ),
+        pytest.param(
+            "admin", {"url": "/admin/login/"}, id="the_django_admin_login_is_locked_out_too"
+        ),
+    ],
+)
+def test_a_locked_out_name_stays_locked_out_whatever_the_login_says(personas, limit, user, how):
+    _fail(user, limit)
 
-    client, response = _login("admin", "pw-admin-1234")
-
-    assert response.status_code == 302
-    assert signed_in(client)
-
-
-def test_failures_on_a_name_from_different_addresses_do_not_add_up(personas, limit):
-    for n in range(limit):
-        _fail("viewer", limit - 1, ip=f"192.0.2.{n + 1}")
-
-    client, response = _login("viewer", "pw-viewer-1234", ip=ELSEWHERE)
-
-    assert response.status_code == 302
-    assert signed_in(client)
-
-
-def test_a_client_cannot_slip_out_of_its_lockout_by_writing_x_forwarded_for(personas, limit):
-    _fail("viewer", limit)
-
-    _, response = _login("viewer", "pw-viewer-1234", HTTP_X_FORWARDED_FOR="10.9.9.9")
+    client, response = _login(user, f"pw-{user}-1234", **how)
 
     assert response.status_code == 429
+    assert not signed_in(client)
 
 
 def test_behind_a_trusted_proxy_the_address_is_the_one_it_forwarded(personas, limit, settings):
@@ -127,15 +149,6 @@ def test_behind_a_trusted_proxy_the_address_is_the_one_it_forwarded(personas, li
     assert refused.status_code == 429
     assert allowed.status_code == 302
     assert signed_in(client)
-
-
-def test_the_django_admin_login_is_locked_out_too(personas, limit):
-    _fail("admin", limit)
-
-    client, response = _login("admin", "pw-admin-1234", url="/admin/login/")
-
-    assert response.status_code == 429
-    assert not signed_in(client)
 
 
 def test_the_lockout_page_shows_a_user_name_as_text(personas, limit):

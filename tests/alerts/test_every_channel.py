@@ -19,10 +19,11 @@ from console.audit.tasks import audit_verify_task
 from console.decisions.break_glass import break_glass_execute
 from console.decisions.services import action_request_approve, action_request_reject
 from console.decisions.sweeper import break_glass_overdue_sweep
-from console.queues.models import BrokerSource, Queue
+from console.queues.models import Queue
 from console.queues.services import queue_reenable
 from console.queues.sources import source_state_set
 from console.readmodels.models import QuarantineInflow
+from tests.broker_sources import orders_dlq
 from tests.decisions.conftest import Requests
 
 pytestmark = pytest.mark.django_db
@@ -36,13 +37,7 @@ def inflow_over(personas):
 
 
 def source_down(personas):
-    BrokerSource.objects.create(
-        name="orders-dlq",
-        kind="rabbitmq",
-        url_env="AMQP_URL",
-        broker_queue="dlq",
-        queue=Queue.objects.get(name="orders"),
-    )
+    orders_dlq("AMQP_URL", "dlq")
     source_state_set(name="orders-dlq", state="down", error="connection refused")
 
 

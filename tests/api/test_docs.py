@@ -10,7 +10,7 @@ from django.test import Client
 
 from console.queues.models import Queue
 from tests.browse.conftest import Index
-from tests.browser.conftest import Tab, chromium_launched
+from tests.browser.conftest import chromium_launched, tab_opened
 
 URL = "/api/docs/"
 
@@ -103,10 +103,8 @@ def browser():
 
 @pytest.fixture
 def tab(browser, live_server):
-    context = browser.new_context()
-    tab = Tab(context.new_page(), live_server.url)
-    yield tab
-    context.close()
+    with tab_opened(browser, live_server.url) as tab:
+        yield tab
 
 
 @pytest.mark.slow

@@ -20,6 +20,7 @@ from console.audit.services import (
     entry_hash,
     legacy_entry_hash,
 )
+from tests.audit.trail import HASHED
 
 pytestmark = pytest.mark.django_db
 
@@ -50,16 +51,7 @@ def trail():
 
 
 def _fields(entry):
-    return dict(
-        seq=entry.seq,
-        at=entry.at,
-        actor=entry.actor,
-        action=entry.action,
-        target_type=entry.target_type,
-        target_id=entry.target_id,
-        details=entry.details,
-        prev_hash=entry.prev_hash,
-    )
+    return {name: getattr(entry, name) for name in HASHED}
 
 
 def _rechain(from_seq, sign, **also):

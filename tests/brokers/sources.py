@@ -15,6 +15,7 @@ from console.ingest.models import MessageKey
 from console.queues.models import BrokerSource
 from console.queues.services import queues_load
 from console.queues.sources import INTAKE_HANDLER
+from console.readmodels.models import MessageIndex
 from tests.ingest.conftest import lake_events, lake_messages
 from tests.processes.conftest import wait_for
 
@@ -80,8 +81,8 @@ def stored(queue=INTO):
 def killed_and_started_again(processes, source, *, env, logs, count, drained, after_kill=None):
     """Run `manage.py consume_sources` for `source`, SIGKILL it once a few batches are in, start
     it again and stop it (SIGTERM) once all `count` are stored and `drained()` says the broker
-    holds nothing more. `after_kill()` looks at the broker in between. How many were stored
-    before the kill."""
+    holds nothing more; then each is stored once and the source stopped, having refused none.
+    `after_kill()` looks at the broker in between. How many were stored before the kill."""
     command = (*MANAGE, "--source", source.name)
     started = time.monotonic()
     first = processes.start(*command, log=logs / "first.log", env=env)
@@ -102,6 +103,9 @@ def killed_and_started_again(processes, source, *, env, logs, count, drained, af
     wait_for(drained, timeout=60, what="every message acknowledged on the broker")
     second.send_signal(signal.SIGTERM)
     assert second.wait(timeout=30) == 0
+    assert_stored_once_each(count)
+    source.refresh_from_db()
+    assert (source.refused, source.state) == (0, "stopped")
     return killed_at
 
 
@@ -136,7 +140,8 @@ def round_trip_load(*, name, url_env, stream, sink, kind=None, options=None):
 
 def drained_until(source_name, *, into, count, done):
     """The consumer loop on the source `source_name`, run until `count` messages are stored in
-    `into` and `done()` says the broker holds no more (a minute at the most)."""
+    `into` and `done()` says the broker holds no more (a minute at the most); then each is
+    stored once and the source counts them all drained, none refused."""
     stop = threading.Event()
     source = BrokerSource.objects.get(name=source_name)
     thread = threading.Thread(target=source_consume, args=(source,), kwargs={"stop": stop})
@@ -151,3 +156,25 @@ def drained_until(source_name, *, into, count, done):
         stop.set()
         thread.join(timeout=30)
     assert not thread.is_alive()
+    assert stored(into) == count
+    source.refresh_from_db()
+    assert (source.drained, source.refused) == (count, 0)
+
+
+def intake_quarantined(desk, *, count):
+    """What the round trip's source drained into refunds-dead, delivered once to the intake
+    handler: all `count` quarantined. The quarantined rows of the index."""
+    desk.deliver_until_idle()
+    desk.refresh()
+    quarantined = MessageIndex.objects.filter(queue="refunds-dead", state="NDLV")
+    assert quarantined.count() == count
+    return quarantined
+
+
+def redriven(desk):
+    """Every message of refunds-dead sent back through refunds-redrive by an approved request,
+    delivered until nothing is due."""
+    scope = {"kind": "filter", "filters": {"queue": "refunds-dead"}}
+    request = desk.request(scope, target_queue="refunds-redrive")
+    assert desk.execute(request).status == "done"
+    desk.deliver_until_idle()

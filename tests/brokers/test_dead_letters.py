@@ -67,29 +67,6 @@ SPRING = {
 # RabbitMQ ------------------------------------------------------------------------------------
 
 
-def test_a_rejected_message_names_its_original_queue_and_routing_key():
-    dl = dead_letter_of(_rabbit(_death()))
-
-    assert dl == DeadLetter(
-        kind="rabbitmq",
-        origin="RabbitMQ queue 'orders' (exchange 'shop', routing key 'order.created')",
-        exception_type="amqp.rejected",
-        reason="rejected by a consumer of queue 'orders'",
-        stack=None,
-        details=(
-            ("Original queue", "orders"),
-            ("Exchange", "shop"),
-            ("Routing keys", "order.created"),
-            ("Death count", "1"),
-            ("Died at", "2026-11-24T22:40:00+00:00"),
-        ),
-        original_queue="orders",
-        original_exchange="shop",
-        original_routing_keys=("order.created",),
-        count=1,
-    )
-
-
 def test_an_expired_message_says_it_expired_and_keeps_its_original_expiration():
     dl = dead_letter_of(_rabbit(_death("expired", **{"original-expiration": "60000"})))
 
@@ -319,29 +296,6 @@ def test_a_malformed_x_death_without_other_headers_still_says_rabbitmq():
 # Kafka Connect -------------------------------------------------------------------------------
 
 
-def test_kafka_connect_headers_give_topic_partition_offset_and_the_exception():
-    dl = dead_letter_of(CONNECT)
-
-    assert dl == DeadLetter(
-        kind="kafka-connect",
-        origin="Kafka topic 'orders' partition 3 offset 1234",
-        exception_type="org.apache.kafka.connect.errors.DataException",
-        reason="Converting byte[] to Kafka Connect data failed",
-        stack="org.apache.kafka.connect.errors.DataException: ...",
-        details=(
-            ("Topic", "orders"),
-            ("Partition", "3"),
-            ("Offset", "1234"),
-            ("Connector", "orders-sink"),
-            ("Task", "0"),
-            ("Stage", "VALUE_CONVERTER"),
-            ("Class", "org.apache.kafka.connect.json.JsonConverter"),
-            ("Exception class", "org.apache.kafka.connect.errors.DataException"),
-        ),
-    )
-    assert (dl.original_queue, dl.original_exchange, dl.count) == (None, None, None)
-
-
 def test_partial_kafka_connect_headers_fall_back_to_a_generic_error():
     dl = dead_letter_of({"__connect.errors.topic": "orders", "__connect.errors.stage": "TASK_PUT"})
 
@@ -363,31 +317,6 @@ def test_kafka_connect_headers_without_a_topic_say_it_is_unknown():
 
 
 # Spring Kafka --------------------------------------------------------------------------------
-
-
-def test_spring_headers_give_the_timestamp_in_utc_and_the_cause():
-    dl = dead_letter_of(SPRING)
-
-    assert dl == DeadLetter(
-        kind="spring-kafka",
-        origin="Kafka topic 'orders' partition 3 offset 1234",
-        exception_type=LISTENER_FAILED,
-        reason="Listener failed; no price for order 42",
-        stack="java.lang.IllegalStateException: no price\n\tat Billing",
-        details=(
-            ("Topic", "orders"),
-            ("Partition", "3"),
-            ("Offset", "1234"),
-            ("Timestamp", "2026-11-30T22:40:00.123+00:00"),
-            ("Timestamp type", "CreateTime"),
-            ("Consumer group", "billing"),
-            (
-                "Exception class",
-                "org.springframework.kafka.listener.ListenerExecutionFailedException",
-            ),
-            ("Cause", "java.lang.IllegalStateException"),
-        ),
-    )
 
 
 def test_spring_numbers_that_are_not_decimal_are_shown_as_given():
@@ -521,24 +450,6 @@ STREAMS = {
 }
 
 
-def test_a_kafka_streams_dead_letter_names_its_topic_partition_offset_and_exception():
-    dl = dead_letter_of(STREAMS)
-
-    assert dl == DeadLetter(
-        kind="kafka-streams",
-        origin="Kafka topic 'orders' partition 3 offset 1234",
-        exception_type="org.apache.kafka.common.errors.SerializationException",
-        reason="Unknown magic byte!",
-        stack=STREAMS_STACK,
-        details=(
-            ("Topic", "orders"),
-            ("Partition", "3"),
-            ("Offset", "1234"),
-            ("Exception", STREAMS["__streams.errors.exception"]),
-        ),
-    )
-
-
 def test_a_kafka_streams_exception_without_a_message_is_said_so():
     # Java writes a null message as an empty header value; toString() is then the class alone.
     dl = dead_letter_of(
@@ -589,28 +500,6 @@ NATS_MAX_DELIVER = {
     "Nats-Msg-Id": "order-42",
     "antidote-source": "orders-nats",
 }
-
-
-def test_a_nats_dead_letter_names_its_stream_subject_sequence_and_consumer():
-    dl = dead_letter_of(NATS_MAX_DELIVER)
-
-    assert dl == DeadLetter(
-        kind="nats",
-        origin="NATS stream 'ORDERS' subject 'orders.created' sequence 42",
-        exception_type="nats.max_deliver",
-        reason=NATS_MAX_DELIVER["nats-reason"],
-        stack=None,
-        details=(
-            ("Subject", "orders.created"),
-            ("Stream", "ORDERS"),
-            ("Sequence", "42"),
-            ("Stored at", "2026-11-27T10:00:00Z"),
-            ("Consumer", "billing"),
-            ("Deliveries", "5"),
-        ),
-        count=5,
-    )
-    assert dead_letter_details(NATS_MAX_DELIVER)[0] == ("Kind", "NATS JetStream")
 
 
 def test_a_nats_message_terminated_by_its_consumer_gives_the_consumers_reason():
@@ -673,31 +562,6 @@ REDIS = {
 }
 
 
-def test_a_redis_dead_letter_names_its_stream_entry_group_and_deliveries():
-    dl = dead_letter_of(REDIS)
-
-    assert dl == DeadLetter(
-        kind="redis",
-        origin="Redis stream 'orders' entry 1764237600000-0, consumer group 'billing'",
-        exception_type="redis.unacknowledged",
-        reason=(
-            "delivered 6 times to consumer group 'billing' of stream 'orders' without an "
-            "acknowledgement; last consumer 'worker-2'"
-        ),
-        stack=None,
-        details=(
-            ("Stream", "orders"),
-            ("Entry id", "1764237600000-0"),
-            ("Consumer group", "billing"),
-            ("Last consumer", "worker-2"),
-            ("Deliveries", "6"),
-            ("Idle (ms)", "60000"),
-        ),
-        count=6,
-    )
-    assert dead_letter_details(REDIS)[0] == ("Kind", "Redis Streams")
-
-
 def test_a_redis_entry_with_an_unknown_consumer_and_count_says_so():
     dl = dead_letter_of(
         {**REDIS, "redis-consumer": "", "redis-deliveries": "9" * 40, "redis-group": "g\n"}
@@ -714,6 +578,153 @@ def test_a_redis_stream_header_alone_is_no_record():
     # A field named redis-stream on some other message is not an origin: the entry id must be
     # there too.
     assert dead_letter_of({"redis-stream": "orders"}) is None
+
+
+# Every kind, read into the same fields -------------------------------------------------------
+
+EACH_KIND = [
+    pytest.param(
+        _rabbit(_death()),
+        "RabbitMQ",
+        DeadLetter(
+            kind="rabbitmq",
+            origin="RabbitMQ queue 'orders' (exchange 'shop', routing key 'order.created')",
+            exception_type="amqp.rejected",
+            reason="rejected by a consumer of queue 'orders'",
+            stack=None,
+            details=(
+                ("Original queue", "orders"),
+                ("Exchange", "shop"),
+                ("Routing keys", "order.created"),
+                ("Death count", "1"),
+                ("Died at", "2026-11-24T22:40:00+00:00"),
+            ),
+            original_queue="orders",
+            original_exchange="shop",
+            original_routing_keys=("order.created",),
+            count=1,
+        ),
+        id="a_rejected_message_names_its_original_queue_and_routing_key",
+    ),
+    pytest.param(
+        CONNECT,
+        "Kafka Connect",
+        DeadLetter(
+            kind="kafka-connect",
+            origin="Kafka topic 'orders' partition 3 offset 1234",
+            exception_type="org.apache.kafka.connect.errors.DataException",
+            reason="Converting byte[] to Kafka Connect data failed",
+            stack="org.apache.kafka.connect.errors.DataException: ...",
+            details=(
+                ("Topic", "orders"),
+                ("Partition", "3"),
+                ("Offset", "1234"),
+                ("Connector", "orders-sink"),
+                ("Task", "0"),
+                ("Stage", "VALUE_CONVERTER"),
+                ("Class", "org.apache.kafka.connect.json.JsonConverter"),
+                ("Exception class", "org.apache.kafka.connect.errors.DataException"),
+            ),
+        ),
+        id="kafka_connect_headers_give_topic_partition_offset_and_the_exception",
+    ),
+    pytest.param(
+        SPRING,
+        "Spring Kafka",
+        DeadLetter(
+            kind="spring-kafka",
+            origin="Kafka topic 'orders' partition 3 offset 1234",
+            exception_type=LISTENER_FAILED,
+            reason="Listener failed; no price for order 42",
+            stack="java.lang.IllegalStateException: no price\n\tat Billing",
+            details=(
+                ("Topic", "orders"),
+                ("Partition", "3"),
+                ("Offset", "1234"),
+                ("Timestamp", "2026-11-30T22:40:00.123+00:00"),
+                ("Timestamp type", "CreateTime"),
+                ("Consumer group", "billing"),
+                (
+                    "Exception class",
+                    "org.springframework.kafka.listener.ListenerExecutionFailedException",
+                ),
+                ("Cause", "java.lang.IllegalStateException"),
+            ),
+        ),
+        id="spring_headers_give_the_timestamp_in_utc_and_the_cause",
+    ),
+    pytest.param(
+        STREAMS,
+        "Kafka Streams",
+        DeadLetter(
+            kind="kafka-streams",
+            origin="Kafka topic 'orders' partition 3 offset 1234",
+            exception_type="org.apache.kafka.common.errors.SerializationException",
+            reason="Unknown magic byte!",
+            stack=STREAMS_STACK,
+            details=(
+                ("Topic", "orders"),
+                ("Partition", "3"),
+                ("Offset", "1234"),
+                ("Exception", STREAMS["__streams.errors.exception"]),
+            ),
+        ),
+        id="a_kafka_streams_dead_letter_names_its_topic_partition_offset_and_exception",
+    ),
+    pytest.param(
+        NATS_MAX_DELIVER,
+        "NATS JetStream",
+        DeadLetter(
+            kind="nats",
+            origin="NATS stream 'ORDERS' subject 'orders.created' sequence 42",
+            exception_type="nats.max_deliver",
+            reason=NATS_MAX_DELIVER["nats-reason"],
+            stack=None,
+            details=(
+                ("Subject", "orders.created"),
+                ("Stream", "ORDERS"),
+                ("Sequence", "42"),
+                ("Stored at", "2026-11-27T10:00:00Z"),
+                ("Consumer", "billing"),
+                ("Deliveries", "5"),
+            ),
+            count=5,
+        ),
+        id="a_nats_dead_letter_names_its_stream_subject_sequence_and_consumer",
+    ),
+    pytest.param(
+        REDIS,
+        "Redis Streams",
+        DeadLetter(
+            kind="redis",
+            origin="Redis stream 'orders' entry 1764237600000-0, consumer group 'billing'",
+            exception_type="redis.unacknowledged",
+            reason=(
+                "delivered 6 times to consumer group 'billing' of stream 'orders' without an "
+                "acknowledgement; last consumer 'worker-2'"
+            ),
+            stack=None,
+            details=(
+                ("Stream", "orders"),
+                ("Entry id", "1764237600000-0"),
+                ("Consumer group", "billing"),
+                ("Last consumer", "worker-2"),
+                ("Deliveries", "6"),
+                ("Idle (ms)", "60000"),
+            ),
+            count=6,
+        ),
+        id="a_redis_dead_letter_names_its_stream_entry_group_and_deliveries",
+    ),
+]
+
+
+@pytest.mark.parametrize(("headers", "title", "expected"), EACH_KIND)
+def test_each_kind_of_record_is_read_into_the_same_fields_and_named_by_its_title(
+    headers, title, expected
+):
+    assert dead_letter_of(headers) == expected
+    assert dead_letter_details(headers)[0] == ("Kind", title)
 
 
 # The intake handler ---------------------------------------------------------------------------

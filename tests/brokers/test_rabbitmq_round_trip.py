@@ -11,12 +11,10 @@ from decimal import Decimal
 import pika
 import pytest
 
-from console.ingest.models import MessageKey
-from console.queues.models import BrokerSource
 from console.queues.sources import REDRIVE_HANDLER
-from console.readmodels.models import MessageIndex
+from tests.brokers.amqp_queues import messages_taken
 from tests.brokers.connections import quiet_parameters
-from tests.brokers.sources import drained_until, round_trip_load
+from tests.brokers.sources import drained_until, intake_quarantined, redriven, round_trip_load
 from tests.conftest import require_service
 from tests.decisions.desk import make_desk
 
@@ -98,11 +96,7 @@ def _take_all(channel, queue, *, expect, timeout=60):
         taken.append((properties, body))
     # Anything more would be a duplicate: wait a moment for one to show up.
     time.sleep(0.5)
-    while True:
-        method, properties, body = channel.basic_get(queue, auto_ack=True)
-        if method is None:
-            return taken
-        taken.append((properties, body))
+    return taken + messages_taken(channel, queue)
 
 
 def test_a_rejected_message_comes_back_to_its_queue_once_and_unchanged(desk, broker):
@@ -131,14 +125,9 @@ def test_a_rejected_message_comes_back_to_its_queue_once_and_unchanged(desk, bro
         count=COUNT,
         done=lambda: channel.queue_declare(names["dlq"], passive=True).method.message_count == 0,
     )
-    assert MessageKey.objects.filter(queue="refunds-dead").count() == COUNT
-    assert BrokerSource.objects.get(name="refunds-dlq").drained == COUNT
 
     # Delivered once to the intake handler: quarantined with the reason RabbitMQ recorded.
-    desk.deliver_until_idle()
-    desk.refresh()
-    quarantined = MessageIndex.objects.filter(queue="refunds-dead", state="NDLV")
-    assert quarantined.count() == COUNT
+    quarantined = intake_quarantined(desk, count=COUNT)
     row = quarantined.get(message_id="refund-3")
     assert row.exception_type == "amqp.rejected"
     expected = f"permanent failure: rejected by a consumer of queue '{names['work']}'"
@@ -148,12 +137,9 @@ def test_a_rejected_message_comes_back_to_its_queue_once_and_unchanged(desk, bro
     assert b"Dead letter" in page.content and names["work"].encode() in page.content
 
     # The request screen offers the way back, and an approved request takes it.
-    scope = {"kind": "filter", "filters": {"queue": "refunds-dead"}}
     offer = desk_client(desk).get("/requests/new?scope=filter&queue=refunds-dead")
     assert b"Reprocess to its original RabbitMQ queue" in offer.content
-    request = desk.request(scope, target_queue="refunds-redrive")
-    assert desk.execute(request).status == "done"
-    desk.deliver_until_idle()
+    redriven(desk)
 
     received = _take_all(channel, names["work"], expect=COUNT)
     assert len(received) == COUNT

@@ -11,6 +11,7 @@ from decimal import Decimal
 import pika
 import pytest
 
+from tests.brokers.amqp_queues import messages_taken
 from tests.brokers.records import as_stored
 from tests.brokers.tcp_proxy import TcpProxy
 from tests.conftest import require_service
@@ -76,12 +77,7 @@ class _Broker:
 
     def drain(self, queue):
         """Every message in `queue`, as a pika consumer receives them: (properties, body)."""
-        received = []
-        while True:
-            method, properties, body = self.channel.basic_get(queue, auto_ack=True)
-            if method is None:
-                return received
-            received.append((properties, body))
+        return messages_taken(self.channel, queue)
 
 
 def _death(queue, exchange="", keys=None):

@@ -13,6 +13,7 @@ import pytest
 
 from console.ingest.services import messages_ingest
 from console.queues.sources import REDRIVE_HANDLER
+from tests.brokers.amqp_queues import messages_taken
 from tests.brokers.connections import quiet_parameters
 from tests.brokers.tcp_proxy import TcpProxy
 from tests.conftest import require_service
@@ -116,12 +117,7 @@ def test_a_broker_outage_mid_redrive_is_retried_and_nothing_confirmed_is_sent_tw
     desk.deliver_until_idle()
 
     assert {desk.state(i)["state"] for i in states} == {"DLVD"}
-    received = Counter()
-    while True:
-        method, properties, _ = channel.basic_get(queue, auto_ack=True)
-        if method is None:
-            break
-        received[properties.message_id] += 1
+    received = Counter(properties.message_id for properties, _ in messages_taken(channel, queue))
     assert set(received) == set(states)
     # A confirmed publish is never published again; only one the broker never confirmed may be.
     assert {i: received[i] for i in confirmed} == dict.fromkeys(confirmed, 1)

@@ -11,7 +11,7 @@ from django.urls import URLResolver, get_resolver
 from console.access.services import role_grant_request
 from console.accounts.roles import ROLE_PERMISSIONS
 from console.decisions.services import Action, action_request_create
-from console.queues.models import BrokerSource, Queue
+from tests.broker_sources import orders_dlq
 from tests.browse.conftest import login
 
 # What each path parameter of a page is filled with: objects the `world` fixture makes.
@@ -69,14 +69,7 @@ def world(seeded, personas):
         comment="fixed the handler",
     )
     # A broker source whose consumer is not running: the queues page says what that means.
-    BrokerSource.objects.create(
-        name="orders-dlq",
-        kind="rabbitmq",
-        url_env="ORDERS_BROKER_URL",
-        broker_queue="orders.dlq",
-        queue=Queue.objects.get(name="orders"),
-        state="consuming",
-    )
+    orders_dlq("ORDERS_BROKER_URL", "orders.dlq", state="consuming")
     return {**ARGUMENTS, "grant_id": grant.id, "request_id": request.id}
 
 

@@ -14,9 +14,9 @@ from django.urls import reverse
 from console.audit.models import AuditEntry
 from console.audit.selectors import audit_verify
 from console.browse import exports
-from console.browse.selectors import SORTS, message_page
 from console.readmodels.models import MessageIndex
 from tests.browse.conftest import T0, api, login
+from tests.browse.listing_order import order_by_hand, pages_walked, rows_with_ties
 
 PAGE = "/messages/export"
 API = "/api/v1/index/messages/export"
@@ -35,32 +35,9 @@ def _jsonl(response):
     return [json.loads(line) for line in _content(response).splitlines()]
 
 
-def _listed(filters, sort):
-    """The ids the message list shows for `filters` and `sort`, page after page."""
-    ids, after = [], None
-    while True:
-        page = message_page(filters=filters, sort=sort, after=after, size=3)
-        ids += [row.message_id for row in page.rows]
-        if page.next_cursor is None:
-            return ids
-        after = page.next_cursor
-
-
 def _by_hand(filters, sort):
-    """The same order worked out here: by the sort column then the id, those without a value
-    (never failed) after the others, by id in the same direction."""
-    column, _ = SORTS[sort.lstrip("-")]
-    desc = sort.startswith("-")
-    rows = [r for r in MessageIndex.objects.all() if _matches(r, filters)]
-    valued = sorted(
-        (r for r in rows if getattr(r, column) is not None),
-        key=lambda r: (getattr(r, column), r.message_id),
-        reverse=desc,
-    )
-    empty = sorted(
-        (r for r in rows if getattr(r, column) is None), key=lambda r: r.message_id, reverse=desc
-    )
-    return [r.message_id for r in valued + empty]
+    """The same order worked out here, from the rows the filters match."""
+    return order_by_hand([r for r in MessageIndex.objects.all() if _matches(r, filters)], sort)
 
 
 def _matches(row, filters):
@@ -85,15 +62,14 @@ def many(index, monkeypatch):
     """40 rows over three queues, with ties in the failure time and some that never failed; the
     export reads 7 rows a query, so a file spans many of them."""
     monkeypatch.setattr(exports, "PAGE_ROWS", 7)
-    for i in range(40):
-        index.row(
-            f"m-{i:02d}",
-            queue=("orders", "payments", "shipping")[i % 3],
-            last_failure_at=None if i % 9 == 0 else T0 + timedelta(minutes=i % 4),
-            enqueued_at=T0 - timedelta(hours=i % 5),
-            delivery_count=i % 6,
-            state="NDLV" if i % 4 else "WAIT",
-        )
+    rows_with_ties(
+        index,
+        40,
+        never_failed_every=9,
+        enqueued_hours=5,
+        attempts=6,
+        states=("WAIT", "NDLV", "NDLV", "NDLV"),
+    )
 
 
 @pytest.mark.parametrize("file_format", ["csv", "jsonl"])
@@ -120,7 +96,7 @@ def test_a_file_holds_what_the_list_shows_for_the_filter_in_its_order(
 
     assert response.status_code == 200
     rows = _csv(response) if file_format == "csv" else _jsonl(response)
-    expected = _listed(filters, sort)
+    expected, _ = pages_walked(filters, sort, 3)
     assert [row["id"] for row in rows] == expected == _by_hand(filters, sort)
     assert 0 < len(expected) <= 40
 

@@ -1,4 +1,4 @@
-"""A queue's policy, a relapse and a message's numbers said in sentences (console.browse.
+"""A queue's policy, a relapse and a message's numbers said in sentences (console.queues.
 policy_words, console.browse.message_words): pure functions, fed plain values."""
 
 from datetime import UTC, datetime, timedelta
@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 
 from console.browse import message_words as M
-from console.browse import policy_words as W
+from console.queues import policy_words as W
 from workers.engine.policy import policy_from_mapping
 
 

@@ -13,6 +13,7 @@ from console.ingest.models import MessageKey
 from console.lake.models import LakeCommit
 from console.readmodels.models import MessageIndex
 from tests.browse.conftest import api, login
+from tests.browse.history import history_event
 
 
 def _html(response):
@@ -65,51 +66,16 @@ def test_it_shows_the_reason_and_stack_of_the_latest_failure(seeded, personas, m
     from console.browse import selectors
 
     events = [
-        {
-            "at": None,
-            "from_state": None,
-            "to_state": "TBDL",
-            "queue": "orders",
-            "attempt": 0,
-            "delivery_count": 0,
-            "candidate": False,
-            "actor": "test",
-            "run_id": None,
-            "reason": "ingested",
-            "stack": None,
-            "exception_type": None,
-            "next_attempt_at": None,
-        },
-        {
-            "at": None,
-            "from_state": "TBDL",
-            "to_state": "DLNG",
-            "queue": "orders",
-            "attempt": 1,
-            "delivery_count": 0,
-            "candidate": False,
-            "actor": "worker-7",
-            "run_id": "r1",
-            "reason": None,
-            "stack": None,
-            "exception_type": None,
-            "next_attempt_at": None,
-        },
-        {
-            "at": None,
-            "from_state": "DLNG",
-            "to_state": "NDLV",
-            "queue": "orders",
-            "attempt": 1,
-            "delivery_count": 1,
-            "candidate": False,
-            "actor": "worker-7",
-            "run_id": "r1",
-            "reason": "unknown sku 7",
-            "stack": "Traceback...\nKeyError: 7",
-            "exception_type": "KeyError",
-            "next_attempt_at": None,
-        },
+        history_event(None, "TBDL", attempt=0, actor="test", run_id=None, reason="ingested"),
+        history_event("TBDL", "DLNG"),
+        history_event(
+            "DLNG",
+            "NDLV",
+            delivery_count=1,
+            reason="unknown sku 7",
+            stack="Traceback...\nKeyError: 7",
+            exception_type="KeyError",
+        ),
     ]
     monkeypatch.setattr(selectors, "message_history", lambda *, message_id: events)
 

@@ -11,6 +11,7 @@ from django.urls import reverse
 from console.browse import selectors
 from console.browse.selectors import BadCursor, message_match_count, message_page
 from tests.browse.conftest import T0, login
+from tests.browse.listing_order import order_by_hand, pages_walked, rows_with_ties
 
 SORTS = [
     "-last_failure",
@@ -27,50 +28,16 @@ SORTS = [
 @pytest.fixture
 def many(index):
     """130 rows: failure times with many ties, some never failed (no last_failure_at)."""
-    for i in range(130):
-        index.row(
-            f"m-{i:03d}",
-            queue=("orders", "payments", "shipping")[i % 3],
-            last_failure_at=None if i % 10 == 0 else T0 + timedelta(minutes=i % 4),
-            enqueued_at=T0 - timedelta(hours=i % 7),
-            delivery_count=i % 5,
-        )
-    return [f"m-{i:03d}" for i in range(130)]
-
-
-def _walk(filters, sort, size):
-    ids, after, pages = [], None, 0
-    while True:
-        page = message_page(filters=filters, sort=sort, after=after, size=size)
-        ids += [r.message_id for r in page.rows]
-        pages += 1
-        if not page.next_cursor:
-            return ids, pages
-        after = page.next_cursor
-
-
-def _expected(rows, sort):
-    key = sort.lstrip("-")
-    column, _ = selectors.SORTS[key]
-    desc = sort.startswith("-")
-    valued = sorted(
-        (r for r in rows if getattr(r, column) is not None),
-        key=lambda r: (getattr(r, column), r.message_id),
-        reverse=desc,
-    )
-    empty = sorted(
-        (r for r in rows if getattr(r, column) is None), key=lambda r: r.message_id, reverse=desc
-    )
-    return [r.message_id for r in valued + empty]
+    return rows_with_ties(index, 130, never_failed_every=10, enqueued_hours=7, attempts=5)
 
 
 @pytest.mark.parametrize("sort", SORTS)
 def test_pages_follow_each_other_without_overlap_or_gap_under_ties(many, sort):
     from console.readmodels.models import MessageIndex
 
-    ids, pages = _walk({}, sort, 50)
+    ids, pages = pages_walked({}, sort, 50)
 
-    assert ids == _expected(list(MessageIndex.objects.all()), sort)
+    assert ids == order_by_hand(list(MessageIndex.objects.all()), sort)
     assert len(ids) == len(set(ids)) == 130
     assert pages == 3
 
@@ -191,44 +158,31 @@ def test_a_bad_cursor_on_the_page_shows_the_first_page_and_says_why(many, person
     assert len(response.context["page"].rows) == 50
 
 
+VARIED_COLUMNS = (
+    "message_id",
+    "queue",
+    "state",
+    "group_id",
+    "exception_type",
+    "sender",
+    "conversation_id",
+    "candidate",
+    "reason",
+    "hours_after_t0",
+)
+VARIED = [
+    ("a", "orders", "NDLV", "g1", "KeyError", "s1@x", "c1", True, "no key 'sku'", 0),
+    ("b", "payments", "WAIT", "g2", "ValueError", "s2@x", "c2", False, "bad currency XYZ", 2),
+    ("c", "orders", "FAIL", "g1", "KeyError", "s1@x", "c1", False, "No KEY 'id'", 4),
+]
+
+
 @pytest.fixture
 def varied(index):
-    index.row(
-        "a",
-        queue="orders",
-        state="NDLV",
-        group_id="g1",
-        exception_type="KeyError",
-        sender="s1@x",
-        conversation_id="c1",
-        candidate=True,
-        reason="no key 'sku'",
-        last_failure_at=T0,
-    )
-    index.row(
-        "b",
-        queue="payments",
-        state="WAIT",
-        group_id="g2",
-        exception_type="ValueError",
-        sender="s2@x",
-        conversation_id="c2",
-        candidate=False,
-        reason="bad currency XYZ",
-        last_failure_at=T0 + timedelta(hours=2),
-    )
-    index.row(
-        "c",
-        queue="orders",
-        state="FAIL",
-        group_id="g1",
-        exception_type="KeyError",
-        sender="s1@x",
-        conversation_id="c1",
-        candidate=False,
-        reason="No KEY 'id'",
-        last_failure_at=T0 + timedelta(hours=4),
-    )
+    for values in VARIED:
+        fields = dict(zip(VARIED_COLUMNS, values, strict=True))
+        hours = fields.pop("hours_after_t0")
+        index.row(**fields, last_failure_at=T0 + timedelta(hours=hours))
     index.row("d", queue="orders", state="TBDL", last_failure_at=None, reason="")
 
 

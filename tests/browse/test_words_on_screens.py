@@ -11,6 +11,7 @@ from django.urls import reverse
 from console.audit.services import audit_record
 from console.queues.models import Queue
 from tests.browse.conftest import T0, login
+from tests.browse.history import history_event
 
 CRASH = "in flight when a worker crashed"
 
@@ -126,22 +127,8 @@ def test_a_failure_is_said_with_its_exception_and_an_absolute_utc_time(seeded, p
     assert "(<time" in shown and ">25 s ago</time>)" in shown
 
 
-def _event(frm, to, *, attempt, count, at=T0, reason=None, exception_type=None):
-    return {
-        "at": at,
-        "from_state": frm,
-        "to_state": to,
-        "queue": "orders",
-        "attempt": attempt,
-        "delivery_count": count,
-        "candidate": False,
-        "actor": "worker-7",
-        "run_id": "r1",
-        "reason": reason,
-        "stack": None,
-        "exception_type": exception_type,
-        "next_attempt_at": None,
-    }
+def _event(frm, to, *, attempt, count, **fields):
+    return history_event(frm, to, at=T0, attempt=attempt, delivery_count=count, **fields)
 
 
 def test_the_history_and_the_failure_say_what_attempt_and_count_mean(seeded, personas, monkeypatch):

@@ -83,13 +83,16 @@ class Tab:
         assert response is not None and response.status == 200, (path, response)
         return response
 
-    def login(self, role):
+    def login(self, role, path=None):
+        """Signs in as `role`'s persona, then opens `path` if given."""
         self.goto("/login/")
         self.page.fill("input[name=username]", role)
         self.page.fill("input[name=password]", f"pw-{role}-1234")
         with self.page.expect_navigation():
             self.page.press("input[name=password]", "Enter")
         assert "/login/" not in self.page.url, f"{role} could not log in"
+        if path is not None:
+            self.goto(path)
 
     def logout(self):
         # Django logs out on POST only: the page's own log-out button.
@@ -121,12 +124,18 @@ class Tab:
             return ran, None
 
 
+@contextlib.contextmanager
+def tab_opened(browser, base_url):
+    """A Tab in a fresh context of `browser`, closed after."""
+    context = browser.new_context()
+    yield Tab(context.new_page(), base_url)
+    context.close()
+
+
 @pytest.fixture
 def tab(browser, live_server):
-    context = browser.new_context()
-    tab = Tab(context.new_page(), live_server.url)
-    yield tab
-    context.close()
+    with tab_opened(browser, live_server.url) as tab:
+        yield tab
 
 
 @pytest.fixture

@@ -10,8 +10,7 @@ pytestmark = [pytest.mark.slow]
 def test_the_bell_rings_when_the_engine_disables_a_queue_and_leads_to_it(personas, engine, tab):
     engine.queue("invoices", handler="tests.handlers_for_tests.always_transient", disable_after=3)
     page = tab.page
-    tab.login("admin")
-    tab.goto("/queues/")
+    tab.login("admin", "/queues/")
     assert page.locator("#bell-count").count() == 0
     assert page.locator("#bell").get_attribute("aria-label") == "Alerts: 0 unread"
 

@@ -33,8 +33,7 @@ def test_the_message_page_shows_each_body_version_and_its_diff_against_the_origi
     refresh()
 
     page = tab.page
-    tab.login("operator")
-    tab.goto(f"/messages/{message_id}/")
+    tab.login("operator", f"/messages/{message_id}/")
     versions = page.locator("#body-versions")
     assert "the original" in page.locator("#body-version-1").inner_text()
     edit = page.locator("#body-version-2")

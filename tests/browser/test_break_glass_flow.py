@@ -34,8 +34,7 @@ def test_the_approver_on_call_executes_alone_and_an_administrator_reviews_it_fro
     tab.accept_dialogs = True
 
     # The approver on call cannot approve their own request, but may break the glass.
-    tab.login("approver")
-    tab.goto(f"/requests/{request.id}/")
+    tab.login("approver", f"/requests/{request.id}/")
     assert page.locator("#approve-submit").count() == 0
     consequence = page.locator("#break-glass-consequence").inner_text()
     assert consequence.startswith("5 messages will be reprocessed now, without a second person")
@@ -57,8 +56,7 @@ def test_the_approver_on_call_executes_alone_and_an_administrator_reviews_it_fro
     tab.logout()
 
     # The administrator: the dashboard lists it, and the bell rings.
-    tab.login("admin")
-    tab.goto("/")
+    tab.login("admin", "/")
     panel = page.locator("#break-glass-unreviewed")
     assert f"Request {request.id}" in panel.inner_text()
     assert "executed alone by approver" in panel.inner_text()

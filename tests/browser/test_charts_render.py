@@ -9,8 +9,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 def test_the_inflow_chart_renders_with_axes_and_a_range(personas, refused, tab):
     page = tab.page
-    tab.login("viewer")
-    tab.goto("/")
+    tab.login("viewer", "/")
     chart = page.locator("#inflow-chart")
     box = chart.bounding_box()
     assert box["width"] > 300 and box["height"] > 50

@@ -7,10 +7,8 @@ marker prevents."""
 import pytest
 
 from console.decisions.services import Action, action_request_create
-from console.queues.models import Queue
-from console.readmodels.models import MessageIndex
 from console.textshown import controls_marked
-from tests.browse.conftest import T0
+from tests.browse.conftest import T0, Index
 from tests.test_textshown import EVERY_LISTED, ORDINARY
 
 pytestmark = [pytest.mark.slow]
@@ -64,20 +62,16 @@ def hostile_request(transactional_db, lake_root, personas, settings):
     """A request awaiting approval (two messages, over APPROVAL_OVER) whose comment holds an
     override."""
     settings.APPROVAL_OVER = 1
-    Queue.objects.create(name="orders", handler="workers.demo.handlers.noop")
+    index = Index()
+    index.queue("orders")
     for message_id in ("m-01", "m-03"):
-        MessageIndex.objects.create(
-            message_id=message_id,
-            queue="orders",
-            original_queue="orders",
-            state="NDLV",
-            delivery_count=5,
+        index.row(
+            message_id,
             reason="order not found",
             exception_type="KeyError",
             body_path="messages/x",
             enqueued_at=T0,
-            updated_at=T0,
-            last_failure_at=T0,
+            first_failure_at=None,
         )
     request = action_request_create(
         actor=personas["operator"],
@@ -101,8 +95,7 @@ def test_an_override_in_a_comment_is_a_marker_on_the_request_page_and_in_the_aud
     page = tab.page
 
     # The approver, before approving.
-    tab.login("approver")
-    tab.goto(f"/requests/{hostile_request.id}/")
+    tab.login("approver", f"/requests/{hostile_request.id}/")
     comment = page.locator("#request-comment")
     assert comment.inner_text() == SHOWN
     marker = comment.locator(".ctl")
@@ -120,8 +113,7 @@ def test_an_override_in_a_comment_is_a_marker_on_the_request_page_and_in_the_aud
     tab.logout()
 
     # The auditor, in the audit trail.
-    tab.login("auditor")
-    tab.goto("/audit/?action=request.created")
+    tab.login("auditor", "/audit/?action=request.created")
     details = page.locator("#audit-table .audit-details code").first
     assert f'"comment": "{SHOWN}"' in details.inner_text()
     assert details.locator(".ctl").is_visible()

@@ -23,8 +23,7 @@ def test_a_group_is_reprocessed_with_four_eyes_and_the_auditor_sees_every_step(
     tab.accept_dialogs = True
 
     # The operator asks, from the failure group's page.
-    tab.login("operator")
-    tab.goto("/groups/")
+    tab.login("operator", "/groups/")
     with page.expect_navigation():
         page.locator("#group-table tr").filter(has_text=MISSING_CUSTOMER).get_by_role(
             "link"
@@ -50,8 +49,7 @@ def test_a_group_is_reprocessed_with_four_eyes_and_the_auditor_sees_every_step(
     tab.logout()
 
     # The approver sees the frozen set and approves it.
-    tab.login("approver")
-    tab.goto(f"/requests/{request.id}/")
+    tab.login("approver", f"/requests/{request.id}/")
     assert request.ids_sha256 in page.content()
     with page.expect_navigation():
         page.locator("#approve-submit").click()

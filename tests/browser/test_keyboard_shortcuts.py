@@ -9,8 +9,7 @@ pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 def test_an_operator_moves_selects_and_opens_with_the_keyboard(personas, refused, tab):
     page = tab.page
-    tab.login("operator")
-    tab.goto("/messages/?state=NDLV&sort=enqueued")
+    tab.login("operator", "/messages/?state=NDLV&sort=enqueued")
     rows = page.locator("#message-table tbody tr")
     assert rows.count() == len(refused)
     keyboard = page.keyboard

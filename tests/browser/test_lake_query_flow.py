@@ -25,8 +25,7 @@ def delivered(engine, settings):
 
 def test_an_operator_runs_a_lake_query_and_watches_it_finish(personas, delivered, engine, tab):
     page = tab.page
-    tab.login("operator")
-    tab.goto("/lake-queries/")
+    tab.login("operator", "/lake-queries/")
     page.fill("input[name=body_contains]", "ok")
     with page.expect_navigation():
         page.locator("#lake-query-run").click()

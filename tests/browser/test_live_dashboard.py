@@ -16,8 +16,7 @@ def test_the_dashboards_counts_change_without_a_reload(
 ):
     settings.DASHBOARD_POLL_SECONDS = 1
     page = tab.page
-    tab.login("operator")
-    tab.goto("/")
+    tab.login("operator", "/")
     quarantined = page.locator('#quarantined-count [data-live="quarantined"]')
     assert quarantined.inner_text() == str(len(refused))
     page.evaluate("window.__same_page = true")

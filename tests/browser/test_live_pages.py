@@ -27,8 +27,7 @@ def invoices(transactional_db, lake_root, settings):
 def test_a_reenabled_queue_shows_disabled_again_and_why_without_a_reload(personas, invoices, tab):
     page = tab.page
     tab.accept_dialogs = True
-    tab.login("admin")
-    tab.goto("/queues/")
+    tab.login("admin", "/queues/")
     row = page.locator("#queue-table tr.queue-row").filter(has_text="invoices")
     with page.expect_navigation():
         row.get_by_role("button", name="Re-enable").click()
@@ -53,8 +52,7 @@ def test_a_reenabled_queue_shows_disabled_again_and_why_without_a_reload(persona
 
 def test_the_message_list_follows_but_leaves_a_ticked_page_alone(personas, invoices, tab):
     page = tab.page
-    tab.login("operator")
-    tab.goto("/messages/?queue=invoices")
+    tab.login("operator", "/messages/?queue=invoices")
     rows = page.locator("#message-table tbody tr.message-row")
     expect(rows).to_have_count(1)
     page.evaluate("window.__same_page = true")

@@ -18,8 +18,7 @@ def test_a_group_is_retried_in_one_click_and_approved_by_a_second_person(
 ):
     page = tab.page
     tab.accept_dialogs = True  # the approval asks "are you sure?"
-    tab.login("operator")
-    tab.goto("/")
+    tab.login("operator", "/")
     with page.expect_navigation():
         page.locator("#top-groups tr").filter(has_text=MISSING_CUSTOMER).get_by_role(
             "link", name=MISSING_CUSTOMER
@@ -39,8 +38,7 @@ def test_a_group_is_retried_in_one_click_and_approved_by_a_second_person(
     assert MISSING_CUSTOMER in page.locator("#scope-group").inner_text()
     tab.logout()
 
-    tab.login("approver")
-    tab.goto(f"/requests/{request.id}/")
+    tab.login("approver", f"/requests/{request.id}/")
     with page.expect_navigation():
         page.locator("#approve-submit").click()
     assert action_request_execute(request_id=request.id, spark=engine.spark).status == "done"

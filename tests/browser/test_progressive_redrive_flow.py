@@ -20,15 +20,27 @@ from console.queues.models import Queue
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
 
+def _step_goes(request, engine, page, step):
+    """The spark worker sends the request's next step; the page follows without a reload."""
+    assert action_request_execute(request_id=request.id, spark=engine.spark).status == "canary"
+    expect(page.locator("#progress-step-now")).to_have_text(step)
+
+
+def _step_delivered(engine, handler, *, minutes):
+    """The step's messages delivered by `handler` `minutes` on; the sweeper's verdicts."""
+    Queue.objects.filter(name="orders").update(handler=handler)
+    engine.deliver(at=engine.later(minutes=minutes))
+    return decisions_sweep_task()["canaries"]
+
+
 def test_a_progressive_redrive_is_followed_step_by_step_until_a_spike_stops_it(
     personas, refused, engine, tab
 ):
     page = tab.page
     tab.accept_dialogs = True
 
-    tab.login("operator")
     query = urlencode([("scope", "selection"), *(("ids", m) for m in refused)])
-    tab.goto(f"{reverse('request-new')}?{query}")
+    tab.login("operator", f"{reverse('request-new')}?{query}")
     expect(page.locator("input[name=steps]")).to_have_value("1, 10, 100, 1000")
     page.locator("input[name=progressive]").check()
     page.locator("input[name=steps]").fill("1, 2")
@@ -41,8 +53,7 @@ def test_a_progressive_redrive_is_followed_step_by_step_until_a_spike_stops_it(
     tab.logout()
 
     # The approver sees the steps before approving, and the confirmation says them again.
-    tab.login("approver")
-    tab.goto(reverse("request-detail", args=[request.id]))
+    tab.login("approver", reverse("request-detail", args=[request.id]))
     expect(page.locator("#request-steps")).to_contain_text("1, 2 messages, then the rest (2)")
     expect(page.locator("#step-2 .step-status")).to_have_text("waiting")
     with page.expect_navigation():
@@ -50,22 +61,18 @@ def test_a_progressive_redrive_is_followed_step_by_step_until_a_spike_stops_it(
     assert any("in steps of 1, 2" in d for d in tab.dialogs), tab.dialogs
 
     # Step 1 goes and is watched; the page follows without a reload.
-    assert action_request_execute(request_id=request.id, spark=engine.spark).status == "canary"
-    expect(page.locator("#progress-step-now")).to_have_text("1")
+    _step_goes(request, engine, page, "1")
     expect(page.locator("#step-1 .step-status")).to_have_text("watching")
-    Queue.objects.filter(name="orders").update(handler="tests.handlers_for_tests.always_ok")
-    engine.deliver(at=engine.later(minutes=1))
-    assert decisions_sweep_task()["canaries"] == {request.id: "passed"}
+    verdicts = _step_delivered(engine, "tests.handlers_for_tests.always_ok", minutes=1)
+    assert verdicts == {request.id: "passed"}
     expect(page.locator("#step-1 .step-status")).to_have_text("passed")
     expect(page.locator("#step-1 .step-rate")).to_have_text("0%")
     expect(page.locator("#step-1 .step-delivered")).to_have_text("1")
 
     # Step 2's messages fail again: the request stops there, the rest untouched.
-    assert action_request_execute(request_id=request.id, spark=engine.spark).status == "canary"
-    expect(page.locator("#progress-step-now")).to_have_text("2")
-    Queue.objects.filter(name="orders").update(handler="tests.browser.handlers.orders")
-    engine.deliver(at=engine.later(minutes=2))
-    assert decisions_sweep_task()["canaries"] == {request.id: "failed"}
+    _step_goes(request, engine, page, "2")
+    verdicts = _step_delivered(engine, "tests.browser.handlers.orders", minutes=2)
+    assert verdicts == {request.id: "failed"}
     expect(page.locator("#request-status")).to_have_text("failed")
     expect(page.locator("#step-2 .step-status")).to_have_text("failed")
     expect(page.locator("#step-2 .step-rate")).to_have_text("100%")

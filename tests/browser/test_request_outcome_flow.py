@@ -35,8 +35,7 @@ def test_the_request_page_shows_where_its_messages_are_now_and_each_number_lists
     refresh()
 
     page = tab.page
-    tab.login("operator")
-    tab.goto(f"/requests/{request.id}/")
+    tab.login("operator", f"/requests/{request.id}/")
     assert page.locator("#outcome-delivered").inner_text() == "2"
     assert page.locator("#outcome-failed_again").inner_text() == "1"
     assert page.locator("#outcome-total").inner_text() == "3"

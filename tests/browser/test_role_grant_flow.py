@@ -29,8 +29,7 @@ def test_a_second_administrator_confirms_the_approver_role_for_an_operator(
     tab.accept_dialogs = True
 
     # The first administrator asks.
-    tab.login("admin")
-    tab.goto("/role-grants/")
+    tab.login("admin", "/role-grants/")
     page.select_option("select[name=user]", "operator")
     page.select_option("select[name=role]", "approver")
     page.fill("textarea[name=comment]", "joins the approvers' rota")

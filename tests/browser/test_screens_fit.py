@@ -126,8 +126,7 @@ def trail(transactional_db, personas):
 def test_the_audit_tables_columns_are_never_narrower_than_their_words(trail, tab, width):
     page = tab.page
     page.set_viewport_size({"width": width, "height": 900})
-    tab.login("auditor")
-    tab.goto("/audit/")
+    tab.login("auditor", "/audit/")
 
     assert page.locator("#audit-table tr.audit-row").count() == 50
     problems = page.evaluate(_MEASURE, "#audit-table")

@@ -36,8 +36,7 @@ def _search(tab, text):
 
 def test_an_operator_finds_messages_by_id_and_by_reason_from_any_page(personas, orders, tab):
     page = tab.page
-    tab.login("operator")
-    tab.goto("/groups/")
+    tab.login("operator", "/groups/")
 
     _search(tab, "order-2")
     assert page.url.endswith("/messages/order-2/")

@@ -25,8 +25,7 @@ def sixty(transactional_db, lake_root):
 
 def test_an_operator_selects_a_range_and_a_page_then_retries_them_all(personas, sixty, tab):
     page = tab.page
-    tab.login("operator")
-    tab.goto("/messages/?size=25")
+    tab.login("operator", "/messages/?size=25")
     boxes = page.locator("#message-table input.select-message")
     count = page.locator("#selection-count")
     expect(page.locator("#page-span")).to_have_text("1\N{EN DASH}25 of 60")

@@ -5,6 +5,7 @@ finds none free within DB_POOL_TIMEOUT with a 503, never a 500.
 Real processes against the test database, counted from PostgreSQL's side (pg_stat_activity, by
 the application_name each process gives its connections). SQLite has no pool: skipped there."""
 
+import contextlib
 import http.client
 import json
 import os
@@ -20,6 +21,7 @@ from django.contrib.auth.models import Group, User
 from django.contrib.sessions.models import Session
 from django.db import connection
 
+from bench.support import SamplingThread
 from console.accounts.roles import roles_seed
 from tests.browse.conftest import Index
 from tests.conftest import require_service, session_headers, settled
@@ -88,17 +90,18 @@ def _connect(settings, **options):
     )
 
 
-class Sampler:
+class Sampler(SamplingThread):
     """Counts, every few milliseconds until stopped, the connections PostgreSQL holds for one
     application_name: its peak is what the process really held, whatever it believes."""
 
+    interval = 0.005
+
     def __init__(self, settings, application_name):
+        super().__init__()
         self.db = _connect(settings, autocommit=True)
         self.name = application_name
         self.peak = 0
         self.samples = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
     def count(self):
         sql = "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s"
@@ -111,19 +114,12 @@ class Sampler:
         )
         return self.db.execute(sql, [self.name]).fetchone()[0]
 
-    def _run(self):
-        while not self._stop.is_set():
-            self.peak = max(self.peak, self.count())
-            self.samples += 1
-            time.sleep(0.005)
-
-    def __enter__(self):
-        self._thread.start()
-        return self
+    def sample(self):
+        self.peak = max(self.peak, self.count())
+        self.samples += 1
 
     def __exit__(self, *exc):
-        self._stop.set()
-        self._thread.join()
+        super().__exit__(*exc)
         self.db.close()
 
 
@@ -208,18 +204,33 @@ def test_two_hundred_concurrent_api_calls_never_hold_more_than_the_pool(
     assert "Traceback" not in log.read_text()
 
 
-def test_a_call_that_finds_no_connection_free_in_time_is_answered_503(
-    processes, signed_in, postgres, tmp_path
-):
+@contextlib.contextmanager
+def _sessions_locked(processes, postgres, tmp_path, *, pool_max):
+    """A server of `pool_max` pooled connections, each call waiting 1 s at most for one, while
+    this test holds a lock on the session table: a signed-in call is held until the block ends.
+    Yields its port, its log, a one-thread pool to call it from, and a sampler of its
+    connections."""
     name = f"antidote-web-{uuid.uuid4().hex[:12]}"
-    port, log = _server(processes, tmp_path, name, DB_POOL_MAX="2", DB_POOL_TIMEOUT="1")
-    # The server's two connections are taken by calls stuck behind a lock on the session table,
-    # which this test holds until every other call has been answered.
+    port, log = _server(processes, tmp_path, name, DB_POOL_MAX=str(pool_max), DB_POOL_TIMEOUT="1")
     # Left in this order: the lock first, and the caller last, once its calls could finish.
     with (
         ThreadPoolExecutor(max_workers=1) as caller,
         Sampler(postgres, name) as sampler,
         _table_locked(postgres, Session._meta.db_table),
+    ):
+        yield port, log, caller, sampler
+
+
+def test_a_call_that_finds_no_connection_free_in_time_is_answered_503(
+    processes, signed_in, postgres, tmp_path
+):
+    # The server's two connections are taken by calls stuck behind a lock on the session table,
+    # which this test holds until every other call has been answered.
+    with _sessions_locked(processes, postgres, tmp_path, pool_max=2) as (
+        port,
+        log,
+        caller,
+        sampler,
     ):
         pending = caller.submit(_all_at_once, port, ["/api/v1/index/messages"] * 10, signed_in)
         wait_for(
@@ -247,14 +258,7 @@ def test_a_call_that_finds_no_connection_free_in_time_is_answered_503(
 def test_a_page_that_finds_no_connection_free_in_time_is_a_503_page(
     processes, signed_in, postgres, tmp_path
 ):
-    name = f"antidote-web-{uuid.uuid4().hex[:12]}"
-    port, _ = _server(processes, tmp_path, name, DB_POOL_MAX="1", DB_POOL_TIMEOUT="1")
-    # Left in this order: the lock first, and the caller last, once its calls could finish.
-    with (
-        ThreadPoolExecutor(max_workers=1) as caller,
-        Sampler(postgres, name) as sampler,
-        _table_locked(postgres, Session._meta.db_table),
-    ):
+    with _sessions_locked(processes, postgres, tmp_path, pool_max=1) as (port, _, caller, sampler):
         held = caller.submit(_get, port, "/api/v1/index/messages", signed_in)
         wait_for(lambda: sampler.waiting_on_a_lock() == 1, timeout=60, what="a held call")
         status, retry, page = _get(port, "/login/")

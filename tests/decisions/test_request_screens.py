@@ -218,40 +218,36 @@ def test_a_request_the_service_or_form_refuses_is_shown_in_the_form(
     assert not ActionRequest.objects.exists()
 
 
-def test_reprocess_options_reach_the_request(quarantine, personas):
-    login(personas["operator"]).post(
-        _new(scope="group", group="g-other"),
-        {
-            "action": "reprocess",
-            "target_queue": "payments",
-            "rate_limit": "50",
-            "canary": "2",
-            "comment": "retry on payments",
-        },
-    )
+@pytest.mark.parametrize(
+    ("scope", "form", "expected"),
+    [
+        pytest.param(
+            {"scope": "group", "group": "g-other"},
+            {"action": "reprocess", "target_queue": "payments", "rate_limit": "50", "canary": "2"},
+            {"target_queue": "payments", "rate_limit": 50, "canary": 2, "edited_body": None},
+            id="reprocess_options_reach_the_request",
+        ),
+        pytest.param(
+            {"scope": "message", "id": "m-01"},
+            {
+                "action": "end_with_error",
+                "error_code": "127",
+                "error_description": "Unable to process message.",
+            },
+            {
+                "error_code": "127",
+                "error_description": "Unable to process message.",
+                "status": "pending",
+            },
+            id="end_with_error_takes_its_code_and_description",
+        ),
+    ],
+)
+def test_an_actions_options_reach_the_request(quarantine, personas, scope, form, expected):
+    login(personas["operator"]).post(_new(**scope), {**form, "comment": "ship it"})
 
     request = ActionRequest.objects.get()
-    assert (request.target_queue, request.rate_limit, request.canary) == ("payments", 50, 2)
-    assert request.edited_body is None
-
-
-def test_end_with_error_takes_its_code_and_description(quarantine, personas):
-    login(personas["operator"]).post(
-        _new(scope="message", id="m-01"),
-        {
-            "action": "end_with_error",
-            "error_code": "127",
-            "error_description": "Unable to process message.",
-            "comment": "the order is gone",
-        },
-    )
-
-    request = ActionRequest.objects.get()
-    assert (request.error_code, request.error_description, request.status) == (
-        "127",
-        "Unable to process message.",
-        "pending",
-    )
+    assert {name: getattr(request, name) for name in expected} == expected
 
 
 def test_the_action_can_be_preselected_by_the_link(quarantine, personas):

@@ -26,6 +26,16 @@ def _snapshot(dataset):
     return commit, {r["message_id"]: r["to_state"] for r in rows}
 
 
+def _delivered_once_and_compacted(engine, bodies):
+    """`bodies` ingested into orders (a transient failure waits a minute, a permanent one is
+    quarantined at once), delivered once, and the lake compacted. Their ids."""
+    engine.queue(max_failed_deliveries=0, backoff_delays=[60])
+    ids = engine.ingest("orders", bodies)
+    engine.deliver()
+    lake_state_compact_if_due(force=True, spark=engine.spark)
+    return ids
+
+
 @pytest.mark.spark
 def test_compaction_keeps_an_open_snapshot_of_the_messages_that_are_not_final(engine):
     engine.queue(max_failed_deliveries=0, backoff_delays=[60])
@@ -44,10 +54,7 @@ def test_compaction_keeps_an_open_snapshot_of_the_messages_that_are_not_final(en
 @pytest.mark.spark
 @both_paths
 def test_the_next_open_snapshot_is_folded_from_the_last_one_and_the_new_events(engine):
-    engine.queue(max_failed_deliveries=0, backoff_delays=[60])
-    ids = engine.ingest("orders", ["ok", "transient", "permanent"])
-    engine.deliver()
-    lake_state_compact_if_due(force=True, spark=engine.spark)
+    ids = _delivered_once_and_compacted(engine, ["ok", "transient", "permanent"])
     first, _ = _snapshot("open")
     late = engine.ingest("orders", {"late-ok": "ok", "late-wait": "transient"})
     engine.later(minutes=2)
@@ -65,10 +72,7 @@ def test_the_next_open_snapshot_is_folded_from_the_last_one_and_the_new_events(e
 @pytest.mark.spark
 @both_paths
 def test_a_run_reads_the_open_snapshot_not_the_state_snapshot(engine):
-    engine.queue(max_failed_deliveries=0, backoff_delays=[60])
-    ids = engine.ingest("orders", ["ok", "transient"])
-    engine.deliver()
-    lake_state_compact_if_due(force=True, spark=engine.spark)
+    ids = _delivered_once_and_compacted(engine, ["ok", "transient"])
     # The whole state's snapshot gone from under the run: it does not read it.
     state = LakeCommit.objects.get(dataset="state", retired=False)
     shutil.rmtree(lake().path(state.path))
@@ -85,10 +89,7 @@ def test_a_run_reads_the_open_snapshot_not_the_state_snapshot(engine):
 @pytest.mark.spark
 @both_paths
 def test_a_lake_without_an_open_snapshot_yet_is_read_whole(engine):
-    engine.queue(max_failed_deliveries=0, backoff_delays=[60])
-    ids = engine.ingest("orders", ["ok", "transient"])
-    engine.deliver()
-    lake_state_compact_if_due(force=True, spark=engine.spark)
+    ids = _delivered_once_and_compacted(engine, ["ok", "transient"])
     # As a lake compacted before open snapshots existed.
     LakeCommit.objects.filter(dataset="open").delete()
     assert lake_due_inputs().dataset == "state"

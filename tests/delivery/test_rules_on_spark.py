@@ -152,13 +152,23 @@ def test_r7_a_crash_flags_the_message_and_a_second_crash_blacklists_it(engine):
     assert state["delivery_count"] == 2
 
 
-def test_r8_one_crashing_message_in_a_thousand_is_isolated_by_halving(engine, settings):
-    settings.DELIVERY_BATCH_SIZE = 1000
-    engine.queue(max_failed_deliveries=0)
-    bodies = ["ok"] * 1000
-    bodies[613] = "crash"
+def _one_crasher_delivered_in_one_batch(engine, settings, *, count, crasher, max_failed_deliveries):
+    """`count` messages ingested into orders, the one at `crasher` crashing its handler's
+    process, the others succeeding, delivered by one partition until nothing is due, starting
+    with one batch of them all. Their ids."""
+    settings.DELIVERY_BATCH_SIZE = count
+    engine.queue(max_failed_deliveries=max_failed_deliveries)
+    bodies = ["ok"] * count
+    bodies[crasher] = "crash"
     ids = engine.ingest("orders", bodies)
     engine.deliver_until_idle(partitions=1)
+    return ids
+
+
+def test_r8_one_crashing_message_in_a_thousand_is_isolated_by_halving(engine, settings):
+    ids = _one_crasher_delivered_in_one_batch(
+        engine, settings, count=1000, crasher=613, max_failed_deliveries=0
+    )
     working_runs = [r for r in engine.runs if r.claimed]
     extra_runs = len(working_runs) - 1
     states = {}
@@ -171,12 +181,9 @@ def test_r8_one_crashing_message_in_a_thousand_is_isolated_by_halving(engine, se
 
 
 def test_r2_a_crash_is_charged_to_the_message_that_crashed_not_to_its_batch_mates(engine, settings):
-    settings.DELIVERY_BATCH_SIZE = 200
-    engine.queue(max_failed_deliveries=5)
-    bodies = ["ok"] * 200
-    bodies[117] = "crash"
-    ids = engine.ingest("orders", bodies)
-    engine.deliver_until_idle(partitions=1)
+    ids = _one_crasher_delivered_in_one_batch(
+        engine, settings, count=200, crasher=117, max_failed_deliveries=5
+    )
 
     crasher = engine.state(ids[117])
     attempts = [t for t in engine.transitions(ids[117]) if t == (S.TBDL, S.DLNG)]

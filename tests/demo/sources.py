@@ -19,6 +19,13 @@ def demo_seed():
     return out.getvalue()
 
 
+def demo_on(monkeypatch, demo, *, names, url):
+    """The broker demo `demo` (a workers.demo module) turned on, feeding the broker at `url`
+    under `names` of the test's own."""
+    monkeypatch.setattr(demo, "NAMES", names)
+    monkeypatch.setenv(demo.URL_ENV, url)
+
+
 def source_drain(name, *, ack, first_wait, then_wait):
     """The ingest records (as ingest stores them) the source `name` fetches until a fetch comes
     back empty (the first waiting `first_wait` seconds, the later ones `then_wait`);

@@ -9,9 +9,9 @@ import uuid
 import pika
 import pytest
 
-from console.queues.models import BrokerSource
 from tests.conftest import require_service
-from tests.demo.sources import demo_seed, demo_source, start_over, went_on_without_its_broker
+from tests.demo.broker_demos import BrokerDemoTests
+from tests.demo.sources import demo_seed, demo_source
 from workers.brokers.dead_letters import dead_letter_of
 from workers.demo import rabbitmq as demo
 
@@ -69,16 +69,6 @@ def test_with_rabbitmq_the_demo_feeds_a_dead_letter_queue_once_and_drains_it(vho
     assert len(_dead_letters(vhost)) == demo.REFUNDS
 
 
-def test_without_rabbitmq_the_demo_says_how_to_get_the_rabbitmq_queue(monkeypatch):
-    # A port nothing listens on: the embedded default must not need a server.
-    monkeypatch.setenv(demo.URL_ENV, "amqp://guest:secret@127.0.0.1:1/%2F")
-
-    output = demo_seed()
-
-    assert "RabbitMQ demo: off (RabbitMQ does not answer at 127.0.0.1:1/%2F" in output
-    went_on_without_its_broker(output)
-
-
 def _drain(url):
     """Take every dead letter, as the sources process of an earlier `make run` did."""
     connection = pika.BlockingConnection(pika.URLParameters(url))
@@ -90,26 +80,26 @@ def _drain(url):
     return taken
 
 
-@pytest.mark.django_db(transaction=True)
-def test_a_new_database_feeds_the_demo_queue_again_once_it_was_drained(vhost):
-    demo_seed()
-    assert _drain(vhost) == demo.REFUNDS
-    start_over()
+class TestTheRabbitmqDemo(BrokerDemoTests):
+    title = "RabbitMQ"
+    count = demo.REFUNDS
+    source = "refunds-dlq"
+    url_env = demo.URL_ENV
+    unreachable_url = "amqp://guest:secret@127.0.0.1:1/%2F"
+    off_line = "RabbitMQ demo: off (RabbitMQ does not answer at 127.0.0.1:1/%2F"
 
-    output = demo_seed()
+    @pytest.fixture
+    def broker(self, vhost):
+        return vhost
 
-    assert f"{demo.REFUNDS} refunds dead-lettered to {demo.DEAD_LETTER_QUEUE}" in output
-    assert len(_dead_letters(vhost)) == demo.REFUNDS
-    assert "RabbitMQ demo: already fed" in demo_seed()  # this database has it now
+    def waiting(self, broker):
+        return len(_dead_letters(broker))
 
+    def drain_all(self, broker):
+        return _drain(broker)
 
-@pytest.mark.django_db(transaction=True)
-def test_a_new_database_leaves_dead_letters_not_drained_yet_to_be_drained_into_it(vhost):
-    demo_seed()
-    start_over()
+    def fed_line(self, broker):
+        return f"{demo.REFUNDS} refunds dead-lettered to {demo.DEAD_LETTER_QUEUE}"
 
-    output = demo_seed()
-
-    assert f"{demo.REFUNDS} dead letters already waiting in {demo.DEAD_LETTER_QUEUE}" in output
-    assert len(_dead_letters(vhost)) == demo.REFUNDS  # not doubled
-    assert BrokerSource.objects.filter(name="refunds-dlq").exists()
+    def still_waiting_line(self, broker):
+        return f"{demo.REFUNDS} dead letters already waiting in {demo.DEAD_LETTER_QUEUE}"

@@ -99,31 +99,33 @@ def test_a_first_crash_flags_the_message_and_halves_its_batch():
     assert ev["reason"] == S.REASON_CRASH
 
 
-def test_a_candidate_that_crashes_in_a_larger_batch_is_only_batched_smaller():
+@pytest.mark.parametrize(
+    ("batch_size", "detail", "after", "reason"),
+    [
+        pytest.param(
+            500,
+            "exit 70",
+            (S.TBDL, 250),
+            "fatal error in handler (exit 70)",
+            id="in_a_larger_batch_it_is_only_batched_smaller",
+        ),
+        pytest.param(1, None, (S.NDLV, 1), S.REASON_BLACKLISTED, id="alone_it_is_blacklisted"),
+    ],
+)
+def test_a_candidate_that_crashes_again_is_batched_smaller_until_it_crashes_alone(
+    batch_size, detail, after, reason
+):
     (ev,) = rules.crashed(
-        rule_row(candidate=True, batch_limit=500),
+        rule_row(candidate=True, batch_limit=batch_size),
         at=T0,
         actor="w",
         run_id="r",
-        batch_size=500,
+        batch_size=batch_size,
         in_flight=True,
-        detail="exit 70",
+        detail=detail,
     )
-    assert (ev["to_state"], ev["batch_limit"]) == (S.TBDL, 250)
-    assert ev["reason"].startswith("fatal error in handler (exit 70)")
-
-
-def test_a_candidate_that_crashes_alone_is_blacklisted():
-    (ev,) = rules.crashed(
-        rule_row(candidate=True, batch_limit=1),
-        at=T0,
-        actor="w",
-        run_id="r",
-        batch_size=1,
-        in_flight=True,
-    )
-    assert ev["to_state"] == S.NDLV
-    assert ev["reason"].startswith(S.REASON_BLACKLISTED)
+    assert (ev["to_state"], ev["batch_limit"]) == after
+    assert ev["reason"].startswith(reason)
 
 
 def test_a_due_wait_message_goes_through_tbdl_into_delivery():

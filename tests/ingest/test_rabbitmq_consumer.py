@@ -22,6 +22,7 @@ from console.ingest.consumers import backoff_seconds, consumers_run
 from console.ingest.models import MessageKey
 from console.queues.models import BrokerSource
 from console.queues.services import queues_load
+from tests.brokers.amqp_queues import messages_taken
 from tests.brokers.sources import consuming
 from tests.brokers.tcp_proxy import TcpProxy
 from tests.conftest import require_service
@@ -91,12 +92,7 @@ class Broker:
 
     def get_all(self, name):
         """Every message of a queue, taken (acknowledged) for good."""
-        taken = []
-        while True:
-            method, properties, body = self.channel.basic_get(name, auto_ack=True)
-            if method is None:
-                return taken
-            taken.append((properties, body))
+        return messages_taken(self.channel, name)
 
     def close(self):
         for name in self.declared:

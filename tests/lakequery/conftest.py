@@ -20,6 +20,7 @@ import pyarrow.parquet as pq
 import pytest
 
 from tests.ledger_rows import event_row
+from tests.message_rows import message_row
 from workers.lake.schema import EVENT_SCHEMA, MESSAGE_SCHEMA
 from workers.lake.store import Lake
 
@@ -39,20 +40,16 @@ EDITED_BODY = b'{"order": {"id": 2}, "note": "fixed by hand"}'
 def message(
     mid, queue, *, version=1, body=None, sender=None, conversation=None, headers=None, at=None
 ):
-    body = BODIES[mid] if body is None else body
-    return {
-        "message_id": mid,
-        "version": version,
-        "queue": queue,
-        "body": body,
-        "body_sha256": "0" * 64,
-        "body_size": len(body),
-        "content_type": "application/octet-stream",
-        "headers": json.dumps(headers or {}),
-        "conversation_id": conversation,
-        "sender": sender,
-        "enqueued_at": at,
-    }
+    return message_row(
+        mid,
+        queue,
+        body=BODIES[mid] if body is None else body,
+        version=version,
+        headers=json.dumps(headers or {}),
+        conversation_id=conversation,
+        sender=sender,
+        enqueued_at=at,
+    )
 
 
 def event(mid, epoch, step, frm, to, *, at, queue, count=0, version=1, reason=None):

@@ -14,6 +14,7 @@ from console.queues.models import Queue
 from console.readmodels.oldest import quarantine_oldest_keep
 from tests.browse.conftest import Index
 from tests.metrics.conftest import scrape, value
+from tests.readmodels.oldest_scenes import quarantined_behind_an_older_message
 
 pytestmark = pytest.mark.django_db
 
@@ -43,10 +44,7 @@ def test_quarantined_per_queue_is_the_dashboards(index):
 
 def test_the_oldest_quarantined_age_is_the_oldest_ndlv_of_its_queue(index):
     now = timezone.now()
-    index.stats("orders", NDLV=2, DLVD=1)
-    index.row("old-but-delivered", state="DLVD", last_failure_at=now - timedelta(days=9))
-    index.row("oldest", last_failure_at=now - timedelta(hours=5))
-    index.row("newer", last_failure_at=now - timedelta(hours=1))
+    quarantined_behind_an_older_message(index, now, state="DLVD", older=timedelta(days=9))
     quarantine_oldest_keep()  # the refresh's task, as after the refresh that indexed them
 
     age = value(scrape(), "antidote_quarantine_oldest_age_seconds", queue="orders")

@@ -11,6 +11,7 @@ from console.readmodels.counts import queue_counts_move
 from console.readmodels.models import MessageState, QueueStat
 from console.readmodels.oldest import quarantine_oldest_keep
 from tests.browse.conftest import Index
+from tests.readmodels.oldest_scenes import quarantined_behind_an_older_message
 
 pytestmark = pytest.mark.django_db
 
@@ -26,10 +27,7 @@ def _oldest(queue):
 
 def test_it_is_the_oldest_quarantined_not_an_older_message_of_another_state(index):
     now = timezone.now()
-    index.stats("orders", NDLV=2, FAIL=1)
-    index.row("failed-long-ago", state="FAIL", last_failure_at=now - timedelta(days=30))
-    index.row("oldest", last_failure_at=now - timedelta(hours=5))
-    index.row("newer", last_failure_at=now - timedelta(hours=1))
+    quarantined_behind_an_older_message(index, now, state="FAIL", older=timedelta(days=30))
     index.stats("idle", DLVD=4)
 
     assert sorted(quarantine_oldest_keep()) == ["idle", "orders"]

@@ -12,6 +12,7 @@ from pyspark.sql import Row
 from pyspark.testing import assertDataFrameEqual
 
 from tests.ledger_rows import event_row, naive
+from tests.message_rows import message_row
 from workers.jobs.purge import (
     PurgeParams,
     current,
@@ -39,19 +40,9 @@ def event(mid, epoch, step, frm, to, *, at, queue="orders", reason=None, stack=N
 
 def message(mid, queue="orders", *, version=1, body=None):
     body = body if body is not None else f"body of {mid}".encode()
-    return {
-        "message_id": mid,
-        "version": version,
-        "queue": queue,
-        "body": body,
-        "body_sha256": "0" * 64,
-        "body_size": len(body),
-        "content_type": "text/plain",
-        "headers": "{}",
-        "conversation_id": None,
-        "sender": None,
-        "enqueued_at": T0,
-    }
+    return message_row(
+        mid, queue, body=body, version=version, content_type="text/plain", enqueued_at=T0
+    )
 
 
 # --- Which messages are purgeable ----------------------------------------------------------------

@@ -11,152 +11,121 @@ from django.utils import timezone
 
 from console.audit.models import AuditEntry
 from console.lake.models import LakeCommit
-from console.leases import MAX_ATTEMPTS
 from console.retention.execution import purge_dirs_delete, purges_sweep
 from console.retention.models import PurgeRun
-from tests.leased_runs import leased_run
+from tests.sweeps import SweeperTests
 
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def delays():
-    return []
+class TestThePurgesSweeper(SweeperTests):
+    model = PurgeRun
+    sweep = staticmethod(purges_sweep)
+    finished_statuses = (PurgeRun.DONE, PurgeRun.FAILED)
+    given_up_fields = {"dry_run": False}
 
+    @pytest.fixture
+    def run_fields(self):
+        return {"requested_by": "admin", "dry_run": True}
 
-@pytest.fixture
-def now():
-    return timezone.now()
+    def tasks(self):
+        from console.retention.tasks import purge_task, purges_sweep_task
 
+        return purge_task, purges_sweep_task
 
-@pytest.fixture
-def make(now):
-    def make(status=PurgeRun.QUEUED, *, enqueued=0, heartbeat=None, attempts=0, dry_run=True):
-        """A purge last handed to the broker `enqueued` seconds ago, its heartbeat `heartbeat`
-        seconds ago."""
-        return leased_run(
-            PurgeRun,
-            now=now,
-            status=status,
-            enqueued=enqueued,
-            heartbeat=heartbeat,
-            attempts=attempts,
-            requested_by="admin",
-            dry_run=dry_run,
+    def assert_given_up_audited(self, run):
+        entry = AuditEntry.objects.get()
+        assert (entry.action, entry.actor, entry.target_id) == (
+            "retention.failed",
+            "admin",
+            str(run.id),
         )
 
-    return make
+    def test_only_one_purge_may_be_queued_or_running_but_previews_may_run_beside_it(self, make):
+        from django.db import IntegrityError, transaction
 
+        make(PurgeRun.RUNNING, dry_run=False)
+        make(PurgeRun.QUEUED, dry_run=True)
+        make(PurgeRun.DONE, dry_run=False)
 
-def test_a_purge_queued_over_a_minute_ago_is_handed_over_again(make, delays, now):
-    lost = make(enqueued=61)
-    make(enqueued=30)  # its task may still be on its way
+        with pytest.raises(IntegrityError), transaction.atomic():
+            make(PurgeRun.QUEUED, dry_run=False)
 
-    assert purges_sweep(enqueue=delays.append, now=now) == [lost.id]
-    assert delays == [lost.id]
-    assert PurgeRun.objects.get(id=lost.id).enqueued_at == now
-
-
-def test_a_running_purge_whose_heartbeat_stopped_is_handed_over_again(make, delays, now, settings):
-    beat = 3 * settings.HEARTBEAT_SECONDS
-    dead = make(PurgeRun.RUNNING, enqueued=600, heartbeat=beat + 1, attempts=1)
-    make(PurgeRun.RUNNING, enqueued=600, heartbeat=beat - 1, attempts=1)
-
-    assert purges_sweep(enqueue=delays.append, now=now) == [dead.id]
-    assert delays == [dead.id]
-
-
-def test_a_purge_is_handed_over_at_most_once_a_minute(make, delays, now):
-    lost = make(enqueued=61)
-    purges_sweep(enqueue=delays.append, now=now)
-
-    assert purges_sweep(enqueue=delays.append, now=now + timedelta(seconds=59)) == []
-    assert purges_sweep(enqueue=delays.append, now=now + timedelta(seconds=61)) == [lost.id]
-
-
-@pytest.mark.parametrize("status", [PurgeRun.DONE, PurgeRun.FAILED])
-def test_finished_purges_are_left_alone(make, delays, now, status):
-    make(status, enqueued=3600, heartbeat=3600)
-
-    assert purges_sweep(enqueue=delays.append, now=now) == []
-
-
-def test_a_purge_whose_worker_died_each_time_is_given_up_and_audited(make, delays, now, settings):
-    doomed = make(
-        PurgeRun.RUNNING,
-        enqueued=600,
-        heartbeat=3 * settings.HEARTBEAT_SECONDS + 1,
-        attempts=MAX_ATTEMPTS,
-        dry_run=False,
-    )
-
-    assert purges_sweep(enqueue=delays.append, now=now) == []
-    doomed.refresh_from_db()
-    assert doomed.status == PurgeRun.FAILED
-    assert doomed.error.startswith(f"given up after {MAX_ATTEMPTS} attempts")
-    entry = AuditEntry.objects.get()
-    assert (entry.action, entry.actor, entry.target_id) == (
-        "retention.failed",
-        "admin",
-        str(doomed.id),
-    )
-
-
-def test_only_one_purge_may_be_queued_or_running_but_previews_may_run_beside_it(make):
-    from django.db import IntegrityError, transaction
-
-    make(PurgeRun.RUNNING, dry_run=False)
-    make(PurgeRun.QUEUED, dry_run=True)
-    make(PurgeRun.DONE, dry_run=False)
-
-    with pytest.raises(IntegrityError), transaction.atomic():
-        make(PurgeRun.QUEUED, dry_run=False)
-
-
-def test_old_directories_are_deleted_once_the_grace_period_is_over(make, lake_root, now, settings):
-    settings.PURGE_GRACE_SECONDS = 3600
-    old = lake_root / "events" / "20260301" / "old"
-    old.mkdir(parents=True)
-    (old / "part-00000.parquet").write_bytes(b"not really parquet")
-    purge = make(PurgeRun.DONE, dry_run=False)
-    PurgeRun.objects.filter(id=purge.id).update(
-        finished_at=now - timedelta(seconds=3599), pending_dirs=["events/20260301/old"]
-    )
-
-    assert purge_dirs_delete(now=now) == 0
-    assert old.exists()
-
-    assert purge_dirs_delete(now=now + timedelta(seconds=2)) == 1
-    assert not old.exists()
-    assert PurgeRun.objects.get(id=purge.id).dirs_deleted_at == now + timedelta(seconds=2)
-    assert purge_dirs_delete(now=now + timedelta(days=1)) == 0
-
-
-def test_merged_history_generations_are_deleted_once_the_grace_period_is_over(
-    delays, lake_root, now, settings
-):
-    # Merged away by a compaction an hour ago, and no compaction since to delete them: they may
-    # hold messages purged meanwhile.
-    settings.PURGE_GRACE_SECONDS = 3600
-    commits = {}
-    for name, seconds in (("merged", 3601), ("recent", 60)):
-        folder = lake_root / "history" / "20260301" / name
-        folder.mkdir(parents=True)
-        (folder / "bucket-00000.parquet").write_bytes(b"not really parquet")
-        commits[name] = LakeCommit.objects.create(
-            dataset="history",
-            path=f"history/20260301/{name}",
-            row_count=1,
-            idempotency_key=name,
-            retired=True,
-            retired_at=now - timedelta(seconds=seconds),
+    def test_old_directories_are_deleted_once_the_grace_period_is_over(
+        self, make, lake_root, now, settings
+    ):
+        settings.PURGE_GRACE_SECONDS = 3600
+        old = lake_root / "events" / "20260301" / "old"
+        old.mkdir(parents=True)
+        (old / "part-00000.parquet").write_bytes(b"not really parquet")
+        purge = make(PurgeRun.DONE, dry_run=False)
+        PurgeRun.objects.filter(id=purge.id).update(
+            finished_at=now - timedelta(seconds=3599), pending_dirs=["events/20260301/old"]
         )
 
-    purges_sweep(enqueue=delays.append, now=now)
+        assert purge_dirs_delete(now=now) == 0
+        assert old.exists()
 
-    assert not (lake_root / commits["merged"].path).exists()
-    assert not LakeCommit.objects.filter(id=commits["merged"].id).exists()
-    assert (lake_root / commits["recent"].path).exists()
+        assert purge_dirs_delete(now=now + timedelta(seconds=2)) == 1
+        assert not old.exists()
+        assert PurgeRun.objects.get(id=purge.id).dirs_deleted_at == now + timedelta(seconds=2)
+        assert purge_dirs_delete(now=now + timedelta(days=1)) == 0
+
+    def test_merged_history_generations_are_deleted_once_the_grace_period_is_over(
+        self, delays, lake_root, now, settings
+    ):
+        # Merged away by a compaction an hour ago, and no compaction since to delete them: they may
+        # hold messages purged meanwhile.
+        settings.PURGE_GRACE_SECONDS = 3600
+        commits = {}
+        for name, seconds in (("merged", 3601), ("recent", 60)):
+            folder = lake_root / "history" / "20260301" / name
+            folder.mkdir(parents=True)
+            (folder / "bucket-00000.parquet").write_bytes(b"not really parquet")
+            commits[name] = LakeCommit.objects.create(
+                dataset="history",
+                path=f"history/20260301/{name}",
+                row_count=1,
+                idempotency_key=name,
+                retired=True,
+                retired_at=now - timedelta(seconds=seconds),
+            )
+
+        purges_sweep(enqueue=delays.append, now=now)
+
+        assert not (lake_root / commits["merged"].path).exists()
+        assert not LakeCommit.objects.filter(id=commits["merged"].id).exists()
+        assert (lake_root / commits["recent"].path).exists()
+
+    def test_the_hold_on_the_lake_of_a_purge_that_is_over_is_let_go_and_an_active_ones_kept(
+        self, make, delays, now, lake_root
+    ):
+        # A purge killed between its commit and its own release held the compactions off the lake
+        # until its time limit (found by the soak).
+        from console.lake.models import LakeRewrite
+
+        over = make(PurgeRun.DONE, dry_run=False)
+        active = make(PurgeRun.RUNNING, enqueued=0, heartbeat=0, dry_run=False)
+        until = now + timedelta(hours=1)
+        for purge in (over, active):
+            LakeRewrite.objects.create(holder=f"purge:{purge.id}", until=until)
+        LakeRewrite.objects.create(holder="someone else", until=until)
+
+        purges_sweep(enqueue=delays.append, now=now)
+
+        held = set(LakeRewrite.objects.values_list("holder", flat=True))
+        assert held == {f"purge:{active.id}", "someone else"}
+
+    def test_a_purge_that_records_its_end_lets_go_of_the_lake_in_the_same_transaction(self, make):
+        from console.lake.models import LakeRewrite
+        from console.retention.execution import _finish
+
+        purge = make(PurgeRun.RUNNING, heartbeat=0, dry_run=False)
+        LakeRewrite.objects.create(holder=f"purge:{purge.id}", until=timezone.now())
+
+        assert _finish(purge, purge.worker, status=PurgeRun.FAILED, error="killed")
+
+        assert not LakeRewrite.objects.exists()
 
 
 def test_the_purge_runs_on_the_spark_worker_daily_and_the_sweep_with_the_lease_sweep(settings):
@@ -171,46 +140,3 @@ def test_the_purge_runs_on_the_spark_worker_daily_and_the_sweep_with_the_lease_s
     sweep = app.conf.beat_schedule["sweep-purges"]
     assert sweep["task"] == "workers.tasks.purges_sweep_task"
     assert sweep["schedule"] == app.conf.beat_schedule["sweep-leases"]["schedule"]
-
-
-def test_the_sweep_task_hands_lost_purges_to_the_spark_workers_task(make, monkeypatch):
-    from console.retention.tasks import purge_task, purges_sweep_task
-
-    sent = []
-    monkeypatch.setattr(purge_task, "delay", lambda purge_id: sent.append(purge_id))
-    lost = make(enqueued=61)
-
-    assert purges_sweep_task() == 1
-    assert sent == [lost.id]
-
-
-def test_the_hold_on_the_lake_of_a_purge_that_is_over_is_let_go_and_an_active_ones_kept(
-    make, delays, now, lake_root
-):
-    # A purge killed between its commit and its own release held the compactions off the lake
-    # until its time limit (found by the soak).
-    from console.lake.models import LakeRewrite
-
-    over = make(PurgeRun.DONE, dry_run=False)
-    active = make(PurgeRun.RUNNING, enqueued=0, heartbeat=0, dry_run=False)
-    until = now + timedelta(hours=1)
-    for purge in (over, active):
-        LakeRewrite.objects.create(holder=f"purge:{purge.id}", until=until)
-    LakeRewrite.objects.create(holder="someone else", until=until)
-
-    purges_sweep(enqueue=delays.append, now=now)
-
-    held = set(LakeRewrite.objects.values_list("holder", flat=True))
-    assert held == {f"purge:{active.id}", "someone else"}
-
-
-def test_a_purge_that_records_its_end_lets_go_of_the_lake_in_the_same_transaction(make):
-    from console.lake.models import LakeRewrite
-    from console.retention.execution import _finish
-
-    purge = make(PurgeRun.RUNNING, heartbeat=0, dry_run=False)
-    LakeRewrite.objects.create(holder=f"purge:{purge.id}", until=timezone.now())
-
-    assert _finish(purge, purge.worker, status=PurgeRun.FAILED, error="killed")
-
-    assert not LakeRewrite.objects.exists()

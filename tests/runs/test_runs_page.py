@@ -4,6 +4,7 @@ ones in progress first, stuck told from slow, filters and pages as /api/v1/runs 
 import re
 from datetime import timedelta
 
+import pytest
 from django.urls import reverse
 from django.utils.html import escape
 
@@ -11,6 +12,15 @@ from tests.browse.conftest import login
 from tests.runs.conftest import HOSTILE
 
 URL = reverse("run-list")
+
+
+@pytest.fixture(autouse=True)
+def _clock_stands_still(request, time_machine):
+    """Once the world's runs are made, the clock stands at the moment they were made from: the
+    page's ages ("4 s ago") are theirs exactly, however long a busy machine takes to render it."""
+    if "world" in request.fixturenames:
+        request.getfixturevalue("world")
+        time_machine.move_to(request.getfixturevalue("runs").now, tick=False)
 
 
 def _page(personas, **params):

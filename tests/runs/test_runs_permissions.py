@@ -5,6 +5,7 @@ admin's sense, not this operational screen)."""
 import pytest
 from django.urls import reverse
 
+from tests.api_roles import assert_api_answers
 from tests.browse.conftest import api, login
 from tests.roles import ROLES, assert_page_answers, who
 
@@ -12,19 +13,11 @@ ALLOWED = {"admin"}
 
 
 @pytest.mark.parametrize("role", ROLES, ids=who)
-def test_the_page_answers_each_role_as_its_permissions_say(world, personas, role):
-    response = login(personas[role] if role else None).get(reverse("run-list"))
-
-    assert_page_answers(response, role, 200 if role in ALLOWED else 403)
-
-
-@pytest.mark.parametrize("role", ROLES, ids=who)
-def test_the_api_answers_each_role_as_its_permissions_say(world, personas, role):
-    response = api(personas[role] if role else None).get("/api/v1/runs")
-
-    expected = 401 if role is None else (200 if role in ALLOWED else 403)
-    assert response.status_code == expected, response.content[:300]
-    if expected == 200:
+def test_the_page_and_the_api_answer_each_role_as_its_permissions_say(world, personas, role):
+    user = personas[role] if role else None
+    assert_page_answers(login(user).get(reverse("run-list")), role, 200 if role in ALLOWED else 403)
+    response = api(user).get("/api/v1/runs")
+    if assert_api_answers(response, role, ALLOWED) == 200:
         assert len(response.json()["results"]) == len(world)
 
 

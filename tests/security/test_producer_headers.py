@@ -19,12 +19,14 @@ from console.accounts.tokens.services import token_create
 from console.ingest.services import ingest_file
 from console.lake.selectors import lake_paths
 from console.lake.services import lake
+from tests.brokers.amqp_queues import messages_taken
 from tests.brokers.http.receiver import Answer
 from tests.brokers.nats.conftest import SHARED_URL as NATS_URL
 from tests.brokers.nats.conftest import Client as NatsClient
 from tests.browse.conftest import login
 from tests.conftest import require_service
 from tests.decisions.desk import make_desk
+from tests.message_rows import message_row
 from workers.brokers.rabbitmq.record import properties_text
 from workers.engine import states as S
 
@@ -165,12 +167,7 @@ class _Rabbit:
         self.channel.queue_declare(name, durable=True)
 
     def bodies(self, queue):
-        out = []
-        while True:
-            method, _, body = self.channel.basic_get(queue, auto_ack=True)
-            if method is None:
-                return out
-            out.append(body)
+        return [body for _, body in messages_taken(self.channel, queue)]
 
     def close(self):
         for queue in self.queues:
@@ -319,19 +316,15 @@ def _legacy_commit(label, rows):
     now = datetime(2026, 11, 1, tzinfo=UTC)
     table = pa.Table.from_pylist(
         [
-            {
-                "message_id": message_id,
-                "version": version,
-                "queue": queue,
-                "body": b"{}",
-                "body_sha256": "0" * 64,
-                "body_size": 2,
-                "content_type": "application/json",
-                "headers": json.dumps(headers),
-                "conversation_id": None,
-                "sender": None,
-                "enqueued_at": now,
-            }
+            message_row(
+                message_id,
+                queue,
+                body=b"{}",
+                version=version,
+                content_type="application/json",
+                headers=json.dumps(headers),
+                enqueued_at=now,
+            )
             for message_id, version, queue, headers in rows
         ]
     )

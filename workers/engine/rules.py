@@ -198,30 +198,11 @@ def _exception_destination(record, policy, *, at, attempt, detail, retry_after=N
     return [record(S.NDLV, reason=reason, delivery_count=attempt, next_attempt_at=None)]
 
 
-def failed_transiently(
-    current,
-    policy,
-    *,
-    at,
-    actor,
-    run_id,
-    reason,
-    exception_type=None,
-    stack=None,
-    queue_streak=None,
-    retry_after=None,
-):
+def failed_transiently(current, policy, *, at, reason, retry_after=None, **failure):
     """R2, R3, R4, R5: a transient failure. `retry_after` (seconds, from the handler) puts the
-    next attempt no earlier than that long after the failure."""
-    attempt, record = _failed_attempt(
-        current,
-        at=at,
-        actor=actor,
-        run_id=run_id,
-        exception_type=exception_type,
-        stack=stack,
-        queue_streak=queue_streak,
-    )
+    next attempt no earlier than that long after the failure. `failure`: who failed it and how,
+    as `_failed_attempt` takes them (actor, run_id; exception_type, stack, queue_streak)."""
+    attempt, record = _failed_attempt(current, at=at, **failure)
     if policy.max_failed_deliveries and attempt >= policy.max_failed_deliveries:
         return _exception_destination(
             record, policy, at=at, attempt=attempt, detail=reason, retry_after=retry_after
@@ -236,29 +217,12 @@ def failed_transiently(
     ]
 
 
-def failed_permanently(
-    current,
-    policy,
-    *,
-    at,
-    actor,
-    run_id,
-    reason,
-    exception_type=None,
-    stack=None,
-    queue_streak=None,
-):
+def failed_permanently(current, policy, *, at, actor, run_id, reason, **failure):
     """R6: no retry. Quarantine, or return to sender: quarantined and ended in the same instant,
-    the queue's standing decision, so every recorded transition is one SEMANTICS.md allows."""
-    attempt, record = _failed_attempt(
-        current,
-        at=at,
-        actor=actor,
-        run_id=run_id,
-        exception_type=exception_type,
-        stack=stack,
-        queue_streak=queue_streak,
-    )
+    the queue's standing decision, so every recorded transition is one SEMANTICS.md allows.
+    `failure`: how it failed (exception_type, stack, queue_streak), as `_failed_attempt` takes
+    them."""
+    attempt, record = _failed_attempt(current, at=at, actor=actor, run_id=run_id, **failure)
     quarantined = record(
         S.NDLV,
         reason=f"{S.REASON_PERMANENT}: {reason}",

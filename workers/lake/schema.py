@@ -76,6 +76,18 @@ STATE_FIELDS = (
     "body_version",
 )
 
+# The event columns of a message that has just arrived, before any delivery: no attempt, not a
+# candidate, no batch limit, nothing scheduled, its first body. Ingest writes them; tests' rows
+# start from them.
+NEW_MESSAGE_COLUMNS = {
+    "attempt": 0,
+    "delivery_count": 0,
+    "candidate": False,
+    "batch_limit": 0,
+    "next_attempt_at": None,
+    "body_version": 1,
+}
+
 # What a message carries besides its key (message_id, version) and the queue it arrived on (the
 # queue it is in is its state's): what a delivery hands its handler.
 MESSAGE_CONTENT_COLUMNS = [

@@ -30,26 +30,25 @@ def _iso(moment):
     return moment.isoformat(timespec="seconds").replace("+00:00", "Z")
 
 
-@register.filter
-def when(value):
+def _time_element(value, template, title=None):
+    """A <time> element for a datetime, nothing for anything else: `template` places the UTC
+    instant in ISO, then `title(moment)` when there is one, then the instant as people read it."""
     if not isinstance(value, datetime):
         return ""
     moment = _in_utc(value)
-    return format_html(
-        '<time datetime="{}" data-when>{} UTC</time>',
-        _iso(moment),
-        moment.strftime("%Y-%m-%d %H:%M:%S"),
-    )
+    titles = [title(moment)] if title else []
+    return format_html(template, _iso(moment), *titles, moment.strftime("%Y-%m-%d %H:%M:%S"))
+
+
+@register.filter
+def when(value):
+    return _time_element(value, '<time datetime="{}" data-when>{} UTC</time>')
 
 
 @register.filter
 def utc(value):
-    if not isinstance(value, datetime):
-        return ""
-    moment = _in_utc(value)
-    return format_html(
+    return _time_element(
+        value,
         '<time datetime="{}" data-when="utc" title="{}">{}</time>',
-        _iso(moment),
-        relative(moment, now=timezone.now()),
-        moment.strftime("%Y-%m-%d %H:%M:%S"),
+        title=lambda moment: relative(moment, now=timezone.now()),
     )

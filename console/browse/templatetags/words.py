@@ -8,7 +8,7 @@ from django import template
 from django.utils.html import format_html
 
 from console.browse import message_words
-from console.browse.policy_words import duration, queue_action_words
+from console.queues.policy_words import duration, queue_action_words
 
 register = template.Library()
 

@@ -15,8 +15,8 @@ import nats
 import pytest
 from nats.js import api
 
+from tests.brokers.source_configs import source_config_of
 from tests.conftest import require_service
-from workers.brokers.base import SourceConfig
 
 SHARED_URL = "nats://127.0.0.1:4222"
 
@@ -137,18 +137,8 @@ def client(shared_url):
     c.close()
 
 
-def source_config(url, stream, *, name="orders-dlq", into="orders-dead", **options):
-    return SourceConfig(
-        name=name,
-        kind="nats",
-        url_env="ANTIDOTE_NATS_URL",
-        url=url,
-        drained=stream,
-        into=into,
-        prefetch=100,
-        batch_size=100,
-        options=options,
-    )
+def source_config(url, stream, **fields):
+    return source_config_of("nats", url=url, url_env="ANTIDOTE_NATS_URL", stream=stream, **fields)
 
 
 def free_port():

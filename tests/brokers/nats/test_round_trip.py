@@ -9,10 +9,8 @@ import pytest
 from nats.js import api
 
 from console.ingest.models import MessageKey
-from console.queues.models import BrokerSource
-from console.readmodels.models import MessageIndex
 from tests.brokers.nats.conftest import source_config
-from tests.brokers.sources import drained_until, round_trip_load
+from tests.brokers.sources import drained_until, intake_quarantined, redriven, round_trip_load
 from tests.decisions.desk import make_desk
 from workers.brokers.nats import source as N
 
@@ -66,17 +64,11 @@ def test_a_message_its_consumer_keeps_failing_comes_back_to_its_subject_once_and
         count=COUNT,
         done=lambda: client.stream_info(capture).state.messages == 0,
     )
-    assert MessageKey.objects.filter(queue="refunds-dead").count() == COUNT
-    source = BrokerSource.objects.get(name="refunds-nats")
-    assert (source.drained, source.refused) == (COUNT, 0)
     # remove: true: stored, then deleted from the stream.
     assert client.stream_info(stream).state.messages == 0
 
     # Delivered once to the intake handler: quarantined with the consumer's reason.
-    desk.deliver_until_idle()
-    desk.refresh()
-    quarantined = MessageIndex.objects.filter(queue="refunds-dead", state="NDLV")
-    assert quarantined.count() == COUNT
+    quarantined = intake_quarantined(desk, count=COUNT)
     row = quarantined.get(message_id__startswith=f"nats-{stream}-4-")
     assert row.exception_type == "nats.max_deliver"
     assert row.reason.startswith(
@@ -93,10 +85,7 @@ def test_a_message_its_consumer_keeps_failing_comes_back_to_its_subject_once_and
             config=api.ConsumerConfig(deliver_policy=api.DeliverPolicy.NEW),
         )
     )
-    scope = {"kind": "filter", "filters": {"queue": "refunds-dead"}}
-    request = desk.request(scope, target_queue="refunds-redrive")
-    assert desk.execute(request).status == "done"
-    desk.deliver_until_idle()
+    redriven(desk)
 
     received = []
     while True:

@@ -11,9 +11,9 @@ import uuid
 import pytest
 import redis
 
+from tests.brokers.source_configs import source_config_of
 from tests.conftest import require_service
 from tests.processes.conftest import free_port, port_open, wait_for
-from workers.brokers.base import SourceConfig
 from workers.brokers.redis_streams.source import CONNECTOR
 
 SHARED_URL = "redis://127.0.0.1:6379/7"
@@ -77,17 +77,9 @@ def streams(monkeypatch):
     streams.close()
 
 
-def source_config(stream, *, url=SHARED_URL, name="orders-dlq", into="orders-dead", **options):
-    return SourceConfig(
-        name=name,
-        kind="redis",
-        url_env=URL_ENV,
-        url=url,
-        drained=stream,
-        into=into,
-        prefetch=200,
-        batch_size=100,
-        options=options,
+def source_config(stream, *, url=SHARED_URL, **fields):
+    return source_config_of(
+        "redis", url=url, url_env=URL_ENV, stream=stream, prefetch=200, **fields
     )
 
 

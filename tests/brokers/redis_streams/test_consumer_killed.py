@@ -7,56 +7,41 @@ from collections import Counter
 
 import pytest
 
+from tests.brokers.killed_mid_drain import BATCH, COUNT, killed_mid_drain, processes  # noqa: F401 (fixtures)
 from tests.brokers.redis_streams.conftest import SHARED_URL, URL_ENV
-from tests.brokers.sources import assert_stored_once_each, killed_and_started_again, source_load
-from tests.processes.conftest import processes  # noqa: F401 (the fixture)
 
 pytestmark = [pytest.mark.services, pytest.mark.slow]
 
-N = 3000
-BATCH = 50
 GROUP = "billing"
 
 
 def test_a_consumer_killed_mid_drain_and_started_again_stores_every_entry_exactly_once(
-    processes,  # noqa: F811
+    killed_mid_drain,  # noqa: F811
     streams,
-    tmp_path,
 ):
     client, stream = streams.client, streams.key("orders")
     client.xgroup_create(stream, GROUP, id="$", mkstream=True)
     pipe = client.pipeline(transaction=False)
-    for i in range(N):
+    for i in range(COUNT):
         pipe.xadd(stream, {"body": f"order {i}"})
     pipe.execute()
     # The group's consumer fails on every one, twice.
-    client.xreadgroup(GROUP, "worker-1", {stream: ">"}, count=N)
-    client.xreadgroup(GROUP, "worker-1", {stream: "0"}, count=N)
-    source = source_load(
-        name="orders-stream",
-        kind="redis",
-        url_env=URL_ENV,
-        stream=stream,
-        options={"group": GROUP, "min_deliveries": 2, "min_idle_ms": 50},
-        batch_size=BATCH,
-        prefetch=2 * BATCH,
-    )
+    client.xreadgroup(GROUP, "worker-1", {stream: ">"}, count=COUNT)
+    client.xreadgroup(GROUP, "worker-1", {stream: "0"}, count=COUNT)
 
     def claimed_not_acknowledged():
         held = Counter(c for c, _ in streams.pending(stream, GROUP).values())
         assert held["worker-1"] > 0, "the kill came after every entry was claimed"
         print(f"{held['antidote']} claimed and not acknowledged")
 
-    killed_and_started_again(
-        processes,
-        source,
-        env={URL_ENV: SHARED_URL},
-        logs=tmp_path,
-        count=N,
+    source = killed_mid_drain(
+        url=SHARED_URL,
+        name="orders-stream",
+        kind="redis",
+        url_env=URL_ENV,
+        stream=stream,
+        options={"group": GROUP, "min_deliveries": 2, "min_idle_ms": 50},
         drained=lambda: not client.xpending(stream, GROUP)["pending"],
         after_kill=claimed_not_acknowledged,
     )
-    assert_stored_once_each(N)
-    source.refresh_from_db()
-    assert source.drained >= N - BATCH
-    assert (source.refused, source.state) == (0, "stopped")
+    assert source.drained >= COUNT - BATCH  # refreshed by killed_and_started_again

@@ -7,11 +7,8 @@ import time
 
 import pytest
 
-from console.ingest.models import MessageKey
-from console.queues.models import BrokerSource
-from console.readmodels.models import MessageIndex
 from tests.brokers.redis_streams.conftest import URL_ENV
-from tests.brokers.sources import drained_until, round_trip_load
+from tests.brokers.sources import drained_until, intake_quarantined, redriven, round_trip_load
 from tests.decisions.desk import make_desk
 
 pytestmark = pytest.mark.services
@@ -84,17 +81,11 @@ def test_an_entry_its_consumer_keeps_failing_comes_back_to_its_stream_once_and_u
         count=COUNT,
         done=lambda: not streams.pending(stream, GROUP),
     )
-    assert MessageKey.objects.filter(queue="refunds-dead").count() == COUNT
-    source = BrokerSource.objects.get(name="refunds-stream")
-    assert (source.drained, source.refused) == (COUNT, 0)
     assert streams.pending(stream, GROUP) == {}
     assert not client.exists(stream + ":antidote-refused")
 
     # Delivered once to the intake handler: quarantined with the reason Redis's counter gives.
-    desk.deliver_until_idle()
-    desk.refresh()
-    quarantined = MessageIndex.objects.filter(queue="refunds-dead", state="NDLV")
-    assert quarantined.count() == COUNT
+    quarantined = intake_quarantined(desk, count=COUNT)
     row = quarantined.get(message_id=f"redis-{stream}-{ids[3]}")
     assert row.exception_type == "redis.unacknowledged"
     assert row.reason.startswith(
@@ -102,10 +93,7 @@ def test_an_entry_its_consumer_keeps_failing_comes_back_to_its_stream_once_and_u
         f"'{stream}' without an acknowledgement; last consumer 'refunds-1'"
     )
 
-    scope = {"kind": "filter", "filters": {"queue": "refunds-dead"}}
-    request = desk.request(scope, target_queue="refunds-redrive")
-    assert desk.execute(request).status == "done"
-    desk.deliver_until_idle()
+    redriven(desk)
 
     received = _read(client, stream, "refunds-2")
     assert len(received) == COUNT

@@ -1,9 +1,8 @@
 """manage.py create_demo_users: one user per role, with passwords printed once."""
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
-from console.access.actor import acting_as, cli_actor
-from console.accounts.roles import RoleError
+from console.accounts.management.role_commands import as_the_command_line
 from console.accounts.services import demo_users_create
 
 # What the table says for a service account, which has no password.
@@ -19,11 +18,7 @@ class Command(BaseCommand):
     )
 
     def handle(self, *args, **options):
-        try:
-            with acting_as(cli_actor()):
-                users = demo_users_create()
-        except RoleError as exc:
-            raise CommandError(str(exc)) from exc
+        users = as_the_command_line(demo_users_create)
         rows = [("user", "role", "password", "")]
         rows += [
             (

@@ -1,9 +1,9 @@
 """manage.py seed_roles: create the six role groups with their permissions (idempotent)."""
 
-from django.core.management.base import BaseCommand, CommandError
+from django.core.management.base import BaseCommand
 
-from console.access.actor import acting_as, cli_actor
-from console.accounts.roles import RoleError, roles_seed
+from console.accounts.management.role_commands import as_the_command_line
+from console.accounts.roles import roles_seed
 
 
 class Command(BaseCommand):
@@ -13,11 +13,7 @@ class Command(BaseCommand):
     )
 
     def handle(self, *args, **options):
-        try:
-            with acting_as(cli_actor()):
-                result = roles_seed()
-        except RoleError as exc:
-            raise CommandError(str(exc)) from exc
+        result = as_the_command_line(roles_seed)
         for role, (created, count) in result.items():
             status = "created" if created else "up to date"
             self.stdout.write(f"{role:<9} {status:<10} {count} permission(s)")

@@ -158,20 +158,16 @@ class Command(BaseCommand):
         )
         if not fed_here:
             demo_record(rabbitmq_fed_at=timezone.now())
-        if feed.fed:
-            self.stdout.write(
-                f"RabbitMQ demo: {feed.fed} refunds dead-lettered to "
-                f"{demo_rabbitmq.DEAD_LETTER_QUEUE} at {where}; the sources process drains them "
-                "into queue refunds-dead."
-            )
-        elif fed_here:
-            self.stdout.write(f"RabbitMQ demo: already fed at {where}.")
-        else:
-            self.stdout.write(
-                f"RabbitMQ demo: {feed.waiting} dead letters already waiting in "
-                f"{demo_rabbitmq.DEAD_LETTER_QUEUE} at {where}; the sources process drains "
-                "them into queue refunds-dead."
-            )
+        dead_letter_queue = demo_rabbitmq.DEAD_LETTER_QUEUE
+        self._feed_say(
+            "RabbitMQ",
+            where,
+            feed,
+            fed_here,
+            fed=f"{feed.fed} refunds dead-lettered to {dead_letter_queue}",
+            waiting=f"{feed.waiting} dead letters already waiting in {dead_letter_queue}",
+            into="the sources process drains them into queue refunds-dead.",
+        )
 
     def _stream_demo(self, *, title, demo, fed_field):
         """The NATS- or Redis-fed queue (`demo` is workers.demo.nats or .redis_streams), when
@@ -206,13 +202,22 @@ class Command(BaseCommand):
         if not fed_here:
             demo_record(**{fed_field: timezone.now()})
         (source,) = document["sources"]
-        into = f"the sources process drains them into queue {source['queue']}."
+        self._feed_say(
+            title,
+            where,
+            feed,
+            fed_here,
+            fed=demo.fed_said(names, feed.fed),
+            waiting=f"{feed.waiting} dead letters of stream {names.stream} already waiting",
+            into=f"the sources process drains them into queue {source['queue']}.",
+        )
+
+    def _feed_say(self, title, where, feed, fed_here, *, fed, waiting, into):
+        """What a broker demo's feed did, in its own words: dead letters sent now, sent before
+        for this database, or found already waiting on the broker."""
         if feed.fed:
-            self.stdout.write(f"{title} demo: {demo.fed_said(names, feed.fed)} at {where}; {into}")
+            self.stdout.write(f"{title} demo: {fed} at {where}; {into}")
         elif fed_here:
             self.stdout.write(f"{title} demo: already fed at {where}.")
         else:
-            self.stdout.write(
-                f"{title} demo: {feed.waiting} dead letters of stream {names.stream} already "
-                f"waiting at {where}; {into}"
-            )
+            self.stdout.write(f"{title} demo: {waiting} at {where}; {into}")

@@ -1,4 +1,5 @@
-"""Message ids (and queue names and group fingerprints) in page URLs.
+"""Message ids (and queue names and group fingerprints) in page URLs: `<msgid:...>`, in the pages
+of console.browse and console.queues.
 
 An id is any printable text: it may hold '/', '?', '#', '%', quotes, or be "..". Django's
 `path` converter would put its slashes in the URL as they are, so an id like "x/../y" would
@@ -9,6 +10,8 @@ decodes it once, so `to_python` gets back what `to_url` made.
 """
 
 from urllib.parse import quote, unquote
+
+from django.urls import register_converter
 
 
 class MessageIdConverter:
@@ -23,3 +26,8 @@ class MessageIdConverter:
         if encoded in (".", ".."):
             encoded = encoded.replace(".", "%2E")
         return encoded
+
+
+# Registered here, once (Django warns when a name is registered again): a urls module that names
+# `<msgid:...>` imports this module first.
+register_converter(MessageIdConverter, "msgid")
