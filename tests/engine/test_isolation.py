@@ -81,13 +81,15 @@ def test_each_call_is_timed_into_its_bucket_failures_included():
 
     assert result.codes == [iso.SUCCESS, iso.SUCCESS, iso.TRANSIENT, iso.SUCCESS]
     counts = list(result.time_counts)
+    # Every call is counted once, failures included.
     assert sum(counts) == 4
-    assert counts[slot(0.0)] >= 1  # the call that did nothing (a loaded machine may slow it)
-    # 30 ms lands above the 25 ms bound, at most in the 100 ms bucket on a loaded machine.
-    assert sum(counts[slot(0.026) : slot(0.1) + 1]) >= 2
-    assert counts[slot(0.3)] + sum(counts[slot(0.3) + 1 :]) >= 1
+    # A call lands no lower than it lasted; a busy machine can only push it higher, so no upper
+    # bound is asserted: both 30 ms calls and the 300 ms one above the 25 ms bound, the 300 ms
+    # one in the 0.5 s bucket or above.
+    assert sum(counts[slot(0.026) :]) >= 3
+    assert sum(counts[slot(0.3) :]) >= 1
     assert HANDLER_BUCKETS[slot(0.3)] == 0.5
-    assert 0.36 <= result.time_sum < 5
+    assert result.time_sum >= 0.36
 
 
 def test_a_batch_whose_child_died_has_no_times():
