@@ -65,12 +65,7 @@ def pytest_collection_modifyitems(config, items):
 def spark():
     from workers.spark import spark_session, spark_stop
 
-    # The JVM's options as the workers the tests start take them (`make test` sets them).
-    session = spark_session(
-        master="local[2]",
-        driver_memory="2g",
-        java_options=os.environ.get("SPARK_DRIVER_JAVA_OPTIONS", ""),
-    )
+    session = spark_session(master="local[2]", driver_memory="2g")
     yield session
     spark_stop()
 

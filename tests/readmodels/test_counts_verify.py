@@ -176,13 +176,19 @@ def test_drift_in_each_kind_of_count_is_found_and_left_as_it_is_without_a_repair
 
 def test_a_repair_loads_the_recount_is_audited_and_the_next_check_is_clean(desk):
     a_working_lake(desk)
-    clean = (counts(), list(FailureGroup.objects.values("fingerprint", "states", "count")))
+    clean = (
+        counts(),
+        list(FailureGroup.objects.order_by("fingerprint").values("fingerprint", "states", "count")),
+    )
     drift_injected()
 
     check = verify(desk, repair=True, actor=desk.personas["admin"])
 
     assert (check.status, check.differences) == (CountsCheck.REPAIRED, 4)
-    assert (counts(), list(FailureGroup.objects.values("fingerprint", "states", "count"))) == clean
+    assert (
+        counts(),
+        list(FailureGroup.objects.order_by("fingerprint").values("fingerprint", "states", "count")),
+    ) == clean
     entry = AuditEntry.objects.get(action="counts.repaired")
     assert entry.actor == "admin"
     assert entry.details["differences"] == 4
