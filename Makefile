@@ -11,7 +11,7 @@ URL := http://127.0.0.1:$(PORT)/
 
 export PATH := $(CURDIR)/$(VENV)/bin:$(PATH)
 
-.PHONY: run test lint format bench tour docs docs-serve migrations-check clean venv
+.PHONY: run test lint format bench tour screenshots docs docs-serve migrations-check clean venv
 
 venv: $(STAMP)
 
@@ -32,7 +32,9 @@ $(STAMP): requirements.txt requirements-dev.txt requirements-ldap.txt | $(PY)
 # Ctrl-C stops them all. The demo's RabbitMQ-fed queue uses a local RabbitMQ when one answers.
 # The demo's messages are sent by the default worker once it is up (seed_demo --background), a
 # chunk every few seconds, and the dashboard shows how far it is: the web does not wait for them.
-run: export DEBUG := 1
+# Not DEBUG: the demo shows the console's own 404 and 500 pages, as production does; the web
+# process serves the static files itself (SERVE_STATIC).
+run: export SERVE_STATIC := 1
 run: export ANTIDOTE_AMQP_URL ?= amqp://guest:guest@127.0.0.1:5672/%2F
 run: export ANTIDOTE_NATS_URL ?= nats://127.0.0.1:4222
 # Database 3: Celery may use 0, the tests 7 and the soak benchmark 11.
@@ -77,6 +79,12 @@ bench: venv
 # The README's screenshots (docs/tour/), from a demo of their own in var/tour, in Chromium.
 tour: venv
 	$(PY) docs/tour.py
+
+# The documentation's gallery (docs/gallery/), taken by the browser test that checks every page
+# fits the screen, so the pictures show the product as it is.
+screenshots: venv
+	SCREENSHOTS_DIR=$(CURDIR)/docs/gallery VAR_DIR=$(TEST_VAR_DIR) $(PY) -m pytest -q \
+		tests/browser/test_every_page_fits.py
 
 # The documentation site (mkdocs.yml, docs/) into var/site, strict: a broken link or anchor fails.
 # The API's page is made from the schema, written again first from the code.

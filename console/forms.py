@@ -7,6 +7,8 @@ from django.core.validators import MaxLengthValidator
 from django.forms.utils import pretty_name
 from django.utils.html import format_html
 
+from console.glossary import code_hint, code_title
+
 
 def limit_text(limit):
     """The hint beside a field: "up to 500 characters"."""
@@ -92,3 +94,31 @@ class NoAutocompleteForm(LimitedForm):
         super().__init__(*args, **kwargs)
         for field in self.fields.values():
             field.widget.attrs.setdefault("autocomplete", "off")
+
+
+class _CodeOptions:
+    """Options that are codes (a message state: NDLV) say what they mean on hover, from the one
+    list of codes (console.glossary.CODES); their labels are the fields' own."""
+
+    def create_option(self, name, value, *args, **kwargs):
+        option = super().create_option(name, value, *args, **kwargs)
+        if hint := code_hint(str(value)):
+            option["attrs"]["title"] = hint
+        return option
+
+
+class CodeSelect(_CodeOptions, forms.Select):
+    pass
+
+
+class CodeCheckboxes(_CodeOptions, forms.CheckboxSelectMultiple):
+    pass
+
+
+def state_choices(states, counts=None):
+    """(state, label) of each state, labelled with its title and, when counted, how many:
+    ("NDLV", "quarantined (4)")."""
+    counts = counts or {}
+    return [
+        (s, f"{code_title(s)} ({counts[s]:,})" if s in counts else code_title(s)) for s in states
+    ]

@@ -229,3 +229,324 @@ TERMS = (
         "nats-, redis-): kept as x-foreign-<name> for people to read, never used (R18).",
     ),
 )
+
+# The settings a screen names, for the administrator who sets them: (name, title, sentence).
+SETTINGS = (
+    (
+        "APPROVAL_OVER",
+        "approval threshold",
+        "A decision on more messages than this needs a second person's approval (R17).",
+    ),
+    (
+        "BREAK_GLASS",
+        "break-glass switch",
+        "On, an approver or administrator may execute a waiting request alone in an emergency.",
+    ),
+    (
+        "LAKE_QUERY_TIMEOUT_SECONDS",
+        "lake query time limit",
+        "How long a lake query may run before it is stopped, in seconds.",
+    ),
+)
+
+# A queue's delivery policy, as queue files and the audit trail name its settings: (name, title,
+# sentence); the rules they follow are R3-R15 above.
+POLICY = (
+    (
+        "max_failed_deliveries",
+        "maximum failed deliveries",
+        "R3: failures before the exception destination; 0 for no limit.",
+    ),
+    ("exception_destination", "exception destination", "R4: quarantine, another queue, or none."),
+    (
+        "blocked_retry_timeout",
+        "retry pause without a destination",
+        "R4: with no exception destination, how long a message that failed too often waits.",
+    ),
+    (
+        "backoff_every",
+        "failures per delay",
+        "R5: how many failed attempts each delay of the table covers.",
+    ),
+    (
+        "backoff_delays",
+        "backoff delays",
+        "R5: the table of waits after failed attempts, in seconds.",
+    ),
+    ("periodic_interval", "periodic run interval", "R5: how often the queue's periodic run comes."),
+    ("on_permanent", "on a permanent failure", "R6: quarantine, or return to the sender."),
+    ("poison_match", "poison list match", "R9: by id, or by id or body."),
+    (
+        "disable_after",
+        "disable after",
+        "R11: failed attempts in a row before the queue disables itself; 0 for never.",
+    ),
+    (
+        "retention_days",
+        "retention days",
+        "R15: days a finished message is kept before it is purged.",
+    ),
+    ("handler_options", "handler options", "What the queue's handler is given, by name."),
+)
+
+# The options of a redrive queue's handler and of a broker source, as queue files name them:
+# (name, title, sentence). Only the names a person would not read as words are here.
+OPTIONS = (
+    (
+        "url_env",
+        "URL variable",
+        "The environment variable that holds the broker's or the endpoint's URL (the URL "
+        "itself, which may hold a password, is never stored or shown).",
+    ),
+    (
+        "secret_env",
+        "signing secret variable",
+        "The environment variable that holds the secret the HTTP handler signs each request with.",
+    ),
+    ("routing_key", "routing key", "The RabbitMQ routing key the messages are published with."),
+    ("confirm_timeout", "confirmation time limit", "How long to wait for the broker's confirm."),
+    ("ack_timeout", "acknowledgement time limit", "How long to wait for JetStream's ack."),
+    ("ack_wait", "acknowledgement wait", "How long JetStream waits for an ack before it resends."),
+    ("id_field", "id field", "The stream entry's field that carries the message's id."),
+    ("body_field", "body field", "The stream entry's field that carries the message's body."),
+    (
+        "advisory_stream",
+        "advisory stream",
+        "The JetStream stream that keeps the advisories of messages that ran out of deliveries "
+        "(advisories published before the source's first run are not seen).",
+    ),
+    (
+        "parking_stream",
+        "parking stream",
+        "Where the source sets aside what it cannot take in, instead of losing it.",
+    ),
+    (
+        "min_deliveries",
+        "minimum deliveries",
+        "A pending entry is taken as dead once it was delivered this many times.",
+    ),
+    (
+        "min_idle_ms",
+        "minimum idle time (ms)",
+        "A pending entry is taken as dead once it was idle this long, in milliseconds.",
+    ),
+)
+
+# What a lake query may ask for, as its criteria are stored: (name, title, sentence). The lake
+# query form's labels are these titles.
+CRITERIA = (
+    ("queues", "queues", "The queues the messages are in (any of them)."),
+    ("states", "states", "The states the messages are in (any of them)."),
+    ("message_id_prefix", "id starts with", "The messages whose id starts with this."),
+    ("sender", "sender", "The messages from this sender."),
+    ("conversation_id", "conversation", "The messages of this conversation."),
+    ("enqueued_from", "enqueued from", "The messages taken in at this time or later."),
+    ("enqueued_to", "enqueued before", "The messages taken in before this time."),
+    ("header_name", "header", "The messages that have this header."),
+    ("header_value", "header value contains", "The header's value contains this text."),
+    ("body_contains", "body contains", "The body contains this text."),
+    (
+        "body_regex",
+        "body matches (Java regex)",
+        "The body matches this regular expression, written as Java (Spark) reads it.",
+    ),
+    ("json_path", "JSON path ($.a.b)", "Where to look in a JSON body, as $.a.b."),
+    ("json_equals", "value at the path equals", "The value at the JSON path equals this."),
+)
+
+# The message list's filters, as its links and a request's scope name them: (name, title,
+# sentence). The filter form's labels say the same.
+FILTERS = (
+    ("group", "failure group", "The messages of one failure group."),
+    ("exception_type", "exception", "The messages whose last failure raised this exception."),
+    ("since", "failed since", "The messages whose last failure is at this time or later (UTC)."),
+    ("until", "failed before", "The messages whose last failure is before this time (UTC)."),
+    ("candidate", "blacklist candidate", "The messages marked, or not, as blacklist candidates."),
+    ("owner", "under investigation by", "The messages someone is investigating."),
+    ("q", "reason contains", "The messages whose failure reason contains this text."),
+)
+
+# What a request's scope may be, as it is stored: (kind, title, sentence).
+SCOPE_KINDS = (
+    ("lake_query", "lake query", "The messages a lake query found: its result."),
+    (
+        "failed_again",
+        "failed again",
+        "The messages an earlier request decided that are quarantined again.",
+    ),
+)
+
+# What an audit entry may be about, beyond plain words ("queue", "user"): (type, title, sentence).
+TARGET_TYPES = (
+    ("role_grant", "role grant", "A role asked for someone, confirmed by a second administrator."),
+    ("alert_delivery", "alert delivery", "One sending of an alert to a webhook."),
+)
+
+# The handlers the product itself provides (a queue's handler is otherwise the path of the
+# operator's own code): (path, title, sentence). Queue files name them, so the paths stay.
+HANDLERS = (
+    (
+        "workers.brokers.redrive.publisher",
+        "RabbitMQ redrive",
+        "Publishes each message back to RabbitMQ, to the queue it died in unless told "
+        "otherwise, with publisher confirms.",
+    ),
+    (
+        "workers.brokers.nats.publisher",
+        "NATS JetStream redrive",
+        "Publishes each message back to the JetStream subject it came from unless told "
+        "otherwise, and waits for the stream's ack.",
+    ),
+    (
+        "workers.brokers.redis_streams.publisher",
+        "Redis Streams redrive",
+        "Adds each message back to the Redis stream it came from unless told otherwise.",
+    ),
+    (
+        "workers.brokers.http.poster",
+        "HTTP delivery",
+        "Sends each message to an HTTP endpoint, signed, and reads the answer as the outcome.",
+    ),
+)
+
+# Every action the audit trail records, as it records them (the action filter takes these). Its
+# title is its words ("request.break_glass" -> "request break glass"): audit_action_title.
+AUDIT_ACTIONS = (
+    "account.email_changed",
+    "alerts.delivery_retried",
+    "alerts.subscriptions_changed",
+    "alerts.threshold_removed",
+    "alerts.threshold_set",
+    "alerts.webhook_changed",
+    "alerts.webhook_created",
+    "alerts.webhook_disabled",
+    "alerts.webhook_enabled",
+    "audit.checkpoint_taken",
+    "audit.exported",
+    "counts.repaired",
+    "execution.cancelled",
+    "execution.failed",
+    "execution.finished",
+    "execution.resumed",
+    "execution.started",
+    "execution.step_failed",
+    "execution.step_started",
+    "execution.step_finished",
+    "investigation.handed_over",
+    "investigation.released",
+    "investigation.taken",
+    "investigation.ticket_changed",
+    "lake_query.cancelled",
+    "lake_query.created",
+    "lake_query.finished",
+    "login",
+    "login.address_throttled",
+    "login.failed",
+    "login.locked_out",
+    "login.lockout_lifted",
+    "logout",
+    "message.body_viewed",
+    "messages.exported",
+    "messages.sent_by_hand",
+    "note.added",
+    "poison.removed",
+    "poison.reported",
+    "policy.changed",
+    "queue.created",
+    "queue.disabled",
+    "queue.enabled",
+    "queue.paused",
+    "request.approved",
+    "request.break_glass",
+    "request.break_glass_review_overdue",
+    "request.break_glass_reviewed",
+    "request.cancel_requested",
+    "request.cancelled",
+    "request.created",
+    "request.expired",
+    "request.rejected",
+    "request.withdrawn",
+    "retention.failed",
+    "retention.previewed",
+    "retention.purged",
+    "retention.requested",
+    "role.created",
+    "role.deleted",
+    "role.permissions_changed",
+    "role_grant.confirmed",
+    "role_grant.expired",
+    "role_grant.rejected",
+    "role_grant.requested",
+    "role_grant.withdrawn",
+    "source.changed",
+    "source.created",
+    "sso.refused",
+    "sso.sign_in_refused",
+    "sso.signed_in",
+    "token.created",
+    "token.expired",
+    "token.revoked",
+    "user.activated",
+    "user.cooldown_waived",
+    "user.created",
+    "user.deactivated",
+    "user.deleted",
+    "user.groups_changed",
+    "user.ingest_rights_changed",
+    "user.password_changed",
+    "user.service_account_rule",
+)
+
+
+def audit_action_title(action):
+    """An audit action in words: "role_grant.requested" -> "role grant requested"."""
+    return action.replace(".", " ").replace("_", " ")
+
+
+# Every code a person may meet on a screen, {code: (title, sentence)}: the `code` and `said`
+# filters (console.browse.templatetags.codes) show it with its title and sentence on hover, the
+# glossary lists them, and tests/page_words.py finds any shown with neither.
+CODES = {
+    **{code: (name, sentence) for code, name, sentence in STATES},
+    **{
+        name: (title, sentence)
+        for name, title, sentence in (
+            SETTINGS + POLICY + OPTIONS + CRITERIA + FILTERS + SCOPE_KINDS + TARGET_TYPES
+        )
+    },
+    **{path: (title, sentence) for path, title, sentence in HANDLERS},
+    **{action: (audit_action_title(action), "") for action in AUDIT_ACTIONS},
+}
+
+
+# The codes as the glossary page lists them: (anchor, heading, [(code, title, sentence)]).
+CODE_GROUPS = (
+    ("settings", "Settings", SETTINGS),
+    ("policy", "A queue's delivery policy", POLICY),
+    ("filters", "Filters of the message list", FILTERS),
+    ("criteria", "Criteria of a lake query", CRITERIA),
+    ("scopes", "What a request acts on", SCOPE_KINDS),
+    ("targets", "What an audit entry is about", TARGET_TYPES),
+    ("handlers", "Handlers the product provides", HANDLERS),
+    ("options", "Options of handlers and broker sources", OPTIONS),
+    (
+        "audit-actions",
+        "Actions of the audit trail",
+        tuple((action, audit_action_title(action), "") for action in AUDIT_ACTIONS),
+    ),
+)
+
+
+def code_title(code):
+    """The plain title of a code; the code itself when it is not one of CODES."""
+    return CODES.get(code, (code, ""))[0]
+
+
+def code_hint(code):
+    """What a code's hover says: its title, its sentence, and the code as configuration and
+    the API write it ("quarantined (NDLV): Not delivered: ..."); "" for an unknown code."""
+    if code not in CODES:
+        return ""
+    title, sentence = CODES[code]
+    said = f"{title} ({code})" if title != code else code
+    return f"{said}: {sentence}" if sentence else said

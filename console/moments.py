@@ -2,6 +2,8 @@
 `utc` and `when` filters (console.browse.templatetags.when), the runs page, the dashboard's
 warning about stale counts. Pure: the clock is passed in."""
 
+from datetime import UTC
+
 # The relative time's units, as static/js/console.js has them: below each limit (seconds), that
 # unit.
 _STEPS = ((60, 1, "second"), (3600, 60, "minute"), (86400, 3600, "hour"), (None, 86400, "day"))
@@ -31,3 +33,10 @@ def relative(moment, *, now):
         return "now"
     words = f"{abs(n)} {unit}{'' if abs(n) == 1 else 's'}"
     return f"in {words}" if n > 0 else f"{words} ago"
+
+
+def moment_text(moment):
+    """A moment as every screen writes it, in UTC and saying so: "2026-03-01 12:00:05 UTC". A
+    naive datetime is taken as UTC."""
+    at = moment.astimezone(UTC) if moment.tzinfo else moment.replace(tzinfo=UTC)
+    return at.strftime("%Y-%m-%d %H:%M:%S UTC")

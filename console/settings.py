@@ -271,6 +271,11 @@ USE_TZ = True
 STATIC_URL = "static/"
 STATICFILES_DIRS = [BASE_DIR / "static"]
 STATIC_ROOT = envpath("STATIC_ROOT", VAR_DIR / "staticfiles")
+# The web process serves /static/ itself, from the apps' and static/'s folders, without DEBUG:
+# `make run` sets it, so that the demo shows the console's own 404 and 500 pages, not Django's
+# debug pages, and still has its style sheets and scripts. Production leaves it off and serves
+# `collectstatic`'s folder from the proxy.
+SERVE_STATIC = envbool("SERVE_STATIC", "false")
 
 LOGIN_URL = "login"
 LOGIN_REDIRECT_URL = "dashboard"

@@ -1,6 +1,8 @@
+from django.conf import settings
 from django.contrib import admin
 from django.contrib.auth.decorators import login_required
-from django.urls import include, path
+from django.contrib.staticfiles import views as staticfiles
+from django.urls import include, path, re_path
 from django.views.generic import TemplateView
 from drf_spectacular.views import SpectacularAPIView
 
@@ -78,3 +80,14 @@ urlpatterns = [
         )
     ),
 ]
+
+# `make run`'s demo runs without DEBUG (its 404 and 500 are the console's pages): the web
+# process serves the static files then, as runserver does only under DEBUG.
+if settings.SERVE_STATIC:
+    urlpatterns.append(
+        re_path(
+            rf"^{settings.STATIC_URL.strip('/')}/(?P<path>.*)$",
+            staticfiles.serve,
+            {"insecure": True},
+        )
+    )

@@ -42,5 +42,10 @@ def glossary(request):
     return render(
         request,
         "help/glossary.html",
-        {"states": words.STATES, "rules": words.RULES, "terms": words.TERMS},
+        {
+            "states": words.STATES,
+            "rules": words.RULES,
+            "terms": words.TERMS,
+            "code_groups": words.CODE_GROUPS,
+        },
     )

@@ -44,7 +44,7 @@ def environment():
     env.update(
         VAR_DIR=str(VAR),
         DJANGO_SETTINGS_MODULE="console.settings",
-        DEBUG="1",  # runserver serves the static files
+        SERVE_STATIC="1",  # runserver serves the static files without Django's debug pages
         REFRESH_ON_COMMIT="0",
     )
     return env

@@ -16,6 +16,7 @@ from console.alerts.services import alert_raise
 from console.alerts.tasks import alerts_send_enqueue
 from console.audit.signals import recorded, verify_failed
 from console.decisions.models import ActionRequest
+from console.plurals import counted
 from console.queues.signals import source_state_changed
 from console.readmodels.models import FailureGroup
 from console.readmodels.signals import counts_drifted, groups_appeared
@@ -118,7 +119,8 @@ def _role_grant_waiting(entry):
 
 def _what(request):
     return (
-        f"request {request.id} ({A.LABELS[request.action].lower()} of {request.count:,} messages)"
+        f"request {request.id} ({A.LABELS[request.action].lower()} of "
+        f"{counted(request.count, 'message')})"
     )
 
 

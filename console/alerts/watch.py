@@ -13,6 +13,7 @@ from django.utils import timezone
 from console.alerts import events as E
 from console.alerts.models import Alert, AlertDelivery, InflowThreshold
 from console.alerts.services import alert_raise
+from console.plurals import counted
 from console.queues.selectors import NOT_RUNNING, source_status_list
 from console.readmodels.models import QuarantineInflow
 from workers.engine.states import FLOW_QUARANTINED, NDLV
@@ -58,10 +59,10 @@ def _inflow_over(now):
         yield alert_raise(
             kind=E.QUEUE_INFLOW,
             about=threshold.queue,
-            title=f"Queue {threshold.queue} quarantined {count:,} messages in {hours}",
+            title=f"Queue {threshold.queue} quarantined {counted(count, 'message')} in {hours}",
             text=(
-                f"The queue {threshold.queue} quarantined {count:,} messages in {hours}; its "
-                f"threshold is {threshold.count:,}."
+                f"The queue {threshold.queue} quarantined {counted(count, 'message')} in {hours}; "
+                f"its threshold is {threshold.count:,}."
             ),
             link=reverse("message-list")
             + "?"

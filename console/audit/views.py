@@ -20,6 +20,7 @@ from console.audit.services import audit_checkpoint_take
 from console.audit.watch import audit_verify_watched
 from console.moments import span_text
 from console.permissions import CHECKPOINT_AUDIT, EXPORT_AUDIT, VIEW_AUDIT, perms_required
+from console.plurals import counted
 from console.views import redirect_back
 
 PROBLEMS_SHOWN = 10
@@ -66,7 +67,9 @@ def audit_verify_now(request):
     """The whole chain walked now. Slow on a long trail, which is fine for an explicit button."""
     result = audit_verify_watched()
     if result.ok:
-        messages.success(request, f"Audit trail intact: {result.entries} entries checked.")
+        messages.success(
+            request, f"Audit trail intact: {counted(result.entries, 'entry', 'entries')} checked."
+        )
     else:
         messages.error(
             request,

@@ -4,7 +4,7 @@ from datetime import UTC, datetime
 
 from django import forms
 
-from console.forms import LimitedForm, NoAutocompleteForm
+from console.forms import CodeSelect, LimitedForm, NoAutocompleteForm, state_choices
 from console.notes.selectors import OWNER_HELP, owner_choices, owner_filter_clean
 from workers.engine.states import STATES
 
@@ -39,7 +39,7 @@ FILTER_FIELDS = (
 
 # The state filter's value for "needs attention": quarantined or waiting for a retry.
 OPEN = "open"
-OPEN_LABEL = "needs attention (NDLV, WAIT)"
+OPEN_LABEL = "needs attention (quarantined or waiting)"
 
 
 class MomentInput(forms.DateTimeInput):
@@ -76,7 +76,8 @@ class MessageFilterForm(NoAutocompleteForm):
     queue = forms.CharField(required=False, max_length=100)
     state = forms.ChoiceField(
         required=False,
-        choices=[("", "any"), (OPEN, OPEN_LABEL)] + [(s, s) for s in STATES],
+        choices=[("", "any"), (OPEN, OPEN_LABEL), *state_choices(STATES)],
+        widget=CodeSelect,
     )
     group = forms.CharField(required=False, max_length=64, label="failure group")
     exception_type = forms.CharField(required=False, max_length=200)
@@ -139,7 +140,7 @@ class MessageFilterForm(NoAutocompleteForm):
         self.fields["state"].choices = [
             ("", "any"),
             (OPEN, f"{OPEN_LABEL} ({attention:,})"),
-            *((s, f"{s} ({counts[s]:,})" if s in counts else s) for s in STATES),
+            *state_choices(STATES, counts),
         ]
         self.fields["exception_type"].widget = _picker(
             current("exception_type"), [(t, f"{t} ({n:,})") for t, n in choices.exception_types]

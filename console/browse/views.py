@@ -16,6 +16,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from console.accounts.landing import landing_url
 from console.browse import charts, counts, selectors
 from console.browse.body import body_render, headers_download_response, raw_body_response
 from console.browse.exports import BODIES_REFUSED, MessageExportForm, message_export_response
@@ -39,10 +40,10 @@ from console.browse.services import (
 from console.forms import too_long_text
 from console.ingest.by_hand import sent_by_person
 from console.ingest.demo import demo_progress
+from console.list_pages import understood
 from console.notes.models import GROUP, MESSAGE
 from console.notes.selectors import investigations_attach, owner_filter_clean
 from console.permissions import (
-    VIEW_AUDIT,
     VIEW_BODY,
     VIEW_GROUPS,
     VIEW_MESSAGES,
@@ -56,14 +57,15 @@ from workers.engine.states import FLOW_DELIVERED, FLOW_FAILED, FLOW_QUARANTINED,
 
 
 def _auditors_to_the_audit_trail(view):
-    """The console's home is the dashboard; an auditor's is the audit trail (they see no
-    message screens), so the logo and "/" take them there instead of to a 403."""
+    """The console's home is the dashboard; whoever may not see it (an auditor, a person whose
+    role waits for a second administrator) is taken to their own landing page by the logo and
+    "/" instead of to a 403."""
 
     @functools.wraps(view)
     def wrapped(request, *args, **kwargs):
         user = request.user
-        if not user.has_perm(VIEW_STATS) and user.has_perm(VIEW_AUDIT):
-            return redirect("audit-list")
+        if not user.has_perm(VIEW_STATS):
+            return redirect(landing_url(user))
         return view(request, *args, **kwargs)
 
     return wrapped
@@ -138,7 +140,10 @@ def message_list(request):
     """GET: the browser. POST: "select all N matching", which carries the filter, not ids (issue 4
     turns it into an action request); for now it shows what the filter selects."""
     selecting = request.method == "POST"
-    form = MessageFilterForm(request.POST if selecting else request.GET, user=request.user)
+    # A filter it cannot read is dropped and said, and the list shows without it.
+    form, _, dropped = understood(
+        request, MessageFilterForm, request.POST if selecting else request.GET, user=request.user
+    )
     form.offer(counts.filter_choices())
     ctx = {"form": form, "selecting": selecting, "page": None, "count": None}
     valid = form.is_valid()
@@ -171,10 +176,11 @@ def message_list(request):
     source = request.POST if selecting else request.GET
     ctx["query"] = QueryDict(mutable=True)
     for name in KEPT_PARAMS:
-        if source.get(name):
+        if source.get(name) and name not in dropped:
             ctx["query"][name] = source[name]
     ctx["saved_filters"] = request.user.saved_filters.all()
-    return render(request, "browse/message_list.html", ctx, status=200 if valid else 400)
+    status = 200 if valid and not dropped else 400
+    return render(request, "browse/message_list.html", ctx, status=status)
 
 
 @require_GET

@@ -103,8 +103,8 @@ SUMMARY = {
     "created_at": "2026-11-27T07:16:36.993273Z",
     "comment": "order_id is back in the shop's schema (SHOP-231)",
     "needs_approval": True,
-    "approval_reason": "It covers 12 messages, more than 1 (APPROVAL_OVER): a second person "
-    "must approve it.",
+    "approval_reason": "It covers 12 messages, more than the 1 message one person may decide "
+    "alone: a second person must approve it.",
     "decided_by": None,
     "decided_at": None,
     "expires_at": None,

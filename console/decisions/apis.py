@@ -246,7 +246,8 @@ class RequestOutcomeApi(_OutcomeApi):
     """Where the messages of a request are now: of its frozen set, how many are delivered, failed
     again (with why, by exception type and failure group), still on their way, failed or ended
     for good, gone from the index, or were not decided by it. They add up to `total`. Read from
-    the message index, as of the refresh it names. 404 before the request has decided any."""
+    the message index, as of the refresh it names, and the events committed since (delivery
+    runs it has not folded yet). 404 before the request has decided any."""
 
     permission_classes = [has_perms(VIEW_REQUESTS)]
 

@@ -18,6 +18,7 @@ from django.utils import timezone
 
 from console.decisions.models import ActionRequest as R
 from console.decisions.targets import redrive_target_said
+from console.plurals import counted
 
 BUDGET_WINDOW = timedelta(hours=1)
 
@@ -83,19 +84,20 @@ def approval_policy(*, actor, action, count, queues=(), more=False, now=None):
     if does:
         return Approval(True, does[0].upper() + does[1:] + ": a second person must approve it.")
     if more or count > settings.APPROVAL_OVER:
-        shown = f"over {count:,}" if more else f"{count:,}"
+        shown = f"over {count:,} messages" if more else counted(count, "message")
+        alone = counted(settings.APPROVAL_OVER, "message")
         return Approval(
             True,
-            f"It covers {shown} messages, more than {settings.APPROVAL_OVER:,} "
-            "(APPROVAL_OVER): a second person must approve it.",
+            f"It covers {shown}, more than the {alone} one person may decide alone: a second "
+            "person must approve it.",
         )
     used = budget_used(actor, now)
     if used + count > settings.APPROVAL_BUDGET:
         return Approval(
             True,
-            f"You have decided {used:,} messages without approval in the last hour; past "
-            f"{settings.APPROVAL_BUDGET:,} (APPROVAL_BUDGET) your requests wait for a second "
-            "person's approval.",
+            f"You have decided {counted(used, 'message')} without approval in the last hour; "
+            f"past {counted(settings.APPROVAL_BUDGET, 'message')} an hour your requests wait "
+            "for a second person's approval.",
         )
     return Approval(False, "")
 

@@ -64,11 +64,40 @@ def _cancelled(r, data):
     return f"Request {r.id} stops before its next chunk; the chunks done stay done."
 
 
+def _approved_by(r, user):
+    """True when `user` approved `r` already (it may have run since)."""
+    return r.decided_by_id == user.pk and r.status not in (R.PENDING, R.REJECTED)
+
+
 @require_POST
 @login_required
 @perms_required(VIEW_REQUESTS, APPROVE_REQUESTS)
 def request_approve(request, request_id):
-    return _act(request, request_id, action_request_approve, _said("is approved"))
+    """Approve, once: the same approver's second post (a double-click, a reload that posts
+    again) is no second decision and no error: the page says it is approved, once."""
+    r = request_or_404(request_id)
+    if not _approved_by(r, request.user):
+        response = _act(request, request_id, action_request_approve, _said("is approved"))
+        r.refresh_from_db()
+        if not _approved_by(r, request.user):
+            return response
+        # Approved by this approver, by this post or by one that won the race with it: the
+        # page says so once, whichever post it answers.
+        _said_once(request, f"Request {r.id} is approved.")
+        return response
+    _said_once(request, f"Request {r.id} is approved.")
+    return redirect("request-detail", r.id)
+
+
+def _said_once(request, said):
+    """`said` as the page's one message about it: the errors of a post that lost the race to
+    approve ("no longer waiting") and a repeat of the same words are dropped."""
+    storage = messages.get_messages(request)
+    kept = [m for m in storage if str(m) != said and "no longer waiting" not in str(m)]
+    storage.used = True  # emptied: what is kept is added again below, once
+    for message in kept:
+        messages.add_message(request, message.level, message.message, extra_tags=message.extra_tags)
+    messages.success(request, said)
 
 
 @require_POST

@@ -28,6 +28,12 @@ def _approver_or_admin(user):
     return user.has_perm(APPROVE_REQUESTS) or user.has_perm(MANAGE_USERS)
 
 
+def may_break_glass_role(user):
+    """Whether `user` holds a role that may break the glass (an approver or an administrator),
+    whether BREAK_GLASS is on or not: the pages tell them it exists."""
+    return _approver_or_admin(user)
+
+
 def may_break_glass(user):
     """Whether `user` may break the glass at all (the request must still be pending): an
     approver or an administrator, the one on call at night, when BREAK_GLASS is on."""

@@ -5,6 +5,8 @@ A scope comes from the page that links to the request screen, as GET parameters:
 `?scope=selection&ids=a&ids=b`, `?scope=lake_query&query=<id>`, `?scope=failed_again&request=<id>`.
 scope_from_params turns them into the scope the services freeze (console.decisions.scope)."""
 
+import json
+
 from django import forms
 
 from console.browse.forms import FILTER_FIELDS, MessageFilterForm
@@ -118,6 +120,93 @@ def normalize_edited_body(text, original):
     if original is not None and text == original:
         return None
     return text.encode("utf-8")
+
+
+# What applies to which action (R13): reprocess takes where and how fast; end with error takes
+# what the sender is told; fail takes nothing but the comment. The form shows each option only
+# for its action, refuses it for the others, and the API refuses the same (serializers).
+REPROCESS_OPTIONS = (
+    "target_queue",
+    "send_to",
+    "target_exchange",
+    "target_routing_key",
+    "target_subject",
+    "target_stream",
+    "target_url",
+    "edited_body",
+    "rate_limit",
+    "canary",
+    "progressive",
+    "steps",
+    "refailure_threshold",
+)
+END_OPTIONS = ("error_code", "error_description")
+ACTION_OPTIONS = {
+    ActionRequest.REPROCESS: REPROCESS_OPTIONS,
+    ActionRequest.FAIL: (),
+    ActionRequest.END: END_OPTIONS,
+}
+ACTION_WORDS = dict(ActionRequest.ACTIONS)
+
+
+# Why an option does not apply to the other actions: its words, and what each action does.
+_OPTION_WORDS = {
+    "target_queue": "Another queue is for reprocessing",
+    "send_to": "Sending elsewhere than their origin is for reprocessing",
+    "edited_body": "An edited body is for reprocessing",
+    "rate_limit": "Rate limits, canaries and steps are for reprocessing",
+    "canary": "Rate limits, canaries and steps are for reprocessing",
+    "progressive": "Rate limits, canaries and steps are for reprocessing",
+    "steps": "Rate limits, canaries and steps are for reprocessing",
+    "refailure_threshold": "Rate limits, canaries and steps are for reprocessing",
+    "error_code": "An error code is what the sender is told, and only end with error tells",
+    "error_description": "An error description is what the sender is told, and only end with "
+    "error tells",
+}
+_LEAVE = {"send_to": "Leave it at its origin", "progressive": "Untick it"}
+_ACTION_DOES = {
+    ActionRequest.REPROCESS: "reprocess delivers the messages again",
+    ActionRequest.FAIL: "fail marks the messages failed for good and tells nobody",
+    ActionRequest.END: "end with error ends their conversations and tells their senders",
+}
+
+
+def option_refused(name, action):
+    """Why the option `name` (a field of ActionRequestForm) does not apply to `action`, in one
+    sentence; "" when it does."""
+    if name in ACTION_OPTIONS.get(action, ()):
+        return ""
+    owner = next((a for a, names in ACTION_OPTIONS.items() if name in names), None)
+    if owner is None:
+        return ""
+    leave = _LEAVE.get(name, "Leave it empty")
+    does = _ACTION_DOES[action]
+    return f"{_OPTION_WORDS[name]}: {does}. {leave}, or choose {ACTION_WORDS[owner]}."
+
+
+def json_content_type(content_type):
+    """True for a JSON body's content type (application/json, application/problem+json...)."""
+    media = (content_type or "").split(";", 1)[0].strip().lower()
+    return media == "application/json" or media.endswith("+json") or media == "text/json"
+
+
+def json_refused(data, content_type):
+    """Why an edited body of a JSON message is refused: the parser's message with its line and
+    column; "" when it parses (or the message is not JSON)."""
+    if not json_content_type(content_type):
+        return ""
+    try:
+        json.loads(data)
+    except UnicodeDecodeError:
+        return f"The message is {content_type}, and this body is not UTF-8 text."
+    except json.JSONDecodeError as exc:
+        return (
+            f"The message is {content_type}, and this is not valid JSON: {exc.msg} at line "
+            f"{exc.lineno}, column {exc.colno}."
+        )
+    except RecursionError:
+        return f"The message is {content_type}, and this JSON is nested too deeply."
+    return ""
 
 
 class ActionRequestForm(NoAutocompleteForm):
@@ -242,10 +331,54 @@ class ActionRequestForm(NoAutocompleteForm):
 
     def clean(self):
         data = super().clean()
-        if data.get("progressive") and not data.get("steps"):
-            self.add_error("steps", "A progressive redrive needs its steps.")
-        self._clean_redrive_target(data)
+        action = data.get("action")
+        if action is not None:
+            self._refuse_what_does_not_apply(data, action)
+        if action == ActionRequest.REPROCESS:
+            if data.get("progressive") and not data.get("steps"):
+                self.add_error("steps", "A progressive redrive needs its steps.")
+            self._clean_redrive_target(data)
+            self._clean_json_body(data)
+        else:
+            data["redrive_target"] = None
         return data
+
+    def _chosen(self, data):
+        """The options the person chose, by name: those whose value changes something. A page
+        without script sends every field, each with what it was offered: the default "send to"
+        (its origin), the steps left as offered without "progressive", the body as it was
+        prefilled; none of those is a choice."""
+        chosen = {
+            "target_queue": data.get("target_queue"),
+            "send_to": data.get("send_to") not in (None, "", "origin"),
+            "rate_limit": data.get("rate_limit") is not None,
+            "canary": bool(data.get("canary")),
+            "progressive": data.get("progressive"),
+            "error_code": data.get("error_code"),
+            "error_description": data.get("error_description"),
+        }
+        if "edited_body" in self.fields:
+            chosen["edited_body"] = (
+                normalize_edited_body(data.get("edited_body") or "", self.original_body) is not None
+            )
+        return [name for name, value in chosen.items() if value]
+
+    def _refuse_what_does_not_apply(self, data, action):
+        # Said above the form, not beside the field: the page hides the fields of the other
+        # actions, and an error beside a hidden field is an error nobody reads.
+        refused = [option_refused(name, action) for name in self._chosen(data)]
+        for said in dict.fromkeys(said for said in refused if said):
+            self.add_error(None, said)
+
+    def _clean_json_body(self, data):
+        if "edited_body" not in self.fields or "edited_body" in self.errors:
+            return
+        edited = normalize_edited_body(data.get("edited_body") or "", self.original_body)
+        if edited is None:
+            return
+        said = json_refused(edited, self.content_type)
+        if said:
+            self.add_error("edited_body", said)
 
     # What each "send to" choice takes from the form, and the field that shows its errors.
     _SEND_TO = {
@@ -257,6 +390,7 @@ class ActionRequestForm(NoAutocompleteForm):
 
     def _clean_redrive_target(self, data):
         data["redrive_target"] = None
+        # The fields of the places not chosen are not read (request_form.js hides them).
         chosen = self._SEND_TO.get(data.get("send_to") or "origin")
         if chosen is None:
             return
@@ -285,8 +419,20 @@ class ActionRequestForm(NoAutocompleteForm):
             return {}
         return {"steps": data["steps"], "refailure_threshold": data["refailure_threshold"]}
 
-    def __init__(self, *args, with_body=False, redrive_sources=(), **kwargs):
+    def __init__(
+        self,
+        *args,
+        with_body=False,
+        redrive_sources=(),
+        original_body=None,
+        content_type="",
+        **kwargs,
+    ):
         super().__init__(*args, **kwargs)
+        # The body as prefilled (None when none was), and the message's content type: an
+        # edit of a JSON message's body must parse.
+        self.original_body = original_body
+        self.content_type = content_type
         queues = Queue.objects.order_by("name").values_list("name", flat=True)
         # A broker source's redrive queue sends its messages back where they died: say so.
         back = {
@@ -301,6 +447,12 @@ class ActionRequestForm(NoAutocompleteForm):
         ]
         if not with_body:
             del self.fields["edited_body"]
+        else:
+            body = self.fields["edited_body"].widget.attrs
+            if json_content_type(content_type):
+                # request_form.js parses it before the form is sent.
+                body["data-json"] = content_type
+            body["aria-describedby"] = "edited-body-check"
 
 
 class RequestFilterForm(LimitedForm):

@@ -4,13 +4,16 @@ failed again, still on their way, failed or ended for good, or were never decide
 Which messages a request decided is in the lake: each committed chunk's decision events (one per
 member it decided; an end with error's siblings come after CONVERSATION_STEP_BASE), and the plan's
 chunk-ids file numbers every frozen id with its chunk. Where each of them is now is the message
-index's, as of its last refresh (and the decisions applied since): the report says which. The
+index's, as of its last refresh, brought up to the newest lake commit by the events committed
+since (delivery runs, which only a refresh folds into the index): the same events a progressive
+redrive's steps are watched by, so the page's steps and its outcome never say two things. The
 frozen set is walked a batch at a time, one query by key a batch, so a million ids cost a hundred
 queries and never a million ids in memory."""
 
 from collections import Counter
 from dataclasses import dataclass, field
 
+import pyarrow as pa
 import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from django.core.cache import cache
@@ -23,6 +26,7 @@ from console.readmodels.models import FailureGroup, MessageIndex, MessageState, 
 from console.sql import in_values
 from workers.engine.states import DLNG, DLVD, ENDED, FAIL, NDLV, TBDL, WAIT
 from workers.jobs.conversations import CONVERSATION_STEP_BASE
+from workers.jobs.decisions.plan import latest_by_id
 
 DELIVERED = "delivered"
 FAILED_AGAIN = "failed_again"
@@ -146,6 +150,50 @@ class _Decided:
         return frozenset(members.column("message_id").to_pylist())
 
 
+class _Since:
+    """The latest event of each message in the events commits after the refresh's cursor: what
+    became of them that the index has not folded yet (a delivery run's outcome), read once a
+    report. With no refresh, nothing: the index alone (it was never filled from the lake)."""
+
+    COLUMNS = ["message_id", "epoch", "step", "to_state"]
+
+    def __init__(self, refresh):
+        self.latest = None
+        if refresh is None or refresh.upto_commit is None:
+            return
+        paths = list(
+            LakeCommit.objects.filter(
+                dataset="events", retired=False, id__gt=refresh.upto_commit
+            ).values_list("path", flat=True)
+        )
+        if not paths:
+            return
+        try:
+            events = lake().read_arrow("events", paths, columns=self.COLUMNS)
+        except FileNotFoundError:
+            return  # compacted away meanwhile: the index alone, as of the refresh
+        self.latest = latest_by_id(events).select(["message_id", "to_state"])
+
+    def states(self, ids):
+        """{message_id: its state now} of those of `ids` whose events came after the refresh."""
+        if self.latest is None or not self.latest.num_rows:
+            return {}
+        found = self.latest.filter(
+            pc.is_in(self.latest.column("message_id"), value_set=pa.array(ids, pa.string()))
+        )
+        return dict(
+            zip(
+                found.column("message_id").to_pylist(),
+                found.column("to_state").to_pylist(),
+                strict=True,
+            )
+        )
+
+
+def _newest_refresh():
+    return RefreshRun.objects.filter(status=RefreshRun.COMMITTED).order_by("-id").first()
+
+
 def _chunk_ids_path(plan_path):
     """Where execution numbered the frozen ids with their chunk: beside the plan (as
     console.decisions.execution writes it; that module imports the scopes, which import this
@@ -190,16 +238,19 @@ def _placement(ids):
     return _by_key(MessageIndex, ["exception_type", "group_id", "queue"], ids)
 
 
-def _walk(request, *, after=-1, decided=None):
+def _walk(request, *, after=-1, decided=None, since=None):
     """(position, message_id, category, state) of every frozen id past position `after`, in
-    the frozen order, a batch of queries at a time."""
+    the frozen order, a batch of queries at a time; each state the index's brought up to date
+    by the events since its refresh (`since`, a _Since)."""
     decided = decided or _Decided(request)
+    since = since or _Since(_newest_refresh())
     position = -1
     for ids, chunks in _frozen_batches(request):
         if position + len(ids) <= after:
             position += len(ids)
             continue  # before the page: not even looked up
         states = _states(ids)
+        states.update(since.states(ids))
         for message_id, chunk in zip(ids, chunks, strict=True):
             position += 1
             if position <= after:
@@ -226,7 +277,7 @@ def request_outcome(*, request):
     if not outcome_available(request):
         raise OutcomeUnknown("the request has decided nothing yet")
     # As of this refresh: read before the index is, so the numbers are at least that fresh.
-    refresh = RefreshRun.objects.filter(status=RefreshRun.COMMITTED).order_by("-id").first()
+    refresh = _newest_refresh()
     newest = LakeCommit.objects.order_by("-id").values_list("id", flat=True).first()
     key = OUTCOME_CACHE_KEY.format(
         request.id,
@@ -251,6 +302,7 @@ def _outcome(request, refresh):
     reasons = {}
     failed = []
     decided = _Decided(request)
+    since = _Since(refresh)
 
     def reasons_add(state_of):
         for message_id, (exception_type, group_id, _) in _placement(list(state_of)).items():
@@ -261,7 +313,7 @@ def _outcome(request, refresh):
             else:
                 reason.quarantined += 1
 
-    for _, message_id, category, state in _walk(request, decided=decided):
+    for _, message_id, category, state in _walk(request, decided=decided, since=since):
         counts[category] += 1
         if category not in (SKIPPED, NOT_REACHED) and state is not None:
             states[state] += 1

@@ -47,10 +47,17 @@ class OutcomeSerializer(serializers.Serializer):
         },
         source="refresh",
         allow_null=True,
-        help_text="The refresh of the read models the numbers are as of.",
+        help_text=(
+            "The refresh of the read models the message index is as of; the numbers also "
+            "count the events committed since (`unfolded_commits`)."
+        ),
     )
     unfolded_commits = serializers.IntegerField(
-        source="unfolded", help_text="Events commits since, not folded into the index yet."
+        source="unfolded",
+        help_text=(
+            "Events commits since that refresh, not folded into the index yet (delivery runs): "
+            "read beside it, so the numbers are up to date with them."
+        ),
     )
     unreadable_chunks = serializers.ListField(child=serializers.IntegerField())
 

@@ -138,17 +138,29 @@ def request_overlaps(*, request, limit=None, batch_size=BATCH):
     open_others = R.objects.filter(status__in=OPEN).exclude(id=request.id)
     others = list(open_others.order_by("-id").only("id", "status", "ids_path")[:limit])
     not_compared = open_others.count() - len(others) if len(others) == limit else 0
-    store = lake()
-    if not os.path.exists(store.path(request.ids_path)):
+    path = lake().path(request.ids_path)
+    if not os.path.exists(path):
         return Overlaps(error="its frozen ids are not in the lake")
+    return overlaps_with(
+        lambda: _id_arrays(path, batch_size),
+        others,
+        not_compared=not_compared,
+        batch_size=batch_size,
+    )
+
+
+def overlaps_with(mine, others, *, not_compared=0, batch_size=BATCH):
+    """What the ids of `mine()` (a fresh iterable of sorted string arrays at each call) share
+    with the frozen sets of `others` (open requests), as Overlaps. Another request whose file is
+    missing or not in code-point order is left out and named in `unknown`."""
+    store = lake()
     paths = {o.id: store.path(o.ids_path) for o in others}
     unknown = sorted(key for key, path in paths.items() if not os.path.exists(path))
     readable = {key: path for key, path in paths.items() if key not in unknown}
     while True:
         try:
             total, shared = shared_counts(
-                _id_arrays(store.path(request.ids_path), batch_size),
-                {key: _id_arrays(path, batch_size) for key, path in readable.items()},
+                mine(), {key: _id_arrays(path, batch_size) for key, path in readable.items()}
             )
             break
         except Unsorted as exc:

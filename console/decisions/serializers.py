@@ -24,12 +24,14 @@ from console.decisions.forms import (
     SCOPE_KINDS,
     TEXT_MAX,
     filter_scope,
+    json_refused,
 )
 from console.decisions.models import ActionRequest as R
 from console.decisions.outcome import outcome_available
 from console.decisions.overlaps import COMPARED_MAX
 from console.decisions.scope import MAX_SELECTION, ScopeError
 from console.decisions.targets import REDRIVE_TARGET_KEYS, redrive_target_clean
+from console.readmodels.models import MessageIndex
 
 # --- A request ------------------------------------------------------------------------------------
 
@@ -523,7 +525,20 @@ class RequestCreateSerializer(serializers.Serializer):
                 raise serializers.ValidationError(
                     {"edited_body_base64": "this is not base64"}
                 ) from None
+        self._check_json_body(data, "edited_body" if text is not None else "edited_body_base64")
         return data
+
+    @staticmethod
+    def _check_json_body(data, field):
+        """An edited body of a JSON message must parse, as the form checks it."""
+        scope = data.get("scope") or {}
+        if data.get("edited_body") is None or scope.get("kind") != "message":
+            return
+        found = MessageIndex.objects.filter(message_id=scope["id"]).values_list("content_type")
+        content_type = next(iter(found), ("",))[0]
+        said = json_refused(data["edited_body"], content_type)
+        if said:
+            raise serializers.ValidationError({field: said})
 
 
 class RequestQuerySerializer(serializers.Serializer):

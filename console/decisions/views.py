@@ -8,6 +8,7 @@ and bodies are attacker-controlled: they reach the templates as plain strings, e
 
 from urllib.parse import urlencode
 
+from django.conf import settings
 from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.exceptions import ValidationError
@@ -27,6 +28,7 @@ from console.decisions.approval import approval_budget, approval_policy
 from console.decisions.break_glass import (
     break_glass_consequence,
     may_break_glass,
+    may_break_glass_role,
     may_review,
 )
 from console.decisions.forms import (
@@ -51,6 +53,7 @@ from console.decisions.outcome import (
 )
 from console.decisions.overlaps import request_overlaps
 from console.decisions.scope import ScopeError
+from console.decisions.scope_overlaps import scope_overlaps
 from console.decisions.selections import selection_create, selection_ids, selection_ids_parse
 from console.decisions.services import (
     Action,
@@ -67,6 +70,7 @@ from console.permissions import (
     VIEW_REQUESTS,
     perms_required,
 )
+from console.plurals import counted
 from console.readmodels.models import MessageIndex
 
 # A body larger than this is not put in a textarea; edit it through the API.
@@ -79,22 +83,29 @@ SELECTION_SHOWN = 100
 
 
 def _editable_body(user, message_id):
-    """(the body as text to prefill, or None; why there is none)."""
+    """(the body as text to prefill, or None; why there is none; its content type)."""
     if not user.has_perm(VIEW_BODY):
-        return None, "hidden"
+        return None, "hidden", _content_type(message_id)
     found = browse_selectors.message_body(message_id=message_id)
     if found is None:
-        return None, "missing"
-    data = bytes(found[0])
+        return None, "missing", _content_type(message_id)
+    data, content_type = bytes(found[0]), found[1]
     if len(data) > BODY_EDIT_MAX:
-        return None, "large"
+        return None, "large", content_type
     try:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
-        return None, "binary"
+        return None, "binary", content_type
     if "\x00" in text:
-        return None, "binary"  # a browser would not send a NUL back as it is
-    return text, ""
+        return None, "binary", content_type  # a browser would not send a NUL back as it is
+    return text, "", content_type
+
+
+def _content_type(message_id):
+    """The message's content type as the index has it (no body read): an edit of a JSON
+    message's body must parse even when its body is not shown."""
+    row = MessageIndex.objects.filter(message_id=message_id).values_list("content_type").first()
+    return row[0] if row else ""
 
 
 def _to_created(request, created):
@@ -170,11 +181,11 @@ def request_new(request):
         "scope_group": selectors.scope_group(scope=scope),
         "budget": approval_budget(request.user),
     }
-    original = None
+    original, content_type = None, ""
     with_body = scope["kind"] == "message"
     if with_body:
         ctx["message"] = MessageIndex.objects.filter(message_id=scope["id"]).first()
-        original, ctx["body_note"] = _editable_body(request.user, scope["id"])
+        original, ctx["body_note"], content_type = _editable_body(request.user, scope["id"])
         # A POST reads it only to compare with what came back; showing it is what is recorded.
         if original is not None and request.method == "GET":
             message_body_read_record(actor=request.user, message_id=scope["id"], via="request form")
@@ -183,6 +194,8 @@ def request_new(request):
         ctx["more_selected"] = max(0, len(scope["ids"]) - SELECTION_SHOWN)
     sources = selectors.scope_redrive_sources(scope=scope)
     ctx["redrive_sources"] = sources
+    # What other open requests hold of these messages, told before sending, not only after.
+    ctx["overlaps"] = scope_overlaps(scope=scope, matching=matching)
     ctx["scope_query"] = urlencode(_scope_query(request, scope))
     initial = {
         "action": request.GET.get("action") or R.REPROCESS,
@@ -195,6 +208,8 @@ def request_new(request):
         initial=initial,
         with_body=with_body,
         redrive_sources=sources,
+        original_body=original,
+        content_type=content_type,
     )
     if posted and form.is_valid():
         data = form.cleaned_data
@@ -230,7 +245,7 @@ def _scope_said(scope, group):
         pattern = group.pattern if group is not None else scope["group"]
         return f"failure group '{pattern[:200]}'"
     if scope["kind"] == "selection":
-        return f"{len(scope['ids'])} selected messages"
+        return f"{counted(len(scope['ids']), 'selected message')}"
     said = ", ".join(f"{name} = {value}" for name, value in scope["filters"].items())
     return f"the messages of the filter {said}" if said else "every quarantined message"
 
@@ -281,6 +296,7 @@ def request_quick(request):
         "label": QUICK_ACTIONS[action],
         "matching": matching,
         "queues": selectors.scope_queues(scope=scope, matching=matching),
+        "overlaps": scope_overlaps(scope=scope, matching=matching),
         "approval": approval_policy(
             actor=request.user,
             action=Action(kind=action),
@@ -314,7 +330,15 @@ def request_list(request):
             limit=REQUESTS_PAGE,
         ),
         kept=("status", "show"),
+        # Where break-glass is found: a pending row's link to its form, for whoever may use it.
+        may_break_glass=may_break_glass(request.user) and not _cooling(request.user),
     )
+
+
+def _cooling(user):
+    """Whether `user` is an approver still in their cool-down (console.access): not yet one who
+    approves, nor breaks the glass."""
+    return approver_cooldown_until(user) > timezone.now()
 
 
 def _by_count(counts):
@@ -382,6 +406,11 @@ def _break_glass_context(user, r, cooling):
         "may_break_glass": breakable,
         "break_glass_consequence": break_glass_consequence(r) if breakable else "",
         "may_review": reviewable,
+        # An approver or administrator learns that it exists, though an administrator has not
+        # turned it on: otherwise no page would say so.
+        "break_glass_off": r.status == R.PENDING
+        and not settings.BREAK_GLASS
+        and may_break_glass_role(user),
     }
 
 

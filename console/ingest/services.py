@@ -40,6 +40,7 @@ from console.ingest.records import RecordRefused, record_check
 from console.ingest.selectors import inbox_file_get, message_keys_body_hashes, queue_names
 from console.ingest.signals import messages_arrived
 from console.lake.services import lake, lake_commit_record
+from console.queues.services import queue_intake_record
 from workers.engine.states import TBDL
 from workers.lake.schema import EVENT_SCHEMA, MESSAGE_SCHEMA, NEW_MESSAGE_COLUMNS
 
@@ -271,9 +272,10 @@ def _chunk_commit(fresh, *, source):
                 epoch=epoch,
             )
             _message_keys_insert(messages, commit_id=commit.id, now=now)
-            messages_arrived.send(
-                sender=MessageKey, queues=set(pc.unique(messages.column("queue")).to_pylist())
-            )
+            queues = set(pc.unique(messages.column("queue")).to_pylist())
+            # The queues page says where each queue's messages come from.
+            queue_intake_record(queues=queues, source=source, at=now)
+            messages_arrived.send(sender=MessageKey, queues=queues)
     except BaseException:
         # Nothing points at these directories: remove them rather than leave garbage.
         for relpath in written:

@@ -5,7 +5,8 @@ import re
 
 from django import forms
 
-from console.forms import NoAutocompleteForm
+from console.forms import CodeCheckboxes, NoAutocompleteForm, state_choices
+from console.glossary import code_title
 from workers.engine.states import STATES
 
 BODY_FIELDS = ("body_contains", "body_regex", "json_path", "json_equals")
@@ -16,27 +17,31 @@ class LakeQueryForm(NoAutocompleteForm):
         required=False, max_length=2000, help_text="names, separated by commas or spaces"
     )
     states = forms.MultipleChoiceField(
-        required=False, choices=[(s, s) for s in STATES], widget=forms.CheckboxSelectMultiple
+        required=False, choices=state_choices(STATES), widget=CodeCheckboxes
     )
-    message_id_prefix = forms.CharField(required=False, max_length=200, label="id starts with")
+    message_id_prefix = forms.CharField(
+        required=False, max_length=200, label=code_title("message_id_prefix")
+    )
     sender = forms.CharField(required=False, max_length=300)
-    conversation_id = forms.CharField(required=False, max_length=200, label="conversation")
-    enqueued_from = forms.DateTimeField(required=False, label="enqueued from")
-    enqueued_to = forms.DateTimeField(required=False, label="enqueued before")
-    header_name = forms.CharField(required=False, max_length=200, label="header")
+    conversation_id = forms.CharField(
+        required=False, max_length=200, label=code_title("conversation_id")
+    )
+    enqueued_from = forms.DateTimeField(required=False, label=code_title("enqueued_from"))
+    enqueued_to = forms.DateTimeField(required=False, label=code_title("enqueued_to"))
+    header_name = forms.CharField(required=False, max_length=200, label=code_title("header_name"))
     # Whitespace is part of what is searched for: kept as typed.
     header_value = forms.CharField(
-        required=False, max_length=1000, strip=False, label="header value contains"
+        required=False, max_length=1000, strip=False, label=code_title("header_value")
     )
     body_contains = forms.CharField(
-        required=False, max_length=1000, strip=False, label="body contains"
+        required=False, max_length=1000, strip=False, label=code_title("body_contains")
     )
     body_regex = forms.CharField(
-        required=False, max_length=1000, strip=False, label="body matches (Java regex)"
+        required=False, max_length=1000, strip=False, label=code_title("body_regex")
     )
-    json_path = forms.CharField(required=False, max_length=200, label="JSON path ($.a.b)")
+    json_path = forms.CharField(required=False, max_length=200, label=code_title("json_path"))
     json_equals = forms.CharField(
-        required=False, max_length=1000, strip=False, label="value at the path equals"
+        required=False, max_length=1000, strip=False, label=code_title("json_equals")
     )
 
     def __init__(self, data=None, *, body=True, **kwargs):

@@ -5,8 +5,11 @@ Parquet directory in the lake that becomes visible when the row records it as DO
 
 from django.conf import settings
 from django.db import models
+from django.utils.dateparse import parse_datetime
 
 from console import leases
+from console.glossary import code_title
+from console.moments import moment_text
 
 
 class LakeQuery(leases.LeasedRun):
@@ -48,11 +51,19 @@ class LakeQuery(leases.LeasedRun):
 
     @property
     def criteria_shown(self):
-        """[(name, value as text)], lists joined with commas."""
-        return [
-            (name, ", ".join(value) if isinstance(value, list) else str(value))
-            for name, value in self.criteria.items()
-        ]
+        """[(name, value as people read it)]: lists joined with commas, states by their titles,
+        times (stored as ISO text) as every screen writes them."""
+        return [(name, _criterion_text(name, value)) for name, value in self.criteria.items()]
+
+
+def _criterion_text(name, value):
+    if name == "states":
+        return ", ".join(code_title(state) for state in value)
+    if isinstance(value, list):
+        return ", ".join(value)
+    if name in ("enqueued_from", "enqueued_to") and (moment := parse_datetime(str(value))):
+        return moment_text(moment)
+    return str(value)
 
 
 leases.register("lake_query", LakeQuery, title="lake query")

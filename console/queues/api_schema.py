@@ -56,6 +56,14 @@ queue_list = extend_schema(
                         "counts": {"TBDL": 21, "WAIT": 1, "DLVD": 18, "NDLV": 1},
                         "total": 41,
                         "stats_at": "2026-11-27T06:56:57.296661Z",
+                        "sources": [
+                            {
+                                "title": "RabbitMQ",
+                                "detail": "orders.dlq (source orders-dlq)",
+                                "last_at": "2026-11-27T06:55:12Z",
+                            },
+                            {"title": "API", "detail": "", "last_at": "2026-11-27T06:41:03Z"},
+                        ],
                     }
                 ]
             },

@@ -237,3 +237,34 @@ class BrokerSource(leases.Heartbeating):
         """Where a redrive through this source's redrive queue sends a message, for people:
         "its original RabbitMQ queue"."""
         return ORIGIN_WORDS.get(self.kind, f"where it came from ({self.get_kind_display()})")
+
+
+# How a message came in, from the first word of its ingest source ("api:shop", console.ingest):
+# each route for people. A broker source's kind names its broker (KIND_TITLES).
+INTAKE_ROUTES = {
+    "api": "API",
+    "person": "API, by hand",
+    "inbox": "inbox folder",
+    "cli": "ingest command",
+    "seed_demo": "demo data",
+    **KIND_TITLES,
+}
+
+
+class QueueIntake(models.Model):
+    """A way messages came into a queue, and when they last did: the queues page says where each
+    queue's messages come from, the API too, beside its configured broker sources. One row per
+    queue and route, written by ingest (console.queues.services.queue_intake_record)."""
+
+    queue = models.CharField(max_length=100)  # by name: a deleted queue's messages stay listed
+    route = models.CharField(max_length=20)  # a key of INTAKE_ROUTES
+    first_at = models.DateTimeField()
+    last_at = models.DateTimeField()
+
+    class Meta:
+        constraints = [
+            models.UniqueConstraint(fields=["queue", "route"], name="one_intake_per_queue_route")
+        ]
+
+    def __str__(self):
+        return f"{self.queue} from {self.route}"

@@ -7,6 +7,7 @@ field names are the model's (console.queues.models.POLICY_FIELDS)."""
 
 from datetime import UTC
 
+from console.glossary import code_title
 from workers.engine.policy import EXCEPTION_NONE, EXCEPTION_QUEUE_PREFIX
 
 _UNITS = ((86400, "day", "days"), (3600, "h", "h"), (60, "min", "min"), (1, "s", "s"))
@@ -112,10 +113,13 @@ def retention_words(policy):
 
 
 def handler_words(policy):
+    """Who processes the queue's messages: the path of the operator's own handler, or the title
+    of one the product provides ("Redis Streams redrive"), with its options by their titles
+    (console.glossary: the glossary gives each one's path or name)."""
     options = policy.handler_options or {}
-    said = f"processed by {policy.handler}"
+    said = f"processed by {code_title(policy.handler)}"
     if options:
-        said += " with " + ", ".join(f"{k} = {v}" for k, v in sorted(options.items()))
+        said += " with " + ", ".join(f"{code_title(k)} = {v}" for k, v in sorted(options.items()))
     return said
 
 

@@ -2,20 +2,29 @@
 how its policy and status came to be (its audit entries), and its broker sources (what their
 consumers are doing, for the stats API too)."""
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import datetime
 
 from django.utils import timezone
 
 from console.audit.models import AuditEntry
 from console.queues import counts
-from console.queues.models import POLICY_FIELDS, BrokerSource, Queue
+from console.queues.models import INTAKE_ROUTES, POLICY_FIELDS, BrokerSource, Queue, QueueIntake
 from console.queues.policy_words import policy_sentences, relapse, relapse_words
 from console.queues.sources import HEARTBEAT_STALE
 from workers.brokers.base import SourceConfig
 from workers.brokers.registry import KIND_TITLES, connector_loaded
 
 NOT_RUNNING = "not running"
+
+
+@dataclass(frozen=True)
+class Intake:
+    """One way a queue's messages come in, for people: "RabbitMQ" and what it drains, "API"."""
+
+    title: str
+    detail: str  # what a broker source drains, and its name; "" for the other routes
+    last_at: datetime | None  # when messages last came in this way (None: not since noted)
 
 
 @dataclass
@@ -25,6 +34,7 @@ class QueueOverview:
     counts: list  # [(state, n)]
     total: int
     stats_at: datetime | None
+    sources: list = field(default_factory=list)  # [Intake]: where its messages come from
 
     @property
     def policy(self):
@@ -39,10 +49,11 @@ class QueueOverview:
 
 
 def queue_overview():
-    """Every queue with its policy, status and message counts per state (console.queues.counts:
-    the read models')."""
+    """Every queue with its policy, status, message counts per state (console.queues.counts:
+    the read models') and where its messages come from (queue_intakes)."""
     counted = counts.per_queue()
     queues = {q.name: q for q in Queue.objects.all()}
+    intakes = queue_intakes()
     result = []
     for name in sorted(set(queues) | set(counted)):
         by_state, stats_at = counted.get(name, ([], None))
@@ -53,9 +64,34 @@ def queue_overview():
                 counts=by_state,
                 total=sum(n for _, n in by_state),
                 stats_at=stats_at,
+                sources=intakes.get(name, []),
             )
         )
     return result
+
+
+def queue_intakes():
+    """{queue name: [Intake]}: where each queue's messages come from. First its broker sources
+    as configured (by broker, with what each drains), then every other way messages came in
+    (the API, by hand, the inbox folder...), as ingest noted it (QueueIntake), latest first. A
+    broker's route is not said twice when a source of it is configured. Two queries, whatever
+    the number of queues."""
+    found = {}
+    configured = set()
+    sources = BrokerSource.objects.order_by("name").values_list(
+        "queue__name", "kind", "name", "broker_queue", "last_drained_at"
+    )
+    for queue, kind, name, drained, last_at in sources:
+        title = KIND_TITLES.get(kind, kind)
+        found.setdefault(queue, []).append(Intake(title, f"{drained} (source {name})", last_at))
+        configured.add((queue, kind))
+    noted = QueueIntake.objects.order_by("-last_at", "route").values_list(
+        "queue", "route", "last_at"
+    )
+    for queue, route, last_at in noted:
+        if (queue, route) not in configured and route in INTAKE_ROUTES:
+            found.setdefault(queue, []).append(Intake(INTAKE_ROUTES[route], "", last_at))
+    return found
 
 
 HISTORY_SHOWN = 5

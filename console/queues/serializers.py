@@ -26,6 +26,22 @@ class StateCounts(serializers.Field):
         return dict(value)
 
 
+class QueueSourceSerializer(serializers.Serializer):
+    title = serializers.CharField(
+        help_text='Where messages come from, for people: "RabbitMQ", "NATS JetStream", '
+        '"Redis Streams", "API", "API, by hand", "inbox folder", ...'
+    )
+    detail = serializers.CharField(
+        help_text="For a broker source: what it drains, and its name; empty otherwise."
+    )
+    last_at = serializers.DateTimeField(
+        allow_null=True, help_text="When messages last came in this way; null when not noted."
+    )
+
+    class Meta:
+        ref_name = "QueueSource"
+
+
 class QueueOverviewSerializer(serializers.Serializer):
     name = serializers.CharField()
     exists = serializers.SerializerMethodField()
@@ -38,6 +54,11 @@ class QueueOverviewSerializer(serializers.Serializer):
     counts = StateCounts()
     total = serializers.IntegerField()
     stats_at = serializers.DateTimeField(allow_null=True)
+    sources = QueueSourceSerializer(
+        many=True,
+        help_text="Where the queue's messages come from: its broker sources as configured, "
+        "then the other ways messages came in (the API, by hand, the inbox folder).",
+    )
 
     class Meta:
         ref_name = "QueueOverview"

@@ -16,7 +16,7 @@ from django.utils import timezone
 from console.access.actor import acting_name
 from console.audit.services import audit_record
 from console.envnames import handler_options_refusals
-from console.queues.models import POLICY_FIELDS, Queue
+from console.queues.models import INTAKE_ROUTES, POLICY_FIELDS, Queue, QueueIntake
 from console.queues.sources import sources_save, sources_validate
 from workers.engine import policy as P
 from workers.engine.handlers import HandlerImportError, handler_build
@@ -282,3 +282,19 @@ def queue_pause(*, queue, actor, reason=""):
                 details={"reason": reason},
             )
     return bool(paused)
+
+
+def queue_intake_record(*, queues, source, at):
+    """Note that messages came into each of `queues` (names) by `source`, ingest's name for who
+    sent them ("api:shop", "inbox:orders.jsonl", "rabbitmq:orders-dlq"), at `at`: the queues
+    page says where each queue's messages come from. One statement, in the caller's
+    transaction; a source whose route has no name for people is not noted."""
+    route = source.split(":", 1)[0]
+    if route not in INTAKE_ROUTES or not queues:
+        return
+    QueueIntake.objects.bulk_create(
+        [QueueIntake(queue=q, route=route, first_at=at, last_at=at) for q in sorted(queues)],
+        update_conflicts=True,
+        unique_fields=["queue", "route"],
+        update_fields=["last_at"],
+    )

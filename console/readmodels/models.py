@@ -5,6 +5,7 @@ the lake, except for one message's body and history on its detail page."""
 
 from django.db import models, transaction
 from django.db.models import Q
+from django.template.defaultfilters import pluralize
 
 from console import leases
 from workers.engine.states import FLOW_QUARANTINED, NDLV, WAIT
@@ -315,7 +316,9 @@ class RefreshRun(leases.LeasedRun):
             "upto_commit": self.upto_commit,
             "changed": self.changed,
             "position": position,
-            "did": f"{self.changed} rows changed" if self.status == self.COMMITTED else "",
+            "did": f"{self.changed} row{pluralize(self.changed)} changed"
+            if self.status == self.COMMITTED
+            else "",
         }
 
 

@@ -16,7 +16,7 @@ from django.views.decorators.http import require_GET
 from joserfc.errors import JoseError
 from requests import RequestException
 
-from console.accounts.views import landing_url
+from console.accounts.landing import landing_url
 from console.audit.services import audit_record
 from console.sso.oidc import claims_read, oidc_client, oidc_enabled
 from console.sso.signin import SignInRefused, provider_sign_in

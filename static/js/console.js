@@ -11,8 +11,14 @@ document.addEventListener("submit", function (event) {
 
 // Keyboard shortcuts, as in Gmail or GitHub: "/" search, "j"/"k" move down and up a list, "o" or
 // Enter open the row, "x" select it, "?" this help. Never while typing in a field, never with
-// Ctrl, Cmd or Alt (the browser's own shortcuts stay the browser's).
+// Ctrl, Cmd or Alt (the browser's own shortcuts stay the browser's). On a list whose table the
+// server marked data-decide-keys (it does so only for someone who may request an action), "r",
+// "f", "e" press the selection bar's Retry, Fail, End with error: on the selection, or on the
+// current row when nothing is selected. They only open the request's confirmation page: nothing
+// is decided until it is confirmed there.
 (function () {
+  var DECISION_KEYS = {r: "reprocess", f: "fail", e: "end_with_error"};
+
   function typing(target) {
     var tag = target && target.tagName;
     return tag === "INPUT" || tag === "TEXTAREA" || tag === "SELECT" ||
@@ -50,7 +56,60 @@ document.addEventListener("submit", function (event) {
     return document.querySelector("main table.grid tbody tr.current");
   }
 
+  // The selection bar's button of `action`, when this page offers it by keyboard; else null.
+  function decisionButton(action) {
+    var bar = document.getElementById("selection-bar");
+    var table = document.querySelector("main table.grid[data-decide-keys]");
+    if (!bar || !table) {
+      return null;
+    }
+    return bar.querySelector("button.on-selection[value='" + action + "']");
+  }
+
+  function decide(action) {
+    var button = decisionButton(action);
+    if (!button) {
+      return false;
+    }
+    var bar = document.getElementById("selection-bar");
+    if (!bar.classList.contains("active")) {
+      // Nothing selected: the current row, if it can be (only quarantined rows have a box).
+      var row = current();
+      var box = row && row.querySelector("input.select-message");
+      if (!box) {
+        return false;
+      }
+      box.click();
+    }
+    if (button.disabled) {
+      return false;  // over the most a request may hold: the bar says so
+    }
+    button.click();
+    return true;
+  }
+
   var help = document.getElementById("shortcuts");  // closed by its own form (method=dialog)
+  if (help) {
+    // The help names r, f, e only where they work: after the base shortcuts, from the bar's own
+    // labels.
+    var list = help.querySelector("dl");
+    Object.keys(DECISION_KEYS).forEach(function (key) {
+      var button = decisionButton(DECISION_KEYS[key]);
+      if (!list || !button) {
+        return;
+      }
+      var term = document.createElement("dt");
+      var kbd = document.createElement("kbd");
+      kbd.textContent = key;
+      term.appendChild(kbd);
+      term.className = "decision-key";
+      var said = document.createElement("dd");
+      said.textContent = button.textContent.trim() + " the selected messages (or the current " +
+        "row): opens the request, which you confirm";
+      list.appendChild(term);
+      list.appendChild(said);
+    });
+  }
   var helpButton = document.getElementById("help-button");
   if (help && helpButton) {
     // The same dialog as "?", for those who do not know the key yet.
@@ -94,6 +153,13 @@ document.addEventListener("submit", function (event) {
       var box2 = row && row.querySelector("input[type=checkbox]");
       if (box2) {
         box2.click();
+      }
+      return;
+    case "r":
+    case "f":
+    case "e":
+      if (decide(DECISION_KEYS[event.key])) {
+        event.preventDefault();
       }
       return;
     case "?":

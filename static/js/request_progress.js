@@ -2,7 +2,9 @@
 // while the request is approved, running or waiting for the outcome of a step (a progressive
 // redrive's, or a canary's). Loaded as a file (the CSP forbids inline script); its settings are
 // data-* attributes of #execution. Values are set as DOM properties (textContent, value), never
-// as HTML.
+// as HTML. Whenever a chunk is committed or a step's outcome moves, the page's #outcome section
+// is fetched again (the server's own HTML, parsed by DOMParser, which runs no script): it says
+// what the progress above it says, not what it was when the page was opened.
 "use strict";
 window.Antidote.onPart("execution", function (box) {
   var url = box.getAttribute("data-poll-url");
@@ -48,6 +50,39 @@ window.Antidote.onPart("execution", function (box) {
     }
   }
 
+  // What the outcome section depends on that the poll sees: the chunks committed and the
+  // steps' outcome. null until the first poll, which fetches it once (it may have moved since
+  // the page was drawn).
+  var outcomeKey = null;
+
+  function outcomeRefresh() {
+    window.Antidote.poll(window.location.pathname, "text/html")
+      .then(function (response) {
+        return response.ok ? response.text() : "";
+      })
+      .then(function (html) {
+        var fresh = new DOMParser().parseFromString(html, "text/html").getElementById("outcome");
+        var here = document.getElementById("outcome");
+        if (!fresh || !here) {
+          return;
+        }
+        var moved = document.importNode(fresh, true);
+        here.replaceWith(moved);
+        moved.querySelectorAll("time[data-when]").forEach(window.Antidote.when);
+      })
+      .catch(function () {
+        // Tried again at the next change, or drawn whole when the request finishes.
+      });
+  }
+
+  function outcomeFollow(data) {
+    var key = [data.progress.chunks_done, JSON.stringify(data.progression || [])].join("|");
+    if (key !== outcomeKey) {
+      outcomeKey = key;
+      outcomeRefresh();
+    }
+  }
+
   function show(data) {
     var p = data.progress;
     window.Antidote.progress("progress-bar", "progress-percent", p.percent);
@@ -87,6 +122,7 @@ window.Antidote.onPart("execution", function (box) {
           window.location.reload();
           return;
         }
+        outcomeFollow(data);
         window.setTimeout(poll, every);
       })
       .catch(function () {

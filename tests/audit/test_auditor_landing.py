@@ -1,5 +1,5 @@
 """An auditor, who may read the audit trail but not the quarantine, lands on it after logging in;
-everyone else lands on the dashboard; a ?next= wins over both."""
+everyone who sees the quarantine lands on the dashboard; a ?next= wins over both."""
 
 import pytest
 from django.urls import reverse
@@ -21,7 +21,7 @@ def test_an_auditor_lands_on_the_audit_trail(personas):
     assert client.get(response["Location"]).status_code == 200
 
 
-@pytest.mark.parametrize("role", ["viewer", "operator", "approver", "admin", "outsider"])
+@pytest.mark.parametrize("role", ["viewer", "operator", "approver", "admin"])
 def test_everyone_else_lands_on_the_dashboard(personas, role):
     response = _log_in(login(), role)
 

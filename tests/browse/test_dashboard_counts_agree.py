@@ -74,5 +74,5 @@ def test_every_number_on_the_dashboard_opens_a_list_of_as_many(delivered, person
     assert len([q for q in opened if q.startswith("group=")]) == 6
     # DLVD itself is said, not linked: 6 delivered, and what of them the list holds.
     assert not any(q.endswith("state=DLVD") and q.startswith("queue=") for q in opened)
-    assert re.search(r'<span class="number"[^>]*>6</span> DLVD', dashboard)
+    assert re.search(r'<span class="number"[^>]*>6</span> <abbr class="code"[^>]*>DLVD', dashboard)
     assert 'id="what-the-list-holds"' in dashboard

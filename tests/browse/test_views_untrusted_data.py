@@ -73,7 +73,8 @@ CHARTS = {"inflow-chart", "quarantine-flow-chart", "rates-chart"}
 
 
 def _our_chart(attrs):
-    return attrs.get("id") in CHARTS or attrs.get("class") == "sparkline"
+    """One of our drawings: a chart, a sparkline, the copy buttons' icon."""
+    return attrs.get("id") in CHARTS or attrs.get("class") in ("sparkline", "copy-icon")
 
 
 def _assert_inert(html):
@@ -85,7 +86,10 @@ def _assert_inert(html):
             # The only scripts are local files.
             assert attrs.get("src", "").startswith("/static/"), attrs
     scripts = {attrs.get("src") for tag, attrs in tags if tag == "script"}
-    ours = {"/static/js/console.js", "/static/js/live_stats.js", "/static/js/live_regions.js"}
+    ours = {
+        f"/static/js/{name}.js"
+        for name in ("console", "live_stats", "live_regions", "menus", "copy_ids")
+    }
     assert scripts <= ours, scripts
     assert "<script>alert" not in html
     assert "<svg onload" not in html

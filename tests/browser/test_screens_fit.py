@@ -51,7 +51,8 @@ def test_the_page_size_picker_shows_the_size_in_effect(transactional_db, persona
 
 # Each cell: its words (the text between spaces) must fit its content box, and nothing may spill
 # out of it. The details column breaks long JSON by design: there only the spilling is checked.
-# A value cut short on purpose (.cut, an ellipsis) must carry its whole text as its title.
+# A value cut short on purpose (.cut, or an id's .id-text: an ellipsis) must carry its whole text
+# as its title.
 _MEASURE = """(selector) => {
   const probe = document.createElement("span");
   probe.style.cssText = "position:absolute;visibility:hidden;white-space:nowrap;left:0;top:0";
@@ -66,14 +67,14 @@ _MEASURE = """(selector) => {
     if (cell.classList.contains("audit-details")) {
       continue;
     }
-    // A value cut short (.cut: an ellipsis) keeps its whole text on hover; the rest is measured.
+    // A value cut short (an ellipsis) keeps its whole text on hover; the rest is measured.
     const shown = cell.cloneNode(true);
-    for (const cut of cell.querySelectorAll(".cut")) {
+    for (const cut of cell.querySelectorAll(".cut, .id-text")) {
       if (cut.title !== cut.textContent) {
         problems.push(["cut without its whole value on hover", cell.className, cut.textContent]);
       }
     }
-    shown.querySelectorAll(".cut").forEach((cut) => cut.remove());
+    shown.querySelectorAll(".cut, .id-text").forEach((cut) => cut.remove());
     probe.style.font = style.font;
     probe.style.fontWeight = style.fontWeight;
     for (const word of shown.textContent.split(/\\s+/).filter(Boolean)) {

@@ -30,8 +30,8 @@ def test_an_operator_retries_a_failure_group_in_two_clicks(quarantine, index, pe
     assert "Retry 5 quarantined messages?" in confirm
     assert re.search(r"In <strong>orders</strong> \(4\), <strong>payments</strong> \(1\)", confirm)
     assert (
-        "It covers 5 messages, more than 1 (APPROVAL_OVER): a second person must approve it"
-        in confirm
+        "It covers 5 messages, more than the 1 message one person may decide alone: a second "
+        "person must approve it" in confirm
     )
     assert "order &lt;n&gt; not found" in confirm  # the group by its pattern, not its hash
 

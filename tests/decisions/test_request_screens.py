@@ -332,7 +332,7 @@ def test_the_page_shows_the_frozen_set_as_the_approver_approves_it(requests, per
     ]
     assert "order 4 not found" in sample
     assert f'href="{reverse("request-ids", args=[request.id])}"' in html
-    assert 'id="request-requester">operator at' in html
+    assert 'id="request-requester">operator <time' in html
     assert "fixed the handler" in html
 
 
@@ -398,10 +398,9 @@ def test_an_approver_sees_the_forms_and_approves(requests, personas):
     assert 'id="approve-form"' not in html
     assert 'id="cancel-form"' in html
     audit = re.search(r'<table id="request-audit".*?</table>', html, re.S).group(0)
-    assert re.findall(r"<td>(request\.[a-z_]+)</td>", audit) == [
-        "request.created",
-        "request.approved",
-    ]
+    # Each action in words, its code on hover.
+    said = r'<td><span class="code-said" title="[^"(]*\((request\.[a-z_]+)\)">'
+    assert re.findall(said, audit) == ["request.created", "request.approved"]
     assert "checked the sample" in audit
 
 

@@ -8,13 +8,15 @@
   date in the browser's own zone for older ones) with the full time and zone on hover. Without
   script the UTC text stays, which is still one format with its zone said.
 
-Both write a <time> element that carries the exact instant, and are empty for no value, so
+Both take a datetime or ISO text (a moment kept in JSON), write a <time> element that carries
+the exact instant, and are empty for no value, so
 `|default:"—"` works after them. Built-ins of the templates (settings.TEMPLATES), no {% load %}."""
 
 from datetime import UTC, datetime
 
 from django import template
 from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 from django.utils.html import format_html
 
 from console.moments import relative
@@ -31,13 +33,24 @@ def _iso(moment):
 
 
 def _time_element(value, template, title=None):
-    """A <time> element for a datetime, nothing for anything else: `template` places the UTC
-    instant in ISO, then `title(moment)` when there is one, then the instant as people read it."""
+    """A <time> element for a datetime, or for ISO text that is one (a moment kept in JSON: a
+    request's frozen sample, a query's criteria), nothing for anything else: `template` places
+    the UTC instant in ISO, then `title(moment)` when there is one, then the instant as people
+    read it."""
+    if isinstance(value, str):
+        value = _parsed(value)
     if not isinstance(value, datetime):
         return ""
     moment = _in_utc(value)
     titles = [title(moment)] if title else []
     return format_html(template, _iso(moment), *titles, moment.strftime("%Y-%m-%d %H:%M:%S"))
+
+
+def _parsed(text):
+    try:
+        return parse_datetime(text.strip())
+    except ValueError:  # the shape of a moment, out of range ("2026-13-45T…")
+        return None
 
 
 @register.filter

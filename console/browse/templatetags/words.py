@@ -7,6 +7,7 @@ from datetime import UTC, datetime
 from django import template
 from django.utils.html import format_html
 
+from console import plurals
 from console.browse import message_words
 from console.queues.policy_words import duration, queue_action_words
 
@@ -33,6 +34,19 @@ def suspected(message):
 def queue_action(action):
     """An audit action on a queue, said: "queue.enabled" -> "enabled"."""
     return queue_action_words(action)
+
+
+@register.simple_tag
+def these(n, noun, plural=""):
+    """`{% these r.count "message" %}`: "this message", "these 1,200 messages"; never "these
+    1"."""
+    return plurals.these(n, noun, plural)
+
+
+@register.simple_tag
+def counted(n, noun, plural=""):
+    """`{% counted n "queue" %}`: "1 queue", "12 queues": a count and its noun, agreed."""
+    return plurals.counted(n, noun, plural)
 
 
 @register.simple_tag
