@@ -52,20 +52,37 @@ def _database_blind(item):
     return bool(item.get_closest_marker("spark")) and not uses_database
 
 
+def _left_to_the_other_run(item):
+    """A test marked `one_database(name)` in CI's other run (SPLIT_RUN names this one): heavy,
+    and what it checks on the other database is checked by another test there."""
+    marker = item.get_closest_marker("one_database")
+    this_run = os.environ.get("SPLIT_RUN")
+    return bool(marker and this_run and marker.args[0] != this_run)
+
+
+def _left_out(item):
+    if _left_to_the_other_run(item):
+        return True
+    return os.environ.get("DATABASE_TESTS_ONLY") == "1" and _database_blind(item)
+
+
 def pytest_collection_modifyitems(config, items):
-    if os.environ.get("DATABASE_TESTS_ONLY") != "1":
-        return
-    left_out = [item for item in items if _database_blind(item)]
+    left_out = [item for item in items if _left_out(item)]
     if left_out:
         config.hook.pytest_deselected(items=left_out)
-        items[:] = [item for item in items if not _database_blind(item)]
+        items[:] = [item for item in items if not _left_out(item)]
 
 
 @pytest.fixture(scope="session")
 def spark():
     from workers.spark import spark_session, spark_stop
 
-    session = spark_session(master="local[2]", driver_memory="2g")
+    # The JVM's options as the workers the tests start take them (`make test` sets them).
+    session = spark_session(
+        master="local[2]",
+        driver_memory="2g",
+        java_options=os.environ.get("SPARK_DRIVER_JAVA_OPTIONS", ""),
+    )
     yield session
     spark_stop()
 

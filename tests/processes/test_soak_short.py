@@ -28,7 +28,9 @@ from bench.soak_checks import (
 from tests.conftest import require_service
 from workers.celery import app
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+# On production's database: on the embedded one, test_spark_worker_killed kills the same worker
+# mid-run and checks that nothing is lost (CI's two runs split the two).
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.one_database("postgresql")]
 
 MESSAGES = 300
 LOAD_SECONDS = 60

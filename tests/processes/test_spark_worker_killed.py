@@ -28,7 +28,10 @@ from tests.processes.conftest import celery_worker, wait_for
 from workers.celery import app
 from workers.engine import states as S
 
-pytestmark = [pytest.mark.spark, pytest.mark.slow]
+# On the embedded database: on PostgreSQL the short soak (test_soak_short) kills the same worker
+# twice under load and checks that nothing is lost and every count agrees (CI's two runs split
+# the two).
+pytestmark = [pytest.mark.spark, pytest.mark.slow, pytest.mark.one_database("sqlite")]
 
 WORKER = celery_worker("spark", "-P", "solo", "-c", "1", "-l", "INFO")
 # Its heartbeat every second (the processes fixture's HEARTBEAT_SECONDS=1).
