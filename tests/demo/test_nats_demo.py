@@ -17,7 +17,12 @@ from tests.processes.conftest import port_open, wait_for
 from workers.brokers.dead_letters import dead_letter_of
 from workers.demo import nats as demo
 
-pytestmark = [pytest.mark.django_db, pytest.mark.usefixtures("demo_dirs")]
+# The shared NATS server's parking stream: one run at a time (tests/conftest.py, _NATS_TESTS).
+pytestmark = [
+    pytest.mark.django_db,
+    pytest.mark.usefixtures("demo_dirs"),
+    pytest.mark.database_blind,
+]
 
 
 @pytest.fixture

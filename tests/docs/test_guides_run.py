@@ -294,6 +294,7 @@ def redrive_as_the_guide_says(guide, desk, live_server, tmp_path):
 
 @pytest.mark.services
 @pytest.mark.slow
+@pytest.mark.database_blind  # the shared NATS server: one run at a time (tests/conftest.py)
 def test_the_nats_guides_redrive_publishes_the_messages_back_to_their_subject(
     desk, live_server, tmp_path, monkeypatch
 ):

@@ -204,6 +204,7 @@ def desk(transactional_db, lake_root, spark, personas, settings):
     return make_desk(spark, personas, settings)
 
 
+@pytest.mark.database_blind  # the shared NATS server: one run at a time (tests/conftest.py)
 def test_a_producers_redrive_target_and_origin_reach_no_sink_a_plain_reprocess_goes_home(
     desk, brokers, receiver, personas
 ):
