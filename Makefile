@@ -60,8 +60,16 @@ TEST_VAR_DIR ?= $(CURDIR)/var/test
 OIDC_PROVIDER := tests/sso/oidc_provider
 # The tests' Spark JVMs start as `make run`'s do (C1 only, one GC thread): their jobs are small and
 # many, and two suites share two cores in CI; measured on the Spark-heavy tests, 12% less CPU.
-test: export SPARK_DRIVER_JAVA_OPTIONS ?= -XX:TieredStopAtLevel=1 -XX:+UseSerialGC
-test: venv
+# They also map the classes Spark loads from an archive written once (workers/spark_classes.py),
+# where each JVM the tests start (theirs, and every worker's) would read them from the jars
+# again: a session's start and first jobs in about 60% of the CPU. Written again when the
+# requirements change; a JVM that cannot use it (another JDK) starts without it.
+SPARK_CLASSES := var/spark-classes.jsa
+$(SPARK_CLASSES): $(STAMP)
+	$(PY) -m workers.spark_classes $@
+test: export SPARK_DRIVER_JAVA_OPTIONS ?= -XX:TieredStopAtLevel=1 -XX:+UseSerialGC \
+	-XX:SharedArchiveFile=$(CURDIR)/$(SPARK_CLASSES) -Xlog:cds=off -Xlog:cds+dynamic=off
+test: venv $(SPARK_CLASSES)
 	@if command -v npm >/dev/null && [ ! -d $(OIDC_PROVIDER)/node_modules/oidc-provider ]; then \
 		npm ci --prefix $(OIDC_PROVIDER) --no-audit --no-fund --loglevel=error; fi
 	VAR_DIR=$(TEST_VAR_DIR) $(PY) -m pytest $(PYTEST_ARGS)

@@ -6,7 +6,6 @@ title that says what it means (tests/page_words.py)."""
 
 from datetime import timedelta
 from html.parser import HTMLParser
-from io import StringIO
 from pathlib import Path
 from urllib.parse import urlsplit
 
@@ -14,7 +13,6 @@ import pytest
 import yaml
 from django.contrib.auth.models import User
 from django.core.cache import cache
-from django.core.management import call_command
 from django.utils import timezone
 
 import workers.demo
@@ -30,6 +28,7 @@ from console.notes.models import MESSAGE
 from console.notes.services import note_add
 from console.queues.services import queues_load
 from tests.browse.conftest import Index, login
+from tests.demo.conftest import demo_seeded
 from tests.page_words import one_plural, raw_codes, raw_iso_times, visible_text
 
 DEMO = Path(workers.demo.__file__).parent
@@ -44,13 +43,7 @@ def demo(transactional_db, lake_root, settings, tmp_path, monkeypatch):
     """`manage.py seed_demo`'s users, queues and messages, and what workers would have made of
     some of them: one quarantined message in a failure group (one: the counts say "1 ..."), a
     delivery run, a request still waiting and one rejected, a finished lake query."""
-    for name in ("ANTIDOTE_AMQP_URL", "ANTIDOTE_NATS_URL", "ANTIDOTE_REDIS_STREAMS_URL"):
-        monkeypatch.delenv(name, raising=False)
-    settings.VAR_DIR = tmp_path / "var"
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    settings.REFRESH_ON_COMMIT = False
-    cache.clear()
-    call_command("seed_demo", "--orders", "5", stdout=StringIO())
+    demo_seeded(settings, tmp_path, monkeypatch, orders=5)
     # The Redis demo's redrive queue and source, as `make run` loads them when Redis is there:
     # a handler and options the product provides, on the queues page.
     queues_load(data=yaml.safe_load((DEMO / "redis_streams.yaml").read_text()))

@@ -48,10 +48,13 @@ def retried(desk):
     desk.queue("orders")
     desk.queue("payments")
     desk.queue("invoices")
-    orders = desk.quarantine("orders", ["permanent"] * 5, prefix="o")
-    payments = desk.quarantine("payments", ["permanent"] * 3, prefix="p")
-    payments += desk.quarantine("payments", {"p-t0": "transient", "p-t1": "transient"})
-    invoices = desk.quarantine("invoices", ["permanent"] * 2, prefix="i")
+    orders = desk.ingest("orders", ["permanent"] * 5, prefix="o")
+    payments = desk.ingest("payments", ["permanent"] * 3, prefix="p")
+    payments += desk.ingest("payments", {"p-t0": "transient", "p-t1": "transient"})
+    invoices = desk.ingest("invoices", ["permanent"] * 2, prefix="i")
+    # Quarantined together: one series of delivery runs and one refresh for them all.
+    desk.deliver_until_idle()
+    desk.refresh()
     ids = orders + payments + invoices
     request = desk.request({"kind": "selection", "ids": ids})
     desk.execute(desk.request({"kind": "message", "id": orders[4]}, kind="fail"))

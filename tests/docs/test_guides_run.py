@@ -23,7 +23,6 @@ import re
 import subprocess
 import time
 from dataclasses import dataclass
-from io import StringIO
 from pathlib import Path
 
 import nats.errors
@@ -32,7 +31,6 @@ import requests
 import yaml
 from django.contrib.auth.models import User
 from django.core.cache import cache
-from django.core.management import call_command
 from nats.js import api
 
 from console.accounts.roles import APPLICATION, ROLES
@@ -49,6 +47,7 @@ from tests.brokers.redis_streams.conftest import Streams
 from tests.brokers.sources import consuming, drained_until, source_now
 from tests.conftest import require_service, session_headers
 from tests.decisions.desk import make_desk
+from tests.demo.conftest import demo_seeded
 from tests.processes.conftest import wait_for
 
 DOCS = Path(__file__).resolve().parents[2] / "docs"
@@ -185,13 +184,7 @@ def _run_shell(step, callers):
 def demo(transactional_db, lake_root, settings, tmp_path, monkeypatch):
     """`manage.py seed_demo`'s roles, users (one per role, named after it) and queues, with a
     few messages."""
-    for name in ("ANTIDOTE_AMQP_URL", "ANTIDOTE_NATS_URL", "ANTIDOTE_REDIS_STREAMS_URL"):
-        monkeypatch.delenv(name, raising=False)
-    settings.VAR_DIR = tmp_path / "var"
-    settings.PASSWORD_HASHERS = ["django.contrib.auth.hashers.MD5PasswordHasher"]
-    settings.REFRESH_ON_COMMIT = False
-    cache.clear()
-    call_command("seed_demo", "--orders", "3", stdout=StringIO())
+    demo_seeded(settings, tmp_path, monkeypatch, orders=3)
     yield {role: User.objects.get(username=role) for role in ROLES}
     cache.clear()
 

@@ -44,7 +44,7 @@ from tests.processes.conftest import free_port, wait_for
 
 pytestmark = [pytest.mark.spark, pytest.mark.slow]
 
-CYCLES = 3
+CYCLES = 2
 OLD_PER_CYCLE = 4
 # Short, so that the directories swapped out by purges and history merges are deleted while the
 # reader reads; long enough for a read that listed them just before to finish with them.
