@@ -507,6 +507,7 @@ SPECTACULAR_SETTINGS = {
         "RequestStatusEnum": "console.decisions.models.ActionRequest.STATUSES",
         "AlertEventEnum": "console.alerts.events.KINDS",
         "ProcessKindEnum": "console.processes.models.KINDS",
+        "GroupStateEnum": "console.notes.lifecycle.STATE_NAMES",
     },
     # Then the getting-started introduction, and the 429 every operation may answer.
     "POSTPROCESSING_HOOKS": [

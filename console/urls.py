@@ -44,6 +44,7 @@ urlpatterns = [
         "api/v1/",
         include(
             [
+                *notes_api,
                 *browse_api,
                 *queues_api,
                 *audit_api,
@@ -51,7 +52,6 @@ urlpatterns = [
                 *decisions_api,
                 *poison_list_api,
                 *retention_api,
-                *notes_api,
                 *accounts_api,
                 *access_api,
                 *alerts_api,

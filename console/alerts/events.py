@@ -15,6 +15,8 @@ QUEUE_DISABLED = "queue.disabled"
 QUEUE_ENABLED = "queue.enabled"
 QUEUE_INFLOW = "queue.inflow"
 GROUP_NEW = "group.new"
+# A resolved failure group failed again after it was resolved: the fix did not hold.
+GROUP_REOPENED = "group.reopened"
 SOURCE_DOWN = "source.down"
 REQUEST_WAITING = "request.waiting"
 REQUEST_APPROVED = "request.approved"
@@ -34,6 +36,7 @@ LABELS = {
     QUEUE_ENABLED: "A queue was enabled again",
     QUEUE_INFLOW: "A queue quarantines more than its threshold",
     GROUP_NEW: "A new failure group",
+    GROUP_REOPENED: "A resolved failure group failed again",
     SOURCE_DOWN: "A broker source is down",
     REQUEST_WAITING: "A request waits for my approval",
     REQUEST_APPROVED: "My request was approved",
@@ -58,6 +61,7 @@ PERMISSION = {
     QUEUE_ENABLED: VIEW_QUEUES,
     QUEUE_INFLOW: VIEW_QUEUES,
     GROUP_NEW: VIEW_GROUPS,
+    GROUP_REOPENED: VIEW_GROUPS,
     SOURCE_DOWN: VIEW_QUEUES,
     REQUEST_WAITING: APPROVE_REQUESTS,
     AUDIT_BROKEN: VIEW_AUDIT,
@@ -69,9 +73,9 @@ PERMISSION = {
     REQUEST_BREAK_GLASS_REVIEWED: VIEW_REQUESTS,
 }
 # Events about a queue, which a subscription or a webhook may narrow to some queues.
-QUEUE_KINDS = (QUEUE_DISABLED, QUEUE_ENABLED, QUEUE_INFLOW, GROUP_NEW, SOURCE_DOWN)
+QUEUE_KINDS = (QUEUE_DISABLED, QUEUE_ENABLED, QUEUE_INFLOW, GROUP_NEW, GROUP_REOPENED, SOURCE_DOWN)
 
-_RUNNING = (QUEUE_DISABLED, QUEUE_INFLOW, GROUP_NEW)
+_RUNNING = (QUEUE_DISABLED, QUEUE_INFLOW, GROUP_NEW, GROUP_REOPENED)
 _BREAK_GLASS = (REQUEST_BREAK_GLASS, REQUEST_REVIEW_OVERDUE)
 # Each role's defaults: the events its members hear of in the console without subscribing.
 ROLE_DEFAULTS = {
@@ -114,6 +118,7 @@ SEVERITY = {
     REQUEST_STOPPED: ERROR,
     REQUEST_REVIEW_OVERDUE: ERROR,
     GROUP_NEW: WARNING,
+    GROUP_REOPENED: WARNING,
     COUNTS_DRIFT: WARNING,
     REQUEST_BREAK_GLASS: WARNING,
     REQUEST_WAITING: INFO,
@@ -135,6 +140,7 @@ INCIDENT = {
     QUEUE_ENABLED: ("queue-disabled", RESOLVE, "queue"),
     QUEUE_INFLOW: ("queue-inflow", TRIGGER, "queue"),
     GROUP_NEW: ("failure-group", TRIGGER, "fingerprint"),
+    GROUP_REOPENED: ("failure-group", TRIGGER, "fingerprint"),
     SOURCE_DOWN: ("source-down", TRIGGER, "source"),
     REQUEST_WAITING: ("request-waiting", TRIGGER, "request"),
     REQUEST_APPROVED: ("request-waiting", RESOLVE, "request"),

@@ -16,6 +16,7 @@ from console.alerts.services import alert_raise
 from console.alerts.tasks import alerts_send_enqueue
 from console.audit.signals import recorded, verify_failed
 from console.decisions.models import ActionRequest
+from console.notes.lifecycle import REFRESH, muted_fingerprints
 from console.plurals import counted
 from console.queues.signals import source_state_changed
 from console.readmodels.models import FailureGroup
@@ -83,6 +84,26 @@ def _from_audit(sender, entry, **kwargs):
         _request_step(entry)
     elif entry.action == "role_grant.requested":
         _role_grant_waiting(entry)
+    elif entry.action == "group.reopened" and entry.actor == REFRESH:
+        _group_reopened(entry)
+
+
+def _group_reopened(entry):
+    """A resolved group failed again (console.notes.lifecycle): its fix did not hold."""
+    group = FailureGroup.objects.filter(fingerprint=entry.target_id).first()
+    if group is None:
+        return
+    alert_raise_safely(
+        kind=E.GROUP_REOPENED,
+        about=group.fingerprint,
+        title=f"A resolved failure group in {group.queue} failed again: "
+        f"{group.exception_type or 'failure'}",
+        text=f"It failed again after it was resolved: {group.exception_type}: "
+        f"{group.pattern}".rstrip(": "),
+        link=reverse("group-detail", args=[group.fingerprint]),
+        queue=group.queue,
+        details={"fingerprint": group.fingerprint, "count": group.count},
+    )
 
 
 def _role_grant_waiting(entry):
@@ -295,6 +316,13 @@ def _source_down(sender, name, state, error="", **kwargs):
 
 @receiver(groups_appeared, dispatch_uid="alerts.groups_new")
 def _groups_new(sender, fingerprints, **kwargs):
+    # A group people muted that emptied and now fills again stays muted: no alert.
+    muted = set(
+        muted_fingerprints()
+        .filter(fingerprint__in=fingerprints)
+        .values_list("fingerprint", flat=True)
+    )
+    fingerprints = [f for f in fingerprints if f not in muted]
     shown = fingerprints[:NEW_GROUPS_ONE_BY_ONE]
     for group in FailureGroup.objects.filter(fingerprint__in=shown):
         alert_raise_safely(

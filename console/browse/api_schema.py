@@ -61,6 +61,14 @@ _GROUP = {
     "last_seen": "2026-11-27T07:41:02.101200Z",
     "states": {"NDLV": 12, "DLVD": 2},
     "owner": "operator",
+    "status": {
+        "state": "acknowledged",
+        "since": "2026-11-27T07:19:00.757285Z",
+        "owner": "operator",
+        "changed_by": "operator",
+        "comment": "SHOP-231",
+        "reopened": False,
+    },
 }
 
 
@@ -322,6 +330,7 @@ stats = extend_schema(
                     }
                 ],
                 "top_groups": [_GROUP],
+                "muted_groups": 0,
                 "inflow": [
                     {"hour": "2026-11-27T05:00:00Z", "count": 0},
                     {"hour": "2026-11-27T06:00:00Z", "count": 12},

@@ -144,7 +144,10 @@ class GroupListApi(APIView):
         except ValidationError as exc:
             return bad_filters({"owner": exc.messages})
         groups = selectors.group_list(
-            queue=filters.get("queue") or None, resolved=filters["resolved"], owner=owner or None
+            queue=filters.get("queue") or None,
+            resolved=filters["resolved"],
+            owner=owner or None,
+            status=filters.get("status") or None,
         )
         if request.user.has_perm(VIEW_NOTES):
             investigations_attach(groups, kind=GROUP)
@@ -209,7 +212,7 @@ class StatsApi(APIView):
         stats = counts.dashboard_stats()
         flows = counts.flow_series()
         series = flows[FLOW_QUARANTINED]
-        groups = selectors.group_list(limit=selectors.TOP_GROUPS)
+        groups = selectors.group_list(limit=selectors.TOP_GROUPS, muted=False)
         return Response(
             {
                 "totals": dict(stats["totals"]),
@@ -222,6 +225,7 @@ class StatsApi(APIView):
                     for q in counts.queues_disabled()
                 ],
                 "top_groups": serializers.GroupSerializer(groups, many=True).data,
+                "muted_groups": selectors.groups_muted_count(),
                 "inflow": [{"hour": hour, "count": n} for hour, n in series],
                 "flows": [
                     {"hour": hour, **{flow: flows[flow][i][1] for flow in FLOWS}}

@@ -1,10 +1,13 @@
-"""The quarantine browser's filters, as GET parameters, shared by the page and the API."""
+"""The quarantine browser's filters, as GET parameters, shared by the page and the API; and
+the form that sends a message by hand."""
 
+import json
 from datetime import UTC, datetime
 
 from django import forms
 
 from console.forms import CodeSelect, LimitedForm, NoAutocompleteForm, state_choices
+from console.ingest.records import ID_MAX_LENGTH
 from console.notes.selectors import OWNER_HELP, owner_choices, owner_filter_clean
 from workers.engine.states import STATES
 
@@ -194,3 +197,68 @@ def _cut(text, size):
 class SavedFilterNameForm(LimitedForm):
     # Not required here: the service says an empty name is refused, in its words.
     name = forms.CharField(required=False, max_length=SAVED_FILTER_NAME_MAX, label="name")
+
+
+# --- Sending a message by hand ----------------------------------------------------------------
+
+
+class MessageSendForm(NoAutocompleteForm):
+    """A message a person sends in by hand (console.ingest.by_hand), new or copied from another:
+    the fields of POST /api/v1/messages, which ingest checks again as for any route."""
+
+    queue = forms.ChoiceField(label="queue")
+    message_id = forms.CharField(
+        label="id",
+        max_length=ID_MAX_LENGTH,
+        help_text="unique: the same id and body again is "
+        "a duplicate, a different body under it is refused",
+    )
+    body = forms.CharField(
+        label="body", required=False, strip=False, widget=forms.Textarea(attrs={"rows": 10})
+    )
+    body_encoding = forms.ChoiceField(
+        label="body is", choices=[("text", "text"), ("base64", "base64 (binary)")], initial="text"
+    )
+    content_type = forms.CharField(label="content type", required=False, max_length=200)
+    headers = forms.CharField(
+        label="headers (a JSON object)",
+        required=False,
+        widget=forms.Textarea(attrs={"rows": 4}),
+        help_text='{"name": "value", ...}; the product\'s own headers are refused',
+    )
+    conversation_id = forms.CharField(label="conversation", required=False, max_length=200)
+    sender = forms.CharField(label="sender", required=False, max_length=200)
+
+    def __init__(self, *args, queues=(), **kwargs):
+        super().__init__(*args, **kwargs)
+        self.fields["queue"].choices = [(q, q) for q in queues]
+
+    def clean_headers(self):
+        text = self.cleaned_data["headers"].strip()
+        if not text:
+            return None
+        try:
+            headers = json.loads(text)
+        except json.JSONDecodeError as exc:
+            raise forms.ValidationError(
+                f"not JSON: {exc.msg} at line {exc.lineno}, column {exc.colno}"
+            ) from None
+        if not isinstance(headers, dict):
+            raise forms.ValidationError('headers are a JSON object: {"name": "value"}')
+        return headers
+
+    def record(self):
+        """The record to send, as the API takes it."""
+        data = self.cleaned_data
+        record = {
+            "id": data["message_id"],
+            "queue": data["queue"],
+            "body": data["body"],
+            "body_encoding": data["body_encoding"],
+        }
+        for name in ("content_type", "conversation_id", "sender"):
+            if data[name]:
+                record[name] = data[name]
+        if data["headers"] is not None:
+            record["headers"] = data["headers"]
+        return record

@@ -22,6 +22,13 @@ from console.delivery.models import PoisonEntry
 from console.delivery.selectors import HISTORY_FIELDS, message_history
 from console.ingest.models import MessageKey
 from console.lake.services import lake
+from console.notes.lifecycle import (
+    fingerprints_in,
+    fingerprints_moved,
+    muted_fingerprints,
+    statuses_attach,
+)
+from console.notes.models import OPEN as OPEN_GROUP
 from console.notes.selectors import group_owner_q, message_owner_q
 from console.readmodels.models import (
     FailureGroup,
@@ -514,18 +521,38 @@ def message_conversation(*, conversation_id, exclude=None, limit=CONVERSATION_SH
 # --- Failure groups ------------------------------------------------------------------------------
 
 
-def group_list(*, queue=None, resolved=False, owner=None, limit=GROUPS_SHOWN):
+def group_list(
+    *, queue=None, resolved=False, owner=None, status=None, muted=True, limit=GROUPS_SHOWN
+):
     """Failure groups by what needs attention now: quarantined members, then waiting ones. Groups
     none of whose members needs anyone (all delivered, failed or ended) only with `resolved`.
-    `owner`: a cleaned owner filter (console.notes.selectors.owner_filter_clean)."""
-    qs = FailureGroup.objects.order_by("-ndlv", "-wait", "-count", "fingerprint")
-    if not resolved:
-        qs = qs.filter(Q(ndlv__gt=0) | Q(wait__gt=0))
+    `owner`: a cleaned owner filter (console.notes.selectors.owner_filter_clean); `status`: those
+    in one state of their lifecycle (console.notes.lifecycle); `muted` False leaves out the
+    ignored ones (the dashboard's top list). Each group has its `.status`."""
+    qs = _groups_needing(resolved=resolved)
     if queue:
         qs = qs.filter(queue=queue)
     if owner:
         qs = qs.filter(group_owner_q(owner))
-    return list(qs[:limit])
+    if status == OPEN_GROUP:
+        qs = qs.exclude(fingerprint__in=fingerprints_moved().exclude(state=OPEN_GROUP))
+    elif status:
+        qs = qs.filter(fingerprint__in=fingerprints_in(status))
+    if not muted:
+        qs = qs.exclude(fingerprint__in=muted_fingerprints())
+    return statuses_attach(qs[:limit])
+
+
+def _groups_needing(*, resolved=False):
+    qs = FailureGroup.objects.order_by("-ndlv", "-wait", "-count", "fingerprint")
+    if not resolved:
+        qs = qs.filter(Q(ndlv__gt=0) | Q(wait__gt=0))
+    return qs
+
+
+def groups_muted_count():
+    """How many muted groups still have members that need someone: the dashboard's "muted"."""
+    return _groups_needing().filter(fingerprint__in=muted_fingerprints()).count()
 
 
 def groups_apart(groups):
@@ -540,4 +567,6 @@ def groups_apart(groups):
 
 
 def group_get(*, fingerprint):
-    return FailureGroup.objects.filter(fingerprint=fingerprint).first()
+    """The failure group, with its `.status`, or None."""
+    group = FailureGroup.objects.filter(fingerprint=fingerprint).first()
+    return statuses_attach([group])[0] if group is not None else None

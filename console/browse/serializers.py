@@ -14,7 +14,9 @@ from console.browse.headers import (
     HEADERS_SHOWN,
 )
 from console.browse.search import QUERY_MAX
+from console.notes.lifecycle import STATE_NAMES
 from console.notes.selectors import OWNER_HELP
+from console.notes.serializers import GroupStatusSerializer
 from console.queues.serializers import StateCounts
 from workers.brokers.dead_letters import KIND_NAMES as DEAD_LETTER_KINDS
 from workers.engine.states import FLOWS
@@ -75,6 +77,12 @@ class GroupSerializer(serializers.Serializer):
         help_text="Who is investigating it, or null (always null in search results, and "
         "without the permission to read notes).",
     )
+    status = GroupStatusSerializer(
+        allow_null=True,
+        default=None,
+        help_text="Where it stands in its lifecycle (open, acknowledged, resolved, ignored); "
+        "null in search results.",
+    )
 
     class Meta:
         ref_name = "FailureGroup"
@@ -89,6 +97,11 @@ class GroupFilterSerializer(serializers.Serializer):
     )
     owner = serializers.CharField(
         required=False, allow_blank=True, max_length=150, help_text=OWNER_HELP
+    )
+    status = serializers.ChoiceField(
+        list(STATE_NAMES),
+        required=False,
+        help_text="Only the groups in this state of their lifecycle.",
     )
 
 
@@ -130,7 +143,13 @@ class StatsSerializer(serializers.Serializer):
         },
         many=True,
     )
-    top_groups = GroupSerializer(many=True)
+    top_groups = GroupSerializer(
+        many=True, help_text="Those that need attention, muted ones left out."
+    )
+    muted_groups = serializers.IntegerField(
+        help_text="Groups people muted (ignored) whose members still need attention: counted, "
+        "not listed."
+    )
     inflow = inline_serializer(
         "InflowHour",
         {

@@ -23,7 +23,8 @@ def message_body_read_record(*, actor, message_id, via, request=None):
     rest of the message, the request form only shows a body it can edit, and with `request`
     (an action request) the body is the edited one the request carries.
 
-    `via` says where: "page", "raw", "api", "request form", "request"."""
+    `via` says where: "page", "raw", "api", "request form", "request", "copy" (the send form's
+    copy of a message)."""
     details = {"via": via}
     if request is not None:
         details.update(request=request.id, edited=True)

@@ -8,6 +8,7 @@ message_urls = [
     path("", views.message_list, name="message-list"),
     path("export", views.message_export, name="message-export"),
     path("saved", views.saved_filter_create, name="saved-filter-create"),
+    path("send", views.message_send, name="message-send"),
     path("saved/<int:filter_id>/delete", views.saved_filter_remove, name="saved-filter-delete"),
     path("<msgid:message_id>/raw", views.message_raw, name="message-raw"),
     path("<msgid:message_id>/headers", views.message_headers, name="message-headers"),

@@ -2,8 +2,10 @@
 nothing (R12). Data from messages (bodies, headers, reasons, ids, queue names, senders) reaches
 the templates as plain strings and is escaped there; nothing here marks anything safe."""
 
+import base64
 import functools
 import json
+import uuid
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -16,6 +18,7 @@ from django.urls import reverse
 from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
+from console.access.selectors import ingest_queue_names
 from console.accounts.landing import landing_url
 from console.browse import charts, counts, selectors
 from console.browse.body import body_render, headers_download_response, raw_body_response
@@ -24,6 +27,7 @@ from console.browse.forms import (
     FILTER_FIELDS,
     OPEN,
     MessageFilterForm,
+    MessageSendForm,
     SavedFilterNameForm,
 )
 from console.browse.freshness import counts_staleness
@@ -38,9 +42,11 @@ from console.browse.services import (
     saved_filter_save,
 )
 from console.forms import too_long_text
-from console.ingest.by_hand import sent_by_person
+from console.ingest.by_hand import BY_HAND_ONLY, messages_send_by_hand, sent_by_person
 from console.ingest.demo import demo_progress
+from console.ingest.records import ID_MAX_LENGTH
 from console.list_pages import understood
+from console.notes.lifecycle import STATE_NAMES, group_lifecycle
 from console.notes.models import GROUP, MESSAGE
 from console.notes.selectors import investigations_attach, owner_filter_clean
 from console.permissions import (
@@ -100,7 +106,8 @@ def dashboard(request):
         "refresh_seconds": settings.REFRESH_INTERVAL_SECONDS,
         "refresh_on_commit": settings.REFRESH_ON_COMMIT,
         "disabled": disabled,
-        "groups": _with_sparklines(selectors.group_list(limit=selectors.TOP_GROUPS)),
+        "groups": _with_sparklines(selectors.group_list(limit=selectors.TOP_GROUPS, muted=False)),
+        "groups_muted": selectors.groups_muted_count(),
         "inflow": charts.hourly_bars(series),
         "quarantine_flows": charts.hourly_lines(
             [
@@ -145,7 +152,13 @@ def message_list(request):
         request, MessageFilterForm, request.POST if selecting else request.GET, user=request.user
     )
     form.offer(counts.filter_choices())
-    ctx = {"form": form, "selecting": selecting, "page": None, "count": None}
+    ctx = {
+        "form": form,
+        "selecting": selecting,
+        "page": None,
+        "count": None,
+        "may_send": bool(ingest_queue_names(request.user)),
+    }
     valid = form.is_valid()
     if valid:
         filters = form.filters()
@@ -305,6 +318,7 @@ def message_detail(request, message_id):
         "group": selectors.group_get(fingerprint=view.indexed.group_id)
         if view.indexed is not None and view.indexed.group_id
         else None,
+        "may_send": bool(ingest_queue_names(request.user)),
     }
     return render(request, "browse/message_detail.html", ctx)
 
@@ -356,7 +370,13 @@ def group_list(request):
         chosen = owner_filter_clean(owner, user=request.user)
     except ValidationError as exc:
         chosen, owner_error = "", " ".join(exc.messages)
-    groups = selectors.group_list(queue=queue or None, resolved=resolved, owner=chosen or None)
+    status, status_error = request.GET.get("status", ""), None
+    if status and status not in STATE_NAMES:
+        status_error = f"Not understood: status {status[:40]!r}; one of {', '.join(STATE_NAMES)}."
+        status = ""
+    groups = selectors.group_list(
+        queue=queue or None, resolved=resolved, owner=chosen or None, status=status or None
+    )
     groups, waiting = selectors.groups_apart(
         investigations_attach(_with_sparklines(groups), kind=GROUP)
     )
@@ -369,8 +389,11 @@ def group_list(request):
         "owner_error": owner_error,
         "queue_error": queue_error,
         "queue_max": QUEUE_FILTER_MAX,
+        "status": status,
+        "status_error": status_error,
+        "statuses": list(STATE_NAMES.items()),
     }
-    bad = owner_error or queue_error
+    bad = owner_error or queue_error or status_error
     return render(request, "browse/group_list.html", ctx, status=400 if bad else 200)
 
 
@@ -395,6 +418,10 @@ def group_detail(request, fingerprint):
     filters = {"group": fingerprint} if everyone else {"group": fingerprint, "state": OPEN}
     ctx = {
         "group": group,
+        "lifecycle": group_lifecycle(fingerprint=fingerprint, first_seen=group.first_seen),
+        "moves": [
+            (state, name) for state, name in STATE_NAMES.items() if state != group.status.state
+        ],
         "batch_mates": is_batch_mate_reason(group.pattern),
         "states": counts.state_counts(group.states),
         "page": selectors.message_page(filters=filters),
@@ -402,3 +429,77 @@ def group_detail(request, fingerprint):
         "quick_query": urlencode({"scope": "group", "group": fingerprint}),
     }
     return render(request, "browse/group_detail.html", ctx)
+
+
+# --- Sending a message by hand ----------------------------------------------------------------
+
+
+def _copied(request, message_id):
+    """The send form's starting values from the message `message_id` (its queue, metadata,
+    headers, and its body if the person may read bodies; the read is recorded as the page's
+    is), and what the page says of the copy; (None, why) when there is none to copy."""
+    if not request.user.has_perm(VIEW_MESSAGES):
+        return None, "You may not read messages: nothing was copied."
+    can_read_body = request.user.has_perm(VIEW_BODY)
+    view = selectors.message_view(message_id=message_id, with_body=can_read_body)
+    if view is None or not view.stored:
+        return None, "No such message: nothing was copied."
+    stored = view.stored
+    initial = {
+        "queue": view.original_queue or view.queue,
+        "content_type": stored.get("content_type") or "",
+        "headers": stored.get("headers") or "",
+        "conversation_id": stored.get("conversation_id") or "",
+        "sender": stored.get("sender") or "",
+    }
+    said = f"A copy of {message_id}: give it an id of its own, change what you need, and send."
+    if can_read_body:
+        body = stored.get("body") or b""
+        message_body_read_record(actor=request.user, message_id=message_id, via="copy")
+        try:
+            initial["body"] = body.decode("utf-8")
+        except UnicodeDecodeError:
+            initial.update(body=base64.b64encode(body).decode("ascii"), body_encoding="base64")
+    else:
+        said += " Its body is not copied: you may not read bodies."
+    return initial, said
+
+
+@require_http_methods(["GET", "POST"])
+@login_required
+def message_send(request):
+    """Send a new message in by hand, or a copy of one (?copy=<id>): for a person with a right to
+    send into some queues (console.ingest.by_hand), through the same checks as the API."""
+    queues = sorted(ingest_queue_names(request.user))
+    if not queues:
+        raise PermissionDenied(BY_HAND_ONLY)
+    copy_of = request.GET.get("copy", "")[:ID_MAX_LENGTH] or request.POST.get("copy_of", "")
+    copy_of = copy_of[:ID_MAX_LENGTH]
+    copy_said = None
+    if request.method == "POST":
+        form = MessageSendForm(request.POST, queues=queues)
+        if form.is_valid():
+            try:
+                result = messages_send_by_hand(
+                    actor=request.user, records=[form.record()], copied_from=copy_of or None
+                )
+            except PermissionDenied as exc:
+                form.add_error("queue", str(exc))
+            else:
+                sent = form.cleaned_data["message_id"]
+                if result.accepted:
+                    messages.success(request, f"Sent: {sent} is in {form.cleaned_data['queue']}.")
+                    return redirect("message-detail", message_id=sent)
+                if result.duplicates:
+                    form.add_error("message_id", "a message with this id and body is in already")
+                else:
+                    form.add_error(None, "; ".join(e.message for e in result.errors))
+    else:
+        initial = {"message_id": f"by-hand-{uuid.uuid4().hex[:12]}", "queue": queues[0]}
+        if copy_of:
+            copied, copy_said = _copied(request, copy_of)
+            initial.update(copied or {})
+            copy_of = copy_of if copied else ""
+        form = MessageSendForm(initial=initial, queues=queues)
+    ctx = {"form": form, "copy_of": copy_of, "copy_said": copy_said}
+    return render(request, "browse/message_send.html", ctx, status=400 if form.errors else 200)

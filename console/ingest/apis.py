@@ -24,9 +24,9 @@ message and sent an edited copy in would walk around R17. A person's call is in 
 "person:<name>" (the message page says so).
 """
 
-import hashlib
 import json
 
+from django.core.exceptions import PermissionDenied
 from rest_framework import status
 from rest_framework.exceptions import UnsupportedMediaType
 from rest_framework.permissions import BasePermission
@@ -35,21 +35,11 @@ from rest_framework.views import APIView
 
 from console.access.selectors import ingest_queue_names
 from console.access.service_accounts import is_service_account
-from console.audit.services import audit_record
 from console.ingest import api_schema, serializers
-from console.ingest.by_hand import person_source
+from console.ingest.by_hand import BY_HAND_ONLY, messages_send_by_hand
 from console.ingest.files import record_max_bytes
-from console.ingest.models import MessageKey
 from console.ingest.services import messages_ingest
 from console.permissions import INGEST_MESSAGES, needs_text
-
-# The ids a person's call sent in, listed in its audit entry up to this many (all are hashed).
-AUDIT_IDS_LISTED = 100
-BY_HAND_ONLY = (
-    "a person sends messages in only into a queue an administrator let them send into by hand "
-    "(asked on the role grants page, confirmed by a second administrator); an application "
-    "sends with its service account's token"
-)
 
 
 class MaySendMessages(BasePermission):
@@ -103,10 +93,10 @@ class MessagesIngestApi(APIView):
 
         name = request.user.get_username()
         if self.by_hand is not None:
-            if refusal := _queues_refusal(records, self.by_hand):
-                return Response({"detail": refusal}, status=status.HTTP_403_FORBIDDEN)
-            result = messages_ingest(records=records, source=person_source(name), errors_kept=None)
-            _by_hand_record(request.user, records, result)
+            try:
+                result = messages_send_by_hand(actor=request.user, records=records)
+            except PermissionDenied as exc:
+                return Response({"detail": str(exc)}, status=status.HTTP_403_FORBIDDEN)
         else:
             result = messages_ingest(records=records, source=f"api:{name}", errors_kept=None)
 
@@ -117,50 +107,6 @@ class MessagesIngestApi(APIView):
         else:
             code = status.HTTP_400_BAD_REQUEST
         return Response(serializers.ResultSerializer(result).data, status=code)
-
-
-def _queues_refusal(records, allowed):
-    """Why a person may not send these records: the queues they name that are not `allowed`.
-    A record without a queue's name is left to ingest, which refuses it."""
-    named = {r["queue"] for r in records if type(r) is dict and type(r.get("queue")) is str}
-    if denied := sorted(named - allowed):
-        return (
-            f"you send by hand into {', '.join(sorted(allowed))} only, not into "
-            f"{', '.join(map(repr, denied))}: {BY_HAND_ONLY}"
-        )
-    return None
-
-
-def _by_hand_record(user, records, result):
-    """One audit entry for a person's call: who, into which queues, how many were accepted,
-    duplicates or refused, and which ids were accepted (listed up to AUDIT_IDS_LISTED, hashed
-    all: SHA-256 of the sorted ids, one a line, as a purge record hashes its ids)."""
-    accepted = {}
-    for message_id, queue in MessageKey.objects.filter(commit_id__in=result.commits).values_list(
-        "message_id", "queue"
-    ):
-        accepted.setdefault(queue, []).append(message_id)
-    named = sorted({r["queue"] for r in records if type(r) is dict and type(r.get("queue")) is str})
-    queues = {}
-    for queue in named:
-        ids = sorted(accepted.get(queue, []))
-        queues[queue] = {
-            "accepted": len(ids),
-            "ids": ids[:AUDIT_IDS_LISTED],
-            "ids_sha256": hashlib.sha256("\n".join(ids).encode()).hexdigest(),
-        }
-    audit_record(
-        actor=user,
-        action="messages.sent_by_hand",
-        target_type="queue",
-        target_id=", ".join(named),
-        details={
-            "queues": queues,
-            "accepted": result.accepted,
-            "duplicates": result.duplicates,
-            "refused": result.refused,
-        },
-    )
 
 
 def _payload(request):

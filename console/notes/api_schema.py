@@ -141,3 +141,68 @@ investigation_ticket = _change(
     {"ticket_url": "https://tickets.example.com/SHOP-232"},
     _taken(ticket_url="https://tickets.example.com/SHOP-232"),
 )
+
+
+# --- A failure group's lifecycle ------------------------------------------------------------------
+
+FINGERPRINT = path_parameter("fingerprint", "The failure group's fingerprint.", "f" * 64)
+_ACKNOWLEDGED = {
+    "state": "acknowledged",
+    "since": "2026-11-27T07:19:00.757285Z",
+    "owner": "operator",
+    "changed_by": "operator",
+    "comment": "SHOP-231: order_id went missing in the shop's 2.3 release",
+    "reopened": False,
+}
+_LIFECYCLE = {
+    "fingerprint": "f" * 64,
+    "status": _ACKNOWLEDGED,
+    "lifecycle": [
+        {
+            "state": "open",
+            "since": "2026-11-27T07:02:11Z",
+            "until": "2026-11-27T07:19:00.757285Z",
+            "seconds": 1009.757,
+            "changed_by": "",
+            "comment": "",
+            "reopened": False,
+        },
+        {
+            "state": "acknowledged",
+            "since": "2026-11-27T07:19:00.757285Z",
+            "until": None,
+            "seconds": 420.0,
+            "changed_by": "operator",
+            "comment": _ACKNOWLEDGED["comment"],
+            "reopened": False,
+        },
+    ],
+}
+
+
+def _on_group(answers, **more):
+    return extend_schema(
+        tags=TAGS,
+        parameters=[FINGERPRINT],
+        responses={**answers, 404: NOT_FOUND, **ERRORS},
+        **more,
+    )
+
+
+group_lifecycle = _on_group(
+    {200: answer(s.GroupLifecycleSerializer, _LIFECYCLE)},
+    operation_id="groups_status_retrieve",
+    description="Where a failure group stands (open, acknowledged, resolved, ignored) and how "
+    "long it stood in each state.",
+)
+
+group_status_set = _on_group(
+    {200: answer(s.GroupLifecycleSerializer, _LIFECYCLE, "Where it stands now."), 400: BAD_REQUEST},
+    operation_id="groups_status_set",
+    description="Move a failure group (the permission to investigate: operators and approvers): "
+    "acknowledge it (you own it), resolve it (a fix is out: a new failure reopens it and alerts), "
+    "ignore it (muted: its failures land and count, with no alert and off the dashboard's top "
+    "list), or open it again. 400 when it is in that state already. In the audit trail.",
+    request=s.GroupStatusChangeSerializer,
+    examples=[sent({"state": "acknowledged", "comment": _ACKNOWLEDGED["comment"]})],
+)

@@ -1,5 +1,6 @@
 """/api/v1/notes and /api/v1/investigations: the notes on a message or a failure group (read,
-add), and who is investigating it (read; take, hand over, release, set the ticket link). The
+add), and who is investigating it (read; take, hand over, release, set the ticket link);
+/api/v1/groups/<fingerprint>/status: a failure group's lifecycle (read; move). The
 screens' permissions; the services check them again and record every change in the audit trail.
 
 The kind comes first in the path, the target's id last and whole (ids hold "/"); the actions
@@ -11,9 +12,16 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from console.api import JSONParser, ServiceRefusals, path_key, valid_input
-from console.notes import api_schema, selectors, serializers, services
+from console.notes import api_schema, lifecycle, selectors, serializers, services
 from console.notes.models import MESSAGE
-from console.permissions import INVESTIGATE, VIEW_NOTES, WRITE_NOTES, has_perms, needs_text
+from console.permissions import (
+    INVESTIGATE,
+    VIEW_GROUPS,
+    VIEW_NOTES,
+    WRITE_NOTES,
+    has_perms,
+    needs_text,
+)
 
 
 def _target(kind, target_id):
@@ -144,3 +152,48 @@ class InvestigationTicketApi(_InvestigationChangeApi):
         services.investigation_ticket_set(
             actor=actor, kind=kind, target_id=target_id, ticket_url=data.get("ticket_url", "")
         )
+
+
+class GroupStatusApi(ServiceRefusals, APIView):
+    """A failure group's lifecycle: where it stands and how long it stood in each state; and
+    moving it (acknowledge, resolve, ignore, open again)."""
+
+    permission_classes = [has_perms(VIEW_GROUPS)]
+    parser_classes = [JSONParser]
+
+    @staticmethod
+    def _answer(fingerprint):
+        group = lifecycle.failure_group(fingerprint=fingerprint)
+        if group is None:
+            raise Http404("no such failure group")
+        return Response(
+            serializers.GroupLifecycleSerializer(
+                {
+                    "fingerprint": fingerprint,
+                    "status": lifecycle.group_status(fingerprint=fingerprint),
+                    "lifecycle": lifecycle.group_lifecycle(
+                        fingerprint=fingerprint, first_seen=group.first_seen
+                    ),
+                }
+            ).data
+        )
+
+    @api_schema.group_lifecycle
+    def get(self, request, fingerprint):
+        return self._answer(path_key(fingerprint, not_found="no such failure group"))
+
+    @api_schema.group_status_set
+    def post(self, request, fingerprint):
+        if not request.user.has_perm(INVESTIGATE):
+            self.permission_denied(request, message=needs_text([INVESTIGATE]))
+        fingerprint = path_key(fingerprint, not_found="no such failure group")
+        if lifecycle.failure_group(fingerprint=fingerprint) is None:
+            raise Http404("no such failure group")
+        data = valid_input(serializers.GroupStatusChangeSerializer, request.data)
+        lifecycle.group_status_set(
+            actor=request.user,
+            fingerprint=fingerprint,
+            state=data["state"],
+            comment=data.get("comment", ""),
+        )
+        return self._answer(fingerprint)

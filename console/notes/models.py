@@ -66,3 +66,63 @@ class Investigation(models.Model):
 
     def __str__(self):
         return f"{self.kind} {self.target_id} under investigation by {self.owner_id}"
+
+
+# A failure group's lifecycle: where people have put it. A group no one has moved is open.
+OPEN = "open"
+ACKNOWLEDGED = "acknowledged"
+RESOLVED = "resolved"
+IGNORED = "ignored"
+GROUP_STATES = [
+    (OPEN, "open"),
+    (ACKNOWLEDGED, "acknowledged"),
+    (RESOLVED, "resolved"),
+    (IGNORED, "ignored (muted)"),
+]
+COMMENT_MAX = 1000
+
+
+class GroupStatus(models.Model):
+    """Where a failure group stands: acknowledged (someone owns it), resolved (a fix is out: a
+    new failure of its pattern reopens it), ignored (muted: its failures still land and count,
+    but raise no alert and stay off the dashboard's top list), or open again.
+
+    By fingerprint, not a foreign key, like notes: the FailureGroup rows are rebuilt by a full
+    refresh and dropped when a group empties, and a group that fills again keeps its state."""
+
+    fingerprint = models.CharField(max_length=64, primary_key=True)
+    state = models.CharField(max_length=12, choices=GROUP_STATES)
+    since = models.DateTimeField()
+    # Who acknowledged it (kept by name too, as the audit trail keeps actors).
+    owner = models.ForeignKey(
+        settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
+    )
+    owner_name = models.CharField(max_length=150, blank=True, default="")
+    changed_by = models.CharField(max_length=150)
+    comment = models.CharField(max_length=COMMENT_MAX, blank=True, default="")
+    # Open again because a failure came after it was resolved (not by a person's hand).
+    reopened = models.BooleanField(default=False)
+
+    class Meta:
+        indexes = [models.Index(fields=["state", "fingerprint"], name="ix_group_status_state")]
+
+    def __str__(self):
+        return f"group {self.fingerprint} {self.state}"
+
+
+class GroupStatusChange(models.Model):
+    """One move of a group's lifecycle: how long each state lasted is read from these."""
+
+    fingerprint = models.CharField(max_length=64)
+    from_state = models.CharField(max_length=12, choices=GROUP_STATES)
+    to_state = models.CharField(max_length=12, choices=GROUP_STATES)
+    at = models.DateTimeField()
+    changed_by = models.CharField(max_length=150)
+    comment = models.CharField(max_length=COMMENT_MAX, blank=True, default="")
+    reopened = models.BooleanField(default=False)
+
+    class Meta:
+        indexes = [models.Index(fields=["fingerprint", "at"], name="ix_group_change_at")]
+
+    def __str__(self):
+        return f"group {self.fingerprint}: {self.from_state} -> {self.to_state}"

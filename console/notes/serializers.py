@@ -3,7 +3,8 @@ a target, and what adding a note or changing an investigation sends."""
 
 from rest_framework import serializers
 
-from console.notes.models import GROUP, MESSAGE, NOTE_MAX, TICKET_URL_MAX
+from console.notes.lifecycle import STATE_NAMES
+from console.notes.models import COMMENT_MAX, GROUP, MESSAGE, NOTE_MAX, TICKET_URL_MAX
 
 # The path's word for each kind.
 KINDS = {"messages": MESSAGE, "groups": GROUP}
@@ -94,3 +95,67 @@ class InvestigationTicketSerializer(serializers.Serializer):
 
     class Meta:
         ref_name = "InvestigationTicket"
+
+
+# --- A failure group's lifecycle (console.notes.lifecycle) ----------------------------------------
+
+
+class GroupStatusSerializer(serializers.Serializer):
+    state = serializers.ChoiceField(
+        list(STATE_NAMES),
+        help_text="open, acknowledged (someone owns it), resolved (a fix is out: a new failure "
+        "reopens it), ignored (muted: no alert, off the dashboard's top list, still counted)",
+    )
+    since = serializers.DateTimeField(
+        allow_null=True, help_text="since when; null for a group no one has moved"
+    )
+    owner = serializers.CharField(help_text="who acknowledged it (acknowledged only), or empty")
+    changed_by = serializers.CharField(
+        help_text="who moved it last: a username, or 'refresh' for a reopen on a new failure"
+    )
+    comment = serializers.CharField(help_text="what they said, plain text, or empty")
+    reopened = serializers.BooleanField(
+        help_text="open again because a failure came after it was resolved"
+    )
+
+    class Meta:
+        ref_name = "GroupStatus"
+
+
+class GroupPeriodSerializer(serializers.Serializer):
+    state = serializers.ChoiceField(list(STATE_NAMES))
+    since = serializers.DateTimeField(allow_null=True, help_text="null: before it was first seen")
+    until = serializers.DateTimeField(allow_null=True, help_text="null: it still stands")
+    seconds = serializers.SerializerMethodField(help_text="how long it lasted (so far)")
+    changed_by = serializers.CharField()
+    comment = serializers.CharField()
+    reopened = serializers.BooleanField()
+
+    class Meta:
+        ref_name = "GroupStatusPeriod"
+
+    def get_seconds(self, period) -> float | None:
+        lasted = period.lasted
+        return None if lasted is None else round(lasted.total_seconds(), 3)
+
+
+class GroupLifecycleSerializer(serializers.Serializer):
+    fingerprint = serializers.CharField()
+    status = GroupStatusSerializer()
+    lifecycle = GroupPeriodSerializer(many=True, help_text="each state it stood in, oldest first")
+
+    class Meta:
+        ref_name = "GroupLifecycle"
+
+
+class GroupStatusChangeSerializer(serializers.Serializer):
+    state = serializers.ChoiceField(list(STATE_NAMES), help_text="where to move it")
+    comment = serializers.CharField(
+        required=False,
+        allow_blank=True,
+        max_length=COMMENT_MAX,
+        help_text="why, in plain text (a ticket, the release that fixes it)",
+    )
+
+    class Meta:
+        ref_name = "GroupStatusChange"

@@ -13,6 +13,7 @@ investigation_urls = [
 # The panel's forms post the target's kind and id as fields (ids hold any text, "/" included).
 urlpatterns = [
     path("notes/add", views.note_add_view, name="note-add"),
+    path("groups/<str:fingerprint>/status", views.group_status_view, name="group-status"),
     path("investigations/", include(investigation_urls)),
 ]
 
@@ -42,8 +43,14 @@ api_investigation_urls = [
     path("<str:kind>/<path:target_id>", apis.InvestigationApi.as_view(), name="api-investigation"),
 ]
 
-# Under /api/v1/ (console/urls.py).
+# Under /api/v1/ (console/urls.py), before the failure groups' own routes (console.browse), whose
+# detail takes any path after groups/.
 api_urlpatterns = [
+    path(
+        "groups/<str:fingerprint>/status",
+        apis.GroupStatusApi.as_view(),
+        name="api-group-status",
+    ),
     path("notes/<str:kind>/<path:target_id>", apis.NoteListApi.as_view(), name="api-notes"),
     path("investigations/", include(api_investigation_urls)),
 ]

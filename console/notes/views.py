@@ -12,10 +12,10 @@ from django.shortcuts import redirect
 from django.urls import reverse
 from django.views.decorators.http import require_POST
 
-from console.notes import services
+from console.notes import lifecycle, services
 from console.notes.forms import NoteForm, TicketForm
-from console.notes.models import GROUP, MESSAGE
-from console.permissions import INVESTIGATE, VIEW_NOTES, WRITE_NOTES, perms_required
+from console.notes.models import COMMENT_MAX, GROUP, MESSAGE
+from console.permissions import INVESTIGATE, VIEW_GROUPS, VIEW_NOTES, WRITE_NOTES, perms_required
 
 _PAGES = {MESSAGE: "message-detail", GROUP: "group-detail"}
 
@@ -132,3 +132,33 @@ def investigation_release_view(request, kind, target_id):
         lambda: services.investigation_release(actor=request.user, kind=kind, target_id=target_id),
         "Released: nobody is investigating it now.",
     )
+
+
+# Where a lifecycle form goes back to: the page it was on (a fixed name, never a URL it sends).
+_GROUP_PAGES = {"dashboard": "dashboard", "groups": "group-list"}
+
+
+@require_POST
+@login_required
+@perms_required(VIEW_GROUPS, INVESTIGATE)
+def group_status_view(request, fingerprint):
+    """Move a failure group (acknowledge, resolve, ignore, open again), from its page, the group
+    list or the dashboard."""
+    if lifecycle.failure_group(fingerprint=fingerprint) is None:
+        raise Http404("no such failure group")
+    state = request.POST.get("state", "")
+    try:
+        status = lifecycle.group_status_set(
+            actor=request.user,
+            fingerprint=fingerprint,
+            state=state,
+            comment=request.POST.get("comment", "")[: COMMENT_MAX + 1],
+        )
+    except (ValidationError, PermissionDenied) as exc:
+        _refused(request, exc)
+    else:
+        messages.success(request, f"The failure group is {status.name} now.")
+    page = _GROUP_PAGES.get(request.POST.get("back", ""))
+    if page:
+        return redirect(reverse(page))
+    return redirect(reverse("group-detail", args=[fingerprint]) + "#lifecycle")

@@ -36,7 +36,7 @@ from console.readmodels.models import (
     QuarantineInflow,
     QueueStat,
 )
-from console.readmodels.signals import groups_appeared
+from console.readmodels.signals import groups_appeared, groups_refreshed
 from console.sql import in_values
 from workers.engine.states import DLVD, NDLV, WAIT
 
@@ -101,6 +101,7 @@ def read_models_load(out_dir, *, full):
         _temp_tables_drop(cursor)
     if appeared:
         groups_appeared.send(sender=FailureGroup, fingerprints=appeared)
+    groups_refreshed.send(sender=FailureGroup)
     if full:
         _queue_stats_replace(f"{out_dir}/stats")
     else:

@@ -6,6 +6,10 @@ from django.dispatch import Signal
 # transaction that loads them.
 groups_appeared = Signal()  # fingerprints
 
+# A refresh loaded the failure groups' latest failures (every refresh, full or incremental). Sent
+# inside its transaction, after groups_appeared: a listener reads FailureGroup as it now is.
+groups_refreshed = Signal()
+
 # The counts the console shows are not what the lake says: a move took one below zero, or a
 # check (console.readmodels.verify) recounted them and found a difference. Sent inside the
 # transaction of its cause. `about`: what drifted (one alert per thing and period); `text`: for
