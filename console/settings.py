@@ -564,6 +564,9 @@ SPARK_DRIVER_JAVA_OPTIONS = os.environ.get("SPARK_DRIVER_JAVA_OPTIONS", "")
 # nothing in its threads pool). No 0 for "never": that is the hole this closes. At most 3000, so
 # that the query's readable reason comes before its task's own limits (lake_query_task).
 LAKE_QUERY_TIMEOUT_SECONDS = envint("LAKE_QUERY_TIMEOUT_SECONDS", 600, minimum=1)
+# "Why do these fail" (console.lakequery, workers.jobs.failure_traits) reads at most this many
+# messages of each side, the failures and the deliveries, drawn at random above it.
+WHY_FAIL_SAMPLE = envint("WHY_FAIL_SAMPLE", 100_000, minimum=100)
 if LAKE_QUERY_TIMEOUT_SECONDS > 3000:
     raise ImproperlyConfigured(
         f"LAKE_QUERY_TIMEOUT_SECONDS must be at most 3000, not {LAKE_QUERY_TIMEOUT_SECONDS}"

@@ -45,10 +45,10 @@ urlpatterns = [
         include(
             [
                 *notes_api,
+                *lakequery_api,
                 *browse_api,
                 *queues_api,
                 *audit_api,
-                *lakequery_api,
                 *decisions_api,
                 *poison_list_api,
                 *retention_api,

@@ -89,3 +89,14 @@ def headers_recorded_then_failed(message):
     with open(os.path.join(folder, message.id), "a") as f:
         f.write(json.dumps(attempt) + "\n")
     raise ConnectionError("the new consumer is not there yet")
+
+
+def booked(message):
+    """An order booking that fails the same way for two causes: a JSON body without a
+    `currency`, or the header `x-region: eu-west-3` (a region the carrier does not serve). "Why do
+    these fail" must find both."""
+    import json
+
+    order = json.loads(message.body)
+    if "currency" not in order or message.headers.get("x-region") == "eu-west-3":
+        raise PermanentFailure("the carrier refused the booking")

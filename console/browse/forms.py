@@ -5,6 +5,7 @@ import json
 from datetime import UTC, datetime
 
 from django import forms
+from django.conf import settings
 
 from console.forms import CodeSelect, LimitedForm, NoAutocompleteForm, state_choices
 from console.ingest.records import ID_MAX_LENGTH
@@ -213,16 +214,24 @@ class MessageSendForm(NoAutocompleteForm):
         help_text="unique: the same id and body again is "
         "a duplicate, a different body under it is refused",
     )
+    # In characters, the most a body of MAX_BODY_BYTES can take as text or base64: ingest then
+    # refuses one over its limit in bytes, in words.
     body = forms.CharField(
-        label="body", required=False, strip=False, widget=forms.Textarea(attrs={"rows": 10})
+        label="body",
+        required=False,
+        strip=False,
+        max_length=settings.MAX_BODY_BYTES * 4 // 3 + 4,
+        widget=forms.Textarea(attrs={"rows": 10}),
     )
     body_encoding = forms.ChoiceField(
         label="body is", choices=[("text", "text"), ("base64", "base64 (binary)")], initial="text"
     )
     content_type = forms.CharField(label="content type", required=False, max_length=200)
+    # JSON of MAX_HEADERS_TOTAL_BYTES of names and values, with room for its quotes and escapes.
     headers = forms.CharField(
         label="headers (a JSON object)",
         required=False,
+        max_length=settings.MAX_HEADERS_TOTAL_BYTES * 2,
         widget=forms.Textarea(attrs={"rows": 4}),
         help_text='{"name": "value", ...}; the product\'s own headers are refused',
     )

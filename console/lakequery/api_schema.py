@@ -38,7 +38,9 @@ _CRITERIA = {
 _QUERY = {
     "id": 12,
     "status": "done",
+    "kind": "search",
     "criteria": {**_CRITERIA, "states": ["DLVD", "NDLV"]},
+    "analysis": {},
     "requester": "operator",
     "created_at": "2026-11-27T07:18:42.353371Z",
     "started_at": "2026-11-27T07:18:43.010000Z",
@@ -156,5 +158,45 @@ lake_query_cancel = extend_schema(
         **ERRORS,
         404: NOT_FOUND,
         409: FINISHED,
+    },
+)
+
+
+_WHY = {
+    **_QUEUED,
+    "kind": "why",
+    "criteria": {
+        "group": "f" * 64,
+        "queue": "orders",
+        "since": "2026-11-27T06:55:44.944980+00:00",
+        "until": "2026-11-27T07:41:02.101200+00:00",
+    },
+}
+
+why_fail_create = extend_schema(
+    operation_id="groups_why_create",
+    summary="Ask why a failure group's messages fail",
+    description="Queues a lake query (202) that compares the group's messages with the messages "
+    "of its queue delivered in its period, and ranks what sets them apart (JSON fields present "
+    "or absent, their values, headers, content types, producers, sizes) by how much more often "
+    "it occurs among the failures. Follow it at /api/v1/lake-queries/{id}: its `analysis` holds "
+    "the findings. Needs the permissions to run queries and to read bodies.",
+    tags=TAGS,
+    parameters=[
+        OpenApiParameter(
+            "fingerprint", OpenApiTypes.STR, OpenApiParameter.PATH, description="The group's."
+        )
+    ],
+    request=None,
+    responses={
+        202: answer(s.LakeQuerySerializer, _WHY, "Queued."),
+        400: BAD_INPUT,
+        **ERRORS,
+        403: refused(
+            "You may not run queries, or read bodies.",
+            "comparing the fields of failed and delivered bodies reveals what they hold: it "
+            "needs the permissions to read bodies and failure groups",
+        ),
+        404: NOT_FOUND,
     },
 )

@@ -3,11 +3,12 @@ The same permissions as the screens; a query that searched bodies is seen only b
 read bodies."""
 
 from django.core.exceptions import ValidationError
+from django.http import Http404
 from rest_framework import status
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from console.api import JSONParser
+from console.api import JSONParser, path_key
 from console.lakequery import api_schema, selectors, serializers, services
 from console.lakequery.models import LakeQuery
 from console.lakequery.views import query_or_404
@@ -97,3 +98,22 @@ class LakeQueryCancelApi(APIView):
         except ValidationError as exc:
             return _conflict(exc.messages[0])
         return Response(serializers.LakeQuerySerializer(query).data)
+
+
+class WhyFailApi(APIView):
+    """POST: ask why a failure group's messages fail (202: a lake query is queued; its
+    `analysis` holds the findings once done)."""
+
+    permission_classes = [has_perms(VIEW_QUERIES)]
+    parser_classes = [JSONParser]
+
+    @api_schema.why_fail_create
+    def post(self, request, fingerprint):
+        fingerprint = path_key(fingerprint, not_found="no such failure group")
+        try:
+            query = services.why_fail_create(actor=request.user, fingerprint=fingerprint)
+        except ValidationError as exc:
+            raise Http404(exc.messages[0]) from None
+        return Response(
+            serializers.LakeQuerySerializer(query).data, status=status.HTTP_202_ACCEPTED
+        )

@@ -16,8 +16,10 @@ import logging
 import shutil
 import time
 
+import pyarrow as pa
 from django.conf import settings
 from django.db import transaction
+from django.utils.dateparse import parse_datetime
 
 from console import leases
 from console.audit.services import audit_record
@@ -25,6 +27,7 @@ from console.lake.selectors import lake_paths, lake_state_inputs
 from console.lake.services import lake
 from console.lakequery.criteria import job_criteria
 from console.lakequery.models import LakeQuery
+from console.readmodels.models import MessageIndex
 
 log = logging.getLogger(__name__)
 
@@ -42,7 +45,6 @@ def lake_query_run(*, query_id, spark=None):
     A failure is recorded on the query, readably, and not raised: it is the query's outcome
     (a regular expression Spark refuses, say), not the worker's."""
     from console.spark import spark_from_settings
-    from workers.jobs.lake_query import LakeQueryParams, run_lake_query
     from workers.spark import tracked_jobs
 
     worker = leases.claim(LakeQuery, query_id, progress=0)
@@ -52,13 +54,10 @@ def lake_query_run(*, query_id, spark=None):
     query = LakeQuery.objects.get(id=query_id)
     store = lake()
     inputs = lake_state_inputs()
-    result_path = store.new_dir("query-results", f"query{query.id}")
-    params = LakeQueryParams(
-        criteria=job_criteria(query.criteria),
-        snapshot_paths=store.paths(inputs.snapshot_paths),
-        event_paths=store.paths(inputs.event_paths),
-        message_paths=store.paths(lake_paths(dataset="messages")),
-        out_dir=store.path(result_path),
+    job = (
+        _why_job(query, store, inputs)
+        if query.kind == LakeQuery.WHY
+        else _search_job(query, store, inputs)
     )
     # A session that cannot start is the worker's failure, not the query's: it propagates, the
     # query's heartbeat never starts, and the sweeper hands the query over again.
@@ -72,12 +71,13 @@ def lake_query_run(*, query_id, spark=None):
         )
         heartbeat.start()
         try:
-            result = run_lake_query(session, params)
+            outcome = job.run(session)
         finally:
             heartbeat.stop()
             jobs.close()
+            job.scratch_remove()
     except Exception as exc:
-        shutil.rmtree(params.out_dir, ignore_errors=True)
+        job.result_remove()
         if _finish(query.id, worker, status=LakeQuery.FAILED, error=readable_error(exc)):
             log.warning("lake query %s failed", query.id, exc_info=True)
         else:
@@ -86,25 +86,90 @@ def lake_query_run(*, query_id, spark=None):
             )
         query.refresh_from_db()
         return query
-    won = _finish(
-        query.id,
-        worker,
-        status=LakeQuery.DONE,
-        result_path=result_path,
-        scanned=result.scanned,
-        matched=result.matched,
-        upto=inputs.last_event_commit,
-    )
+    won = _finish(query.id, worker, status=LakeQuery.DONE, upto=inputs.last_event_commit, **outcome)
     if not won:
         # Cancelled or timed out while it ran, or taken over after its heartbeat stopped: its
         # result is nobody's, and nothing points at it.
-        shutil.rmtree(params.out_dir, ignore_errors=True)
+        job.result_remove()
         log.info(
             "lake query %s ended without this run's result (cancelled, timed out or taken over)",
             query.id,
         )
     query.refresh_from_db()
     return query
+
+
+class _Job:
+    """One kind of query's Spark work: `run(session)` returns what its row records; the
+    directory its result is written to is removed when the result is nobody's, the scratch one
+    (what the console staged for it) after every run."""
+
+    def __init__(self, run, *, result_dir=None, scratch_dir=None):
+        self.run = run
+        self.result_dir = result_dir
+        self.scratch_dir = scratch_dir
+
+    def result_remove(self):
+        if self.result_dir:
+            shutil.rmtree(self.result_dir, ignore_errors=True)
+
+    def scratch_remove(self):
+        if self.scratch_dir:
+            shutil.rmtree(self.scratch_dir, ignore_errors=True)
+
+
+def _search_job(query, store, inputs):
+    """A search (workers.jobs.lake_query): its matches, written to a new lake directory."""
+    from workers.jobs.lake_query import LakeQueryParams, run_lake_query
+
+    result_path = store.new_dir("query-results", f"query{query.id}")
+    params = LakeQueryParams(
+        criteria=job_criteria(query.criteria),
+        snapshot_paths=store.paths(inputs.snapshot_paths),
+        event_paths=store.paths(inputs.event_paths),
+        message_paths=store.paths(lake_paths(dataset="messages")),
+        out_dir=store.path(result_path),
+    )
+
+    def run(session):
+        result = run_lake_query(session, params)
+        return {"result_path": result_path, "scanned": result.scanned, "matched": result.matched}
+
+    return _Job(run, result_dir=params.out_dir)
+
+
+def _why_job(query, store, inputs):
+    """Why a failure group's messages fail (workers.jobs.failure_traits): its members, as the
+    message index has them now, staged for the job; its findings recorded on the row."""
+    from workers.jobs.failure_traits import WhyParams, run_why_fail
+
+    criteria = query.criteria
+    ids = MessageIndex.objects.filter(group_id=criteria["group"]).values_list(
+        "message_id", flat=True
+    )
+    staged = store.new_dir("query-staging", f"why{query.id}")
+    store.write_arrow(pa.table({"message_id": pa.array(list(ids), pa.string())}), staged)
+    params = WhyParams(
+        ids_path=store.path(staged),
+        queue=criteria["queue"],
+        since=parse_datetime(criteria["since"]) if criteria.get("since") else None,
+        until=parse_datetime(criteria["until"]) if criteria.get("until") else None,
+        sample=settings.WHY_FAIL_SAMPLE,
+        snapshot_paths=store.paths(inputs.snapshot_paths),
+        event_paths=store.paths(inputs.event_paths),
+        message_paths=store.paths(lake_paths(dataset="messages")),
+        seed=query.id,
+    )
+
+    def run(session):
+        result = run_why_fail(session, params)
+        return {
+            "analysis": result.as_dict(),
+            "scanned": result.failures_read + result.deliveries_read,
+            "matched": len(result.findings),
+        }
+
+    return _Job(run, scratch_dir=store.path(staged))
 
 
 def _finish(query_id, worker, *, status, error="", audited=None, **result):
@@ -122,7 +187,8 @@ def _finish(query_id, worker, *, status, error="", audited=None, **result):
         )
         if not won:
             return False
-        details = {"status": status, **result}
+        # A "why" query's findings are on its row; the trail keeps what it read and found.
+        details = {"status": status, **{k: v for k, v in result.items() if k != "analysis"}}
         if error:
             details["error"] = error
         details.update(audited or {})

@@ -20,6 +20,12 @@ class LakeQuery(leases.LeasedRun):
     ACTIVE, FINISHED = (QUEUED, RUNNING), FINAL
     lease_by_beats = True
 
+    # What it asks: messages that match criteria (a search), or why a failure group's messages
+    # fail (workers.jobs.failure_traits: what sets them apart from the deliveries).
+    SEARCH, WHY = "search", "why"
+    KINDS = [(SEARCH, "search"), (WHY, "why do these fail")]
+    kind = models.CharField(max_length=10, choices=KINDS, default=SEARCH)
+
     requester = models.ForeignKey(
         settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
     )
@@ -37,6 +43,9 @@ class LakeQuery(leases.LeasedRun):
     matched = models.BigIntegerField(default=0)
     result_path = models.CharField(max_length=500, blank=True, default="")  # lake relative dir
     upto = models.BigIntegerField(null=True, blank=True)  # last events commit folded
+    # A "why" query's answer (WhyResult.as_dict): how many messages it read on each side, and
+    # its findings, best first.
+    analysis = models.JSONField(default=dict, blank=True)
 
     class Meta:
         ordering = ["-id"]
@@ -61,7 +70,9 @@ def _criterion_text(name, value):
         return ", ".join(code_title(state) for state in value)
     if isinstance(value, list):
         return ", ".join(value)
-    if name in ("enqueued_from", "enqueued_to") and (moment := parse_datetime(str(value))):
+    if name in ("enqueued_from", "enqueued_to", "since", "until") and (
+        moment := parse_datetime(str(value))
+    ):
         return moment_text(moment)
     return str(value)
 

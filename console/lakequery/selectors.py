@@ -94,3 +94,13 @@ def lake_query_result_ids(*, query, batch_size=5000):
         for batch in scanner.to_batches():
             if batch.num_rows:
                 yield batch.column(0).to_pylist()
+
+
+def why_latest(*, user, fingerprint):
+    """The newest "why do these fail" query of the group that `user` may see, or None."""
+    return (
+        lake_query_visible(user=user)
+        .filter(kind=LakeQuery.WHY, criteria__group=fingerprint)
+        .order_by("-id")
+        .first()
+    )

@@ -22,7 +22,18 @@ class LakeQuerySerializer(serializers.Serializer):
     id = serializers.IntegerField()
     # Text, not an enum: another "status" enum (action requests') would collide with it.
     status = serializers.CharField(help_text="queued, running, done, failed or cancelled")
+    kind = serializers.CharField(
+        help_text="search (messages that match the criteria) or why (why a failure group's "
+        "messages fail: its criteria name the group, its queue and its period)"
+    )
     criteria = serializers.DictField()
+    analysis = serializers.JSONField(
+        help_text="A why query's answer once done: how many failures and deliveries it found "
+        "and read (sampled above WHY_FAIL_SAMPLE), and its findings, best first: each a trait "
+        "(kind: field, value, header, header_value, content_type, sender, size, not_json; its "
+        "name and value; absent), with its count and share among the failures and among the "
+        "deliveries, and its lift. Empty for a search."
+    )
     requester = serializers.CharField(source="requester.username")
     created_at = serializers.DateTimeField()
     started_at = serializers.DateTimeField(allow_null=True)

@@ -1,4 +1,5 @@
-"""Lake queries: create (criteria checked, permission checked, audited) and cancel. Running them
+"""Lake queries: create a search (criteria checked, permission checked, audited) or a "why do
+these fail" of a failure group, and cancel. Running them
 is console.lakequery.execution's, on the spark worker."""
 
 from django.core.exceptions import PermissionDenied, ValidationError
@@ -10,7 +11,8 @@ from console.lakequery.criteria import criteria_read_bodies, lake_query_criteria
 from console.lakequery.models import LakeQuery
 from console.lakequery.permissions import may_cancel
 from console.lakequery.tasks import lake_query_enqueue
-from console.permissions import RUN_QUERIES, VIEW_BODY
+from console.permissions import RUN_QUERIES, VIEW_BODY, VIEW_GROUPS
+from console.readmodels.models import FailureGroup
 
 
 def lake_query_create(*, actor, criteria):
@@ -24,11 +26,18 @@ def lake_query_create(*, actor, criteria):
         raise PermissionDenied(
             "searching bodies reveals what they hold: it needs the permission to read bodies"
         )
+    return _queued(actor, criteria=clean, body_criteria=reads_bodies, audited=clean)
+
+
+def _queued(actor, *, criteria, body_criteria, audited, kind=LakeQuery.SEARCH):
+    """Record the query and its audit entry; the spark worker is asked to run it once the
+    transaction commits."""
     with transaction.atomic():
         query = LakeQuery.objects.create(
+            kind=kind,
             requester=actor,
-            criteria=clean,
-            body_criteria=reads_bodies,
+            criteria=criteria,
+            body_criteria=body_criteria,
             enqueued_at=timezone.now(),
         )
         audit_record(
@@ -36,7 +45,7 @@ def lake_query_create(*, actor, criteria):
             action="lake_query.created",
             target_type="lake_query",
             target_id=query.id,
-            details=clean,
+            details=audited,
         )
         transaction.on_commit(lambda: lake_query_enqueue(query.id), robust=True)
     return query
@@ -62,3 +71,34 @@ def lake_query_cancel(*, actor, query):
         )
     query.refresh_from_db()
     return query
+
+
+def why_fail_create(*, actor, fingerprint):
+    """Ask why a failure group's messages fail: a lake query (the same permissions, audit and
+    worker as a search) that compares the group's messages with the deliveries of its queue in
+    its period (workers.jobs.failure_traits). It reads bodies, so it needs the permission to
+    read them, as a body search does."""
+    if not actor.has_perm(RUN_QUERIES):
+        raise PermissionDenied("you may not run lake queries")
+    if not actor.has_perms([VIEW_BODY, VIEW_GROUPS]):
+        raise PermissionDenied(
+            "comparing the fields of failed and delivered bodies reveals what they hold: it "
+            "needs the permissions to read bodies and failure groups"
+        )
+    group = FailureGroup.objects.filter(fingerprint=fingerprint).first()
+    if group is None:
+        raise ValidationError("no such failure group")
+    criteria = {
+        "group": group.fingerprint,
+        "queue": group.queue,
+        "since": group.first_seen.isoformat() if group.first_seen else None,
+        "until": group.last_seen.isoformat() if group.last_seen else None,
+    }
+    criteria = {name: value for name, value in criteria.items() if value is not None}
+    return _queued(
+        actor,
+        kind=LakeQuery.WHY,
+        criteria=criteria,
+        body_criteria=True,
+        audited={"kind": LakeQuery.WHY, **criteria},
+    )

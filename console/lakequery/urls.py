@@ -11,6 +11,7 @@ lake_query_urls = [
 
 urlpatterns = [
     path("lake-queries/", include(lake_query_urls)),
+    path("groups/<str:fingerprint>/why", views.why_fail, name="group-why"),
 ]
 
 # Under /api/v1/lake-queries/<str:query_id>/.
@@ -22,6 +23,8 @@ api_lake_query_urls = [
 # Under /api/v1/ (console/urls.py). Ids as text: the API answers a bad one with its own JSON 404,
 # not the HTML page of an unmatched URL.
 api_urlpatterns = [
+    # Before the failure groups' own routes (console.browse), whose detail takes any path.
+    path("groups/<str:fingerprint>/why", apis.WhyFailApi.as_view(), name="api-group-why"),
     path("lake-queries", apis.LakeQueryListApi.as_view(), name="api-lake-query-list"),
     path(
         "lake-queries/<str:query_id>",

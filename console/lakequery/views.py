@@ -20,6 +20,7 @@ from console.permissions import (
     MAKE_REQUESTS,
     RUN_QUERIES,
     VIEW_BODY,
+    VIEW_GROUPS,
     VIEW_QUERIES,
     perms_required,
 )
@@ -86,7 +87,8 @@ def lake_query_detail(request, query_id):
         "page": page,
         "after": after,
         "can_cancel": not query.final and may_cancel(request.user, query),
-        "can_request": query.status == LakeQuery.DONE
+        "can_request": query.kind == LakeQuery.SEARCH
+        and query.status == LakeQuery.DONE
         and query.matched > 0
         and request.user.has_perm(MAKE_REQUESTS),
     }
@@ -104,4 +106,18 @@ def lake_query_cancel(request, query_id):
         messages.info(request, exc.messages[0])
     else:
         messages.success(request, f"Lake query {query.id} is cancelled.")
+    return redirect("lake-query-detail", query.id)
+
+
+@require_POST
+@login_required
+@perms_required(VIEW_QUERIES, RUN_QUERIES, VIEW_BODY, VIEW_GROUPS)
+def why_fail(request, fingerprint):
+    """Ask why a failure group's messages fail (from the group's page): a lake query, followed
+    on its own page."""
+    try:
+        query = services.why_fail_create(actor=request.user, fingerprint=fingerprint)
+    except ValidationError as exc:
+        raise Http404(exc.messages[0]) from None
+    messages.success(request, f"Lake query {query.id} is queued: why these messages fail.")
     return redirect("lake-query-detail", query.id)
