@@ -46,28 +46,25 @@ def _message(message_id, *, currency, region, rng):
     }
 
 
+def _side(prefix, count, *, lacking, from_eu, rng):
+    """`count` messages, the first `lacking` without `currency`, the first `from_eu` from
+    eu-west-3."""
+    return [
+        _message(
+            f"{prefix}-{n}",
+            currency=n >= lacking,
+            region="eu-west-3" if n < from_eu else "us-east-1",
+            rng=rng,
+        )
+        for n in range(count)
+    ]
+
+
 def _lake(rng):
     """194 of the failures lack `currency` and 180 come from eu-west-3; of the deliveries, 4
     lack it and 20 come from there."""
-    failures = [
-        _message(
-            f"f-{n}",
-            currency=n >= 194,
-            region="eu-west-3" if n < 180 else "us-east-1",
-            rng=rng,
-        )
-        for n in range(FAILURES)
-    ]
-    deliveries = [
-        _message(
-            f"d-{n}",
-            currency=n >= 4,
-            region="eu-west-3" if n < 20 else "us-east-1",
-            rng=rng,
-        )
-        for n in range(DELIVERIES)
-    ]
-    return failures, deliveries
+    failures = _side("f", FAILURES, lacking=194, from_eu=180, rng=rng)
+    return failures, _side("d", DELIVERIES, lacking=4, from_eu=20, rng=rng)
 
 
 def _counts(spark, rows):

@@ -102,31 +102,27 @@ def traits(messages: DataFrame) -> DataFrame:
     fields = parsed.select("message_id", F.explode("fields").alias("name", "value"))
     headers = parsed.select("message_id", F.explode("header_map").alias("name", "value"))
 
-    def kept(value):
-        return F.when(F.length(value) <= VALUE_MAX, value)
+    def named(pairs, presence, valued):
+        """A (name, value) pair's two traits: the name present, and its value when short."""
+        value = F.col("value")
+        return [
+            pairs.select(
+                "message_id",
+                F.lit(presence).alias("kind"),
+                "name",
+                F.lit(None).cast("string").alias("value"),
+            ),
+            pairs.select(
+                "message_id",
+                F.lit(valued).alias("kind"),
+                "name",
+                F.when(F.length(value) <= VALUE_MAX, value).alias("value"),
+            ).where(F.col("value").isNotNull()),
+        ]
 
     parts = [
-        fields.select(
-            "message_id",
-            F.lit(FIELD).alias("kind"),
-            "name",
-            F.lit(None).cast("string").alias("value"),
-        ),
-        fields.select(
-            "message_id", F.lit(VALUE).alias("kind"), "name", kept(F.col("value")).alias("value")
-        ).where(F.col("value").isNotNull()),
-        headers.select(
-            "message_id",
-            F.lit(HEADER).alias("kind"),
-            "name",
-            F.lit(None).cast("string").alias("value"),
-        ),
-        headers.select(
-            "message_id",
-            F.lit(HEADER_VALUE).alias("kind"),
-            "name",
-            kept(F.col("value")).alias("value"),
-        ).where(F.col("value").isNotNull()),
+        *named(fields, FIELD, VALUE),
+        *named(headers, HEADER, HEADER_VALUE),
         parsed.select(
             "message_id",
             F.lit(CONTENT_TYPE).alias("kind"),
