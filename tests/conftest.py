@@ -70,10 +70,22 @@ def _left_to_the_other_run(item):
     return bool(marker and this_run and marker.args[0] != this_run)
 
 
+def _blind_run(item):
+    """The CI run that takes a database-blind test: the embedded one, which also carries the
+    browser tests, except the Spark deployments (a standalone cluster, Spark Connect: some 100 s),
+    which the PostgreSQL run takes so that the two runs, side by side, end together."""
+    return "postgresql" if item.get_closest_marker("spark_deployment") else "sqlite"
+
+
 def _left_out(item):
     if _left_to_the_other_run(item):
         return True
-    return os.environ.get("DATABASE_TESTS_ONLY") == "1" and _database_blind(item)
+    if not _database_blind(item):
+        return False
+    this_run = os.environ.get("SPLIT_RUN")
+    if this_run:
+        return _blind_run(item) != this_run
+    return os.environ.get("DATABASE_TESTS_ONLY") == "1"
 
 
 def pytest_collection_modifyitems(config, items):
