@@ -122,3 +122,12 @@ def state_choices(states, counts=None):
     return [
         (s, f"{code_title(s)} ({counts[s]:,})" if s in counts else code_title(s)) for s in states
     ]
+
+
+# The comment of a decision on something's page (approve, reject, withdraw, remove): at most
+# this long, kept as typed.
+DECISION_COMMENT_MAX = 2000
+
+
+class CommentForm(LimitedForm):
+    comment = forms.CharField(required=False, max_length=DECISION_COMMENT_MAX, strip=False)

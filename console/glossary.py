@@ -224,9 +224,21 @@ TERMS = (
         "A decision asked for on a set of messages, executed at once or after approval.",
     ),
     (
+        "bulk edit",
+        "A reprocess that edits many messages' bodies with one JSON Patch (RFC 6902): previewed on "
+        "some of them before it is asked, approved by a second person, each edited body stored "
+        "as a new version (R13); a message it does not apply to stays quarantined.",
+    ),
+    (
         "set aside",
         "A header the producer sent under a name that is Antidote's own (antidote-, amqp-, "
         "nats-, redis-): kept as x-foreign-<name> for people to read, never used (R18).",
+    ),
+    (
+        "standing rule",
+        "A decision that stands, approved by a second person before it acts: archive (fail "
+        "what stood untouched N days), redirect (a queue's reprocesses go elsewhere) or "
+        "auto-retry (a group's new failures reprocessed after a delay, at most K times).",
     ),
 )
 
@@ -287,6 +299,12 @@ POLICY = (
         "R15: days a finished message is kept before it is purged.",
     ),
     ("handler_options", "handler options", "What the queue's handler is given, by name."),
+    (
+        "locked_headers",
+        "locked headers",
+        "R18: header names an edit of the queue's messages keeps as they are, beside the "
+        "product's own.",
+    ),
 )
 
 # The options of a redrive queue's handler and of a broker source, as queue files name them:
@@ -374,12 +392,18 @@ SCOPE_KINDS = (
         "failed again",
         "The messages an earlier request decided that are quarantined again.",
     ),
+    (
+        "standing_rule",
+        "standing rule",
+        "The messages a standing rule matched when it acted: its own request.",
+    ),
 )
 
 # What an audit entry may be about, beyond plain words ("queue", "user"): (type, title, sentence).
 TARGET_TYPES = (
     ("role_grant", "role grant", "A role asked for someone, confirmed by a second administrator."),
     ("alert_delivery", "alert delivery", "One sending of an alert to a webhook."),
+    ("rule", "standing rule", "A standing rule: proposed, approved, applied, removed."),
 )
 
 # The handlers the product itself provides (a queue's handler is otherwise the path of the
@@ -482,6 +506,13 @@ AUDIT_ACTIONS = (
     "role_grant.rejected",
     "role_grant.requested",
     "role_grant.withdrawn",
+    "rule.applied",
+    "rule.approved",
+    "rule.proposed",
+    "rule.rejected",
+    "rule.removed",
+    "rule.stopped",
+    "rule.withdrawn",
     "source.changed",
     "source.created",
     "sso.refused",

@@ -26,6 +26,12 @@ VIEW_REQUESTS = "decisions.view_actionrequest"
 MAKE_REQUESTS = "decisions.add_actionrequest"
 APPROVE_REQUESTS = "decisions.approve_actionrequest"
 
+# Standing rules (console.rules): seeing them, proposing one (and removing one), and approving
+# or rejecting someone else's (four eyes, R17: a rule decides again and again, alone).
+VIEW_RULES = "rules.view_standingrule"
+PROPOSE_RULES = "rules.add_standingrule"
+APPROVE_RULES = "rules.approve_standingrule"
+
 # Lake queries: seeing one and its result, running one, and stopping anyone's (the requester may
 # always stop their own). One that searches bodies needs VIEW_BODY as well (console.lakequery).
 VIEW_QUERIES = "lakequery.view_lakequery"
@@ -81,6 +87,9 @@ WORDS = {
     VIEW_REQUESTS: "seeing action requests",
     MAKE_REQUESTS: "requesting actions",
     APPROVE_REQUESTS: "approving action requests",
+    VIEW_RULES: "seeing standing rules",
+    PROPOSE_RULES: "proposing and removing standing rules",
+    APPROVE_RULES: "approving standing rules",
     VIEW_QUERIES: "seeing lake queries",
     RUN_QUERIES: "running lake queries",
     CANCEL_ANY_QUERY: "stopping anyone's lake query",

@@ -118,6 +118,7 @@ INSTALLED_APPS = [
     "console.runs",
     "console.processes",
     "console.notes",
+    "console.rules",
     "console.alerts",
     "console.sso",
     "csp",
@@ -508,6 +509,8 @@ SPECTACULAR_SETTINGS = {
         "AlertEventEnum": "console.alerts.events.KINDS",
         "ProcessKindEnum": "console.processes.models.KINDS",
         "GroupStateEnum": "console.notes.lifecycle.STATE_NAMES",
+        "StandingRuleStatusEnum": "console.rules.models.StandingRule.STATUSES",
+        "StandingRuleKindEnum": "console.rules.models.KINDS",
     },
     # Then the getting-started introduction, and the 429 every operation may answer.
     "POSTPROCESSING_HOOKS": [
@@ -682,6 +685,13 @@ except AllowanceError as exc:
     raise ImproperlyConfigured(str(exc)) from None
 # A canary whose messages have no delivery outcome after this long stops the request.
 CANARY_TIMEOUT_SECONDS = envint("CANARY_TIMEOUT_SECONDS", 3600, minimum=10)
+
+# --- Standing rules (console.rules) -------------------------------------------------------------
+
+# The scheduler looks at every active archive rule this often (daily: "FAIL what stood untouched
+# N days"), and at every active auto-retry rule this often (a retry's delay is counted to it).
+RULES_ARCHIVE_SECONDS = envint("RULES_ARCHIVE_SECONDS", 86400, minimum=60)
+RULES_RETRY_SECONDS = envint("RULES_RETRY_SECONDS", 60, minimum=5)
 
 # --- Retention (R15) -----------------------------------------------------------------------------
 

@@ -20,6 +20,7 @@ from console.notes.urls import api_urlpatterns as notes_api
 from console.processes.urls import api_urlpatterns as processes_api
 from console.queues.urls import api_urlpatterns as queues_api
 from console.retention.urls import api_urlpatterns as retention_api
+from console.rules.urls import api_urlpatterns as rules_api
 from console.runs.urls import api_urlpatterns as runs_api
 from console.sso.views import LogoutView as SsoLogoutView
 
@@ -50,6 +51,7 @@ urlpatterns = [
                 *queues_api,
                 *audit_api,
                 *decisions_api,
+                *rules_api,
                 *poison_list_api,
                 *retention_api,
                 *accounts_api,
@@ -75,6 +77,7 @@ urlpatterns = [
             "lakequery",
             "notes",
             "decisions",
+            "rules",
             "queues",
             "browse",
         )

@@ -1,6 +1,8 @@
 """What the screens of every app share."""
 
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
+from django.core.exceptions import ValidationError
 from django.http import JsonResponse
 from django.shortcuts import redirect, render
 from django.utils.http import url_has_allowed_host_and_scheme
@@ -8,6 +10,7 @@ from django.views import defaults
 from django.views.decorators.http import require_GET
 
 from console import glossary as words
+from console.forms import CommentForm
 
 
 def redirect_back(request, *, default):
@@ -20,6 +23,24 @@ def redirect_back(request, *, default):
     ):
         return redirect(target)
     return redirect(default)
+
+
+def decision_posted(request, *, service, done, back, **target):
+    """A decision posted from something's page with a comment (CommentForm): `service(actor=,
+    comment=, **target)` makes it and `done(result)` says so; a refusal in words (ValidationError)
+    is said instead. Back to the URL `back` either way. A refusal of the right (PermissionDenied)
+    goes up: Django answers 403 with its reason."""
+    form = CommentForm(request.POST)
+    if not form.is_valid():
+        messages.error(request, " ".join(form.errors["comment"]))
+        return redirect(back)
+    try:
+        result = service(actor=request.user, comment=form.cleaned_data["comment"], **target)
+    except ValidationError as exc:
+        messages.error(request, "; ".join(exc.messages))
+    else:
+        messages.success(request, done(result))
+    return redirect(back)
 
 
 def page_not_found(request, exception):

@@ -119,6 +119,15 @@ def _schedule(sender, **kwargs):
             "task": "workers.tasks.break_glass_overdue_task",
             "schedule": float(settings.ALERTS_WATCH_SECONDS),
         },
+        # Standing rules (console.rules): the archives, daily by default; the auto-retries.
+        "standing-rules-archive": {
+            "task": "workers.tasks.rules_archive_task",
+            "schedule": float(settings.RULES_ARCHIVE_SECONDS),
+        },
+        "standing-rules-retry": {
+            "task": "workers.tasks.rules_retry_task",
+            "schedule": float(settings.RULES_RETRY_SECONDS),
+        },
         # The Runs page's old delivery runs and refreshes forgotten (RUNS_KEEP_DAYS).
         "forget-runs": {
             "task": "workers.tasks.runs_forget_task",

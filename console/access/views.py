@@ -10,12 +10,14 @@ from django.contrib.auth.decorators import login_required
 from django.contrib.auth.models import Group
 from django.core.exceptions import PermissionDenied, ValidationError
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from console.access import selectors, services
 from console.access.models import RoleGrant as G
 from console.forms import LimitedForm
 from console.permissions import MANAGE_USERS, perms_required
+from console.views import decision_posted
 
 COMMENT_MAX = 2000
 # The queues, named by the grant's own key to them (console.access sits below the queues app).
@@ -49,10 +51,6 @@ class GrantAskForm(LimitedForm):
 class IngestRightForm(LimitedForm):
     user = forms.ModelChoiceField(queryset=_users(), to_field_name="username")
     queue = forms.ModelChoiceField(queryset=Queue.objects.all(), to_field_name="name")
-
-
-class CommentForm(LimitedForm):
-    comment = forms.CharField(required=False, max_length=COMMENT_MAX, strip=False)
 
 
 def _why(exc):
@@ -120,18 +118,8 @@ def grant_detail(request, grant_id):
 
 def _act(request, grant_id, service, done):
     grant = get_object_or_404(G, id=grant_id)
-    form = CommentForm(request.POST)
-    if not form.is_valid():
-        messages.error(request, " ".join(form.errors["comment"]))
-        return redirect("role-grant-detail", grant.id)
-    try:
-        grant = service(actor=request.user, grant=grant, comment=form.cleaned_data["comment"])
-    except ValidationError as exc:
-        messages.error(request, _why(exc))
-    else:
-        messages.success(request, done(grant))
-    # PermissionDenied goes up: Django answers 403 with its reason.
-    return redirect("role-grant-detail", grant.id)
+    back = reverse("role-grant-detail", args=[grant.id])
+    return decision_posted(request, service=service, done=done, back=back, grant=grant)
 
 
 def _decision(service, done):

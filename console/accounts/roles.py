@@ -11,6 +11,7 @@ from django.db import transaction
 from console.access.service_accounts import SERVICE_ROLE
 from console.permissions import (
     APPROVE_REQUESTS,
+    APPROVE_RULES,
     CANCEL_ANY_QUERY,
     CHECKPOINT_AUDIT,
     EXPORT_AUDIT,
@@ -18,6 +19,7 @@ from console.permissions import (
     INVESTIGATE,
     MAKE_REQUESTS,
     MANAGE_ALERTS,
+    PROPOSE_RULES,
     REASSIGN_INVESTIGATIONS,
     REMOVE_POISON,
     REPORT_POISON,
@@ -33,6 +35,7 @@ from console.permissions import (
     VIEW_QUERIES,
     VIEW_QUEUES,
     VIEW_REQUESTS,
+    VIEW_RULES,
     VIEW_RUNS,
     VIEW_STATS,
     WRITE_NOTES,
@@ -63,6 +66,8 @@ _VIEW = (
     VIEW_QUERIES,
     # Notes on messages and groups, and who is investigating them.
     VIEW_NOTES,
+    # The standing rules, and what each did.
+    VIEW_RULES,
 )
 # Bodies can hold personal data: reading them is its own permission, given to those who decide
 # what to do with a message (operators and approvers), not to everyone who can see metadata.
@@ -81,7 +86,10 @@ _OPERATE = (
     INVESTIGATE,
 )
 # Approving is for someone other than the requester (four eyes); the services check that too.
-_APPROVE = (*_OPERATE, APPROVE_REQUESTS, REASSIGN_INVESTIGATIONS)
+# Standing rules are decisions that stand: approvers, who lead the decisions, and administrators,
+# who run the queues they act on, propose them, and one of them other than the proposer approves.
+_RULES = (PROPOSE_RULES, APPROVE_RULES)
+_APPROVE = (*_OPERATE, APPROVE_REQUESTS, REASSIGN_INVESTIGATIONS, *_RULES)
 
 
 def _everything_on(app_label, model):
@@ -109,6 +117,7 @@ ROLE_PERMISSIONS = {
         RUN_PURGES,
         MANAGE_ALERTS,
         VIEW_RUNS,
+        *_RULES,
     ),
     # An application outside the product: a producer that sends its messages in (POST
     # /api/v1/messages, into every queue), and a consumer that shares the poison list (R9, the
@@ -123,7 +132,16 @@ ROLE_PERMISSIONS = {
     # frozen set, by whom; what was purged); no message screens. The notes and investigations
     # too (through the API): what people found and who looked into what. They may take a
     # checkpoint of the chain when they want one on file now rather than at the next scheduled one.
-    AUDITOR: (VIEW_AUDIT, EXPORT_AUDIT, CHECKPOINT_AUDIT, VIEW_REQUESTS, VIEW_PURGES, VIEW_NOTES),
+    # And the standing rules, with what each did.
+    AUDITOR: (
+        VIEW_AUDIT,
+        EXPORT_AUDIT,
+        CHECKPOINT_AUDIT,
+        VIEW_REQUESTS,
+        VIEW_PURGES,
+        VIEW_NOTES,
+        VIEW_RULES,
+    ),
 }
 
 

@@ -197,3 +197,18 @@ def headers_page(text, *, offset=0, limit=HEADERS_PAGE):
         page[name] = value
         page_bytes += member_size
     return HeadersPage(headers=page, offset=offset, count=count, next=following)
+
+
+def header_changes(before, after):
+    """How two versions' headers (dicts) differ, by name: [(kind, name, before, after)], kind
+    added, removed or changed, sorted by name: what an edit changed (console.browse.lineage, the
+    request page)."""
+    changes = []
+    for name in sorted(set(before) | set(after)):
+        if name not in before:
+            changes.append(("added", name, None, after[name]))
+        elif name not in after:
+            changes.append(("removed", name, before[name], None))
+        elif before[name] != after[name]:
+            changes.append(("changed", name, before[name], after[name]))
+    return changes

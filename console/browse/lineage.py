@@ -1,20 +1,25 @@
-"""An edited body's lineage (R13: a reprocess may carry an edited body, stored as a new version
-of the message; the original is kept): each version of a message's body, who made it in which
-request and when, and how it differs from the original.
+"""An edited message's lineage (R13: a reprocess may carry an edited body and headers, or a bulk
+edit's JSON Patch, stored as a new version of the message; the original is kept): each version
+of a message's body, who made it in which request and when, how its body differs from the
+original, and which headers it changed.
 
 Read from the lake, not from the decisions app (which this one does not import): the message's
 history says when its body version changed and by which run ("request:<id>") and actor; the
-version as received is in its ingest commit, and each edit in the messages commit its request
-recorded ("decision:<id>:edit", console.decisions.execution). A version that only carries a
-request's redrive target in its headers is no edit, and not shown."""
+version as received is in its ingest commit, and each edit in a messages commit its request
+recorded, "decision:<id>:<chunk>:edit" (console.decisions.chunks; before bulk edits, one
+message's "decision:<id>:edit"). A version that only carries a request's redrive target is no
+edit, and not shown."""
 
+import json
 import logging
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import pyarrow.compute as pc
+from django.db.models import Q
 
 from console.browse.body import body_diff
+from console.browse.headers import header_changes
 from console.ingest.models import MessageKey
 from console.lake.models import LakeCommit
 from console.lake.services import lake
@@ -22,7 +27,7 @@ from console.lake.services import lake
 log = logging.getLogger(__name__)
 
 _REQUEST_RUN = re.compile(r"^request:(\d+)$")
-_COLUMNS = ["version", "body", "body_sha256", "body_size", "content_type"]
+_COLUMNS = ["version", "body", "body_sha256", "body_size", "content_type", "headers"]
 
 
 @dataclass
@@ -36,6 +41,8 @@ class BodyVersion:
     sha256: str = ""
     found: bool = False  # its row is in the lake
     diff: object = None  # BodyDiff against the original, when bodies may be read
+    # Its headers' changes against the original: [(added|removed|changed, name, before, after)].
+    header_changes: list = field(default_factory=list)
 
 
 def _versions_from_history(history, enqueued_at):
@@ -59,36 +66,38 @@ def _versions_from_history(history, enqueued_at):
     return versions
 
 
-def _edited(version):
-    """Is this version an edit? A reprocess with a redrive target of its own writes a version
-    too, with the same body and the target in its headers (its commit is
-    "decision:<id>:<chunk>:target"): not an edit of the body."""
-    if version.version == 1 or version.request_id is None:
-        return True
-    return LakeCommit.objects.filter(
-        dataset="messages", idempotency_key=f"decision:{version.request_id}:edit"
-    ).exists()
-
-
-def _directory(message_id, version):
-    """The lake directory that holds a version of the message, or None if unknown."""
-    if version.version == 1:
-        key = MessageKey.objects.select_related("commit").filter(message_id=message_id).first()
-        return key.commit.path if key is not None else None
-    if version.request_id is None:
-        return None
-    return (
-        LakeCommit.objects.filter(
-            dataset="messages", idempotency_key=f"decision:{version.request_id}:edit"
-        )
-        .values_list("path", flat=True)
-        .first()
+def _edit_commits(request_id):
+    """The messages commits of a request's edits, by their keys."""
+    prefix = f"decision:{request_id}:"
+    return LakeCommit.objects.filter(dataset="messages").filter(
+        Q(idempotency_key=f"{prefix}edit")
+        | Q(idempotency_key__startswith=prefix, idempotency_key__endswith=":edit")
     )
 
 
+def _edited(version):
+    """Is this version an edit? A reprocess with a redrive target of its own writes a version
+    too, with the same body and the target beside it (its commit is
+    "decision:<id>:<chunk>:target"): not an edit."""
+    if version.version == 1 or version.request_id is None:
+        return True
+    return _edit_commits(version.request_id).exists()
+
+
+def _directories(message_id, version):
+    """The lake directories that may hold a version of the message ([] if none is known): its
+    ingest commit for the original, its request's edit commits (a bulk edit's chunks) else."""
+    if version.version == 1:
+        key = MessageKey.objects.select_related("commit").filter(message_id=message_id).first()
+        return [key.commit.path] if key is not None else []
+    if version.request_id is None:
+        return []
+    return list(_edit_commits(version.request_id).order_by("id").values_list("path", flat=True))
+
+
 def _row(message_id, version, *, with_body):
-    path = _directory(message_id, version)
-    if path is None:
+    paths = _directories(message_id, version)
+    if not paths:
         return None
     columns = _COLUMNS if with_body else [c for c in _COLUMNS if c != "body"]
     try:
@@ -96,7 +105,7 @@ def _row(message_id, version, *, with_body):
             lake()
             .read_arrow(
                 "messages",
-                [path],
+                paths,
                 columns=columns,
                 filter=(pc.field("message_id") == message_id)
                 & (pc.field("version") == version.version),
@@ -114,10 +123,18 @@ def _row(message_id, version, *, with_body):
     return rows[0] if rows else None
 
 
+def _headers(row):
+    try:
+        headers = json.loads(row.get("headers") or "{}")
+    except (ValueError, RecursionError):
+        return {}
+    return headers if isinstance(headers, dict) else {}
+
+
 def message_body_lineage(*, message_id, history, enqueued_at, with_bodies):
-    """The versions of a message's body, oldest first, or [] when it was never edited. With
-    `with_bodies` (the reader may read bodies; the caller records the read), each edit carries
-    its diff against the original."""
+    """The versions of a message's body, oldest first, or [] when it was never edited. Each edit
+    carries its headers' changes against the original, and with `with_bodies` (the reader may
+    read bodies; the caller records the read) its body's diff against it."""
     versions = [v for v in _versions_from_history(history, enqueued_at) if _edited(v)]
     if len(versions) == 1:
         return []
@@ -129,11 +146,13 @@ def message_body_lineage(*, message_id, history, enqueued_at, with_bodies):
         version.found = True
         version.size = row["body_size"]
         version.sha256 = row["body_sha256"] or ""
-        if not with_bodies:
-            continue
         if version.version == 1:
             original = row
-        elif original is not None:
+            continue
+        if original is None:
+            continue
+        version.header_changes = header_changes(_headers(original), _headers(row))
+        if with_bodies:
             version.diff = body_diff(
                 original["body"], row["body"], content_type=row.get("content_type") or ""
             )

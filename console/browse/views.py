@@ -31,6 +31,7 @@ from console.browse.forms import (
     SavedFilterNameForm,
 )
 from console.browse.freshness import counts_staleness
+from console.browse.history_notes import history_notes_attach
 from console.browse.lineage import message_body_lineage
 from console.browse.message_words import is_batch_mate_reason
 from console.browse.search import MIN_TEXT
@@ -291,6 +292,7 @@ def message_detail(request, message_id):
     view = selectors.message_view(message_id=message_id, with_body=can_read_body)
     if view is None:
         raise Http404("no such message")
+    history_notes_attach(view.history)
     body = None
     if can_read_body and view.stored:
         body = body_render(view.stored.get("body"), content_type=view.stored.get("content_type"))

@@ -14,6 +14,7 @@ from drf_spectacular.utils import (
 from rest_framework import serializers
 
 from console.api import BAD_REQUEST, ERRORS, NOT_FOUND, BadRequestSerializer, answer
+from console.decisions.edit_serializers import PatchPreviewSerializer
 from console.decisions.outcome_serializers import (
     NotificationFilterSerializer,
     NotificationSerializer,
@@ -24,6 +25,7 @@ from console.decisions.outcome_serializers import (
 from console.decisions.serializers import (
     BreakGlassSerializer,
     CommentSerializer,
+    PatchPreviewInputSerializer,
     RequestCreateSerializer,
     RequestFilterSerializer,
     RequestQuerySerializer,
@@ -61,6 +63,64 @@ CREATE_ELSEWHERE = OpenApiExample(
     },
     request_only=True,
 )
+_PATCH = [{"op": "add", "path": "/currency", "value": "EUR"}]
+CREATE_BULK_EDIT = OpenApiExample(
+    "Edit a failure group in bulk, then reprocess it",
+    description="A JSON Patch (RFC 6902) of each message's body: each edited body is stored as a "
+    "new version, the original kept. Preview it first (`POST /api/v1/requests/patch-preview`); "
+    "a second person always approves it.",
+    value={
+        "action": "reprocess",
+        "scope": {"kind": "group", "group": _GROUP},
+        "patch": _PATCH,
+        "comment": "the shop forgot the currency; every order of the group is in euros (SHOP-245)",
+    },
+    request_only=True,
+)
+CREATE_HEADERS = OpenApiExample(
+    "Reprocess one message with its body and a header edited",
+    value={
+        "action": "reprocess",
+        "scope": {"kind": "message", "id": "demo-orders-000008"},
+        "edited_body": '{"order_id": "A-8", "currency": "EUR"}',
+        "edited_headers": {"x-trace": "SHOP-245", "x-tenant": "shop"},
+        "comment": "order_id and the trace were lost on the way (SHOP-245)",
+    },
+    request_only=True,
+)
+PREVIEW_ASKED = OpenApiExample(
+    "Preview a bulk edit",
+    value={"scope": {"kind": "group", "group": _GROUP}, "patch": _PATCH},
+    request_only=True,
+)
+_PREVIEW_ROW = {
+    "message_id": "demo-orders-000008",
+    "queue": "orders",
+    "content_type": "application/json",
+    "body_version": 1,
+    "applies": True,
+    "refused": False,
+    "reason": "",
+    "size_before": 22,
+    "size_after": 39,
+    "diff": None,
+}
+PREVIEW = {
+    "patch_sha256": "5d4b0fbd2cd0e8ba44a4a9ffdf4b3a2f0a6ff7b8e3a1a4a0f5f2f0d2e9f8c7b6",
+    "rows": [
+        _PREVIEW_ROW,
+        {
+            **_PREVIEW_ROW,
+            "message_id": "demo-orders-000011",
+            "applies": False,
+            "reason": "the body is not JSON: Expecting value at line 1, column 1",
+            "size_before": 9,
+            "size_after": None,
+        },
+    ],
+    "failing": 1,
+    "refused": "",
+}
 COMMENT = OpenApiExample(
     "With a comment",
     value={"comment": "checked the sample: all 12 lack order_id"},
@@ -129,6 +189,12 @@ REQUEST = OpenApiExample(
         "edited_body_size": None,
         "edited_body_sha256": None,
         "edited_body_base64": None,
+        "edited_headers": None,
+        "header_changes": None,
+        "patch": None,
+        "patch_sha256": None,
+        "patch_preview": [],
+        "edit_failures": [],
         "breakdown": {"queues": {"orders": 12}, "groups": {_GROUP: 12}},
         "sample": [
             {
@@ -237,7 +303,10 @@ NOTIFICATIONS = {
 
 # The examples the serializers show wherever they are a request's or an answer's body.
 extend_schema_serializer(examples=[REQUEST])(RequestSerializer)
-extend_schema_serializer(examples=[CREATE, CREATE_ELSEWHERE])(RequestCreateSerializer)
+extend_schema_serializer(examples=[CREATE, CREATE_ELSEWHERE, CREATE_BULK_EDIT, CREATE_HEADERS])(
+    RequestCreateSerializer
+)
+extend_schema_serializer(examples=[PREVIEW_ASKED])(PatchPreviewInputSerializer)
 extend_schema_serializer(examples=[COMMENT])(CommentSerializer)
 extend_schema_serializer(examples=[BREAK_GLASS])(BreakGlassSerializer)
 extend_schema_serializer(examples=[REVIEW])(ReviewSerializer)
@@ -293,6 +362,13 @@ request_create = extend_schema(
     "(R17); otherwise it starts.",
     request=RequestCreateSerializer,
     responses={201: RequestSerializer, 400: BAD_REQUEST, **ERRORS},
+)
+
+
+request_patch_preview = extend_schema(
+    operation_id="requests_patch_preview",
+    request=PatchPreviewInputSerializer,
+    responses={200: answer(PatchPreviewSerializer, PREVIEW), 400: BAD_REQUEST, **ERRORS},
 )
 
 

@@ -18,10 +18,18 @@ from console.api import JSONParser, ServiceRefusals, valid_input
 from console.decisions import api_schema, outcome_serializers, selectors, serializers, services
 from console.decisions.answers import frozen_ids_response, request_or_404, why
 from console.decisions.break_glass import break_glass_execute, break_glass_review
+from console.decisions.edit_serializers import PatchPreviewSerializer
+from console.decisions.editing import preview_read
 from console.decisions.forms import NOTIFICATIONS_PAGE, REQUESTS_PAGE
 from console.decisions.models import ActionRequest as R
 from console.decisions.outcome import OutcomeUnknown, outcome_page, request_outcome
 from console.decisions.overlaps import request_overlaps
+from console.decisions.patch_preview import (
+    patch_preview,
+    preview_failing,
+    preview_refusal,
+    scope_preview_ids,
+)
 from console.decisions.scope import ScopeError
 from console.permissions import (
     APPROVE_REQUESTS,
@@ -31,6 +39,7 @@ from console.permissions import (
     VIEW_REQUESTS,
     has_perms,
 )
+from workers.jobs.decisions.body_edits import patch_sha256
 
 
 class _DecisionsApi(ServiceRefusals, APIView):
@@ -46,16 +55,21 @@ class _DecisionsApi(ServiceRefusals, APIView):
 
 
 def _request_data(r, request, *, body=False):
-    """The request as RequestSerializer says, with its audit entries; its edited body only when
-    asked for (`body`) by a caller who may read bodies, and that read is recorded like any
-    other body read."""
+    """The request as RequestSerializer says, with its audit entries; its edited body and its
+    bulk edit's preview diffs only when asked for (`body`) by a caller who may read bodies, and
+    those reads are recorded like any other body read; an edit's headers to a caller who may
+    read messages."""
     r.audit_entries = selectors.request_audit(request_id=r.id)
     found = request_overlaps(request=r) if r.status == R.PENDING else None
     r.overlaps = found if found is not None and not found.error else None
-    with_body = body and r.edited_body is not None and request.user.has_perm(VIEW_BODY)
+    user = request.user
+    with_body = body and user.has_perm(VIEW_BODY)
+    if with_body and r.edited_body is not None:
+        services.action_request_edited_body_read(actor=user, request=r, via="api")
     if with_body:
-        services.action_request_edited_body_read(actor=request.user, request=r, via="api")
-    return serializers.RequestSerializer(r, context={"with_body": with_body}).data
+        preview_read(user=user, rows=r.patch_preview or [], request=r)
+    context = {"with_body": with_body, "with_messages": user.has_perm(VIEW_MESSAGES)}
+    return serializers.RequestSerializer(r, context=context).data
 
 
 def _request_now(request, request_id):
@@ -112,6 +126,8 @@ class RequestListApi(_DecisionsApi):
                 target_queue=data.get("target_queue", ""),
                 redrive_target=data.get("redrive_target"),
                 edited_body=data.get("edited_body"),
+                edited_headers=data.get("edited_headers"),
+                patch=data.get("patch"),
                 error_code=data.get("error_code", ""),
                 error_description=data.get("error_description", ""),
             ),
@@ -123,6 +139,29 @@ class RequestListApi(_DecisionsApi):
             refailure_threshold=data.get("refailure_threshold"),
         )
         return _request_created(request, created)
+
+
+class RequestPatchPreviewApi(_DecisionsApi):
+    """A bulk edit's preview, before the request is made: the JSON Patch applied to the first
+    quarantined messages of the scope by id, each with the diff of its body (to a caller who may
+    read bodies, each read recorded), or why the patch does not apply to it; and why a request
+    with it would be refused, if it would. Nothing is changed."""
+
+    permission_classes = [has_perms(VIEW_REQUESTS, VIEW_MESSAGES, MAKE_REQUESTS)]
+
+    @api_schema.request_patch_preview
+    def post(self, request):
+        data = valid_input(serializers.PatchPreviewInputSerializer, request.data)
+        patch = data["patch"]
+        rows = patch_preview(message_ids=scope_preview_ids(data["scope"]), patch=patch)
+        with_body = preview_read(user=request.user, rows=rows)
+        answer = {
+            "patch_sha256": patch_sha256(patch),
+            "rows": rows,
+            "failing": preview_failing(rows),
+            "refused": preview_refusal(rows),
+        }
+        return Response(PatchPreviewSerializer(answer, context={"with_body": with_body}).data)
 
 
 class RequestDetailApi(_DecisionsApi):

@@ -2,11 +2,12 @@
 (screens, API, one click, selections, quick actions, retries of what failed again).
 
 A second person approves a decision over APPROVAL_OVER messages, and, whatever its count, one
-that edits a body, moves messages to another queue, sends them elsewhere than their origin (a
-redrive target of its own) or ends conversations: those change what a
-sender or another application sees, and one person alone could otherwise do them message by
-message. Plain reprocess or fail of a few messages needs no one else, but each person has a
-budget: past APPROVAL_BUDGET unapproved messages in a rolling hour, their requests wait too."""
+that edits a body or headers (one message's, or many bodies with a JSON Patch), moves messages
+to another queue, sends them elsewhere than their origin (a redrive target of its own) or ends
+conversations: those change what a sender or another application sees, and one person alone
+could otherwise do them message by message. Plain reprocess or fail of a few messages needs no
+one else, but each person has a budget: past APPROVAL_BUDGET unapproved messages in a rolling
+hour, their requests wait too."""
 
 from dataclasses import dataclass
 from datetime import timedelta
@@ -38,8 +39,14 @@ def _what_it_does(action, count, queues):
     """The reasons that hold whatever the count, in words."""
     if action.kind == R.END:
         return "it ends conversations with an error (their senders are told)"
+    if action.patch is not None:
+        return "it edits the messages' bodies (a JSON Patch)"
+    if action.edited_body is not None and action.edited_headers is not None:
+        return "it edits a message's body and headers"
     if action.edited_body is not None:
         return "it edits a message's body"
+    if action.edited_headers is not None:
+        return "it edits a message's headers"
     moved = _moves(action.target_queue, queues)
     if moved:
         return (

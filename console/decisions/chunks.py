@@ -13,6 +13,7 @@ from datetime import UTC, datetime
 
 import pyarrow.compute as pc
 import pyarrow.dataset as pads
+from django.conf import settings
 from django.db import IntegrityError, connection, transaction
 from django.db.models import F
 
@@ -25,12 +26,16 @@ from console.lake.selectors import lake_paths, lake_state_inputs
 from console.lake.services import lake, lake_commit_lock, lake_commit_record
 from console.readmodels.deltas import (
     decided_staged,
+    index_bodies_move,
     index_members,
     index_placement,
     read_models_apply,
 )
-from console.readmodels.models import MessageIndex
 from workers.jobs.decisions.run import ChunkParams, ChunkResult, chunk_run
+
+# A chunk keeps this many of the members a bulk edit could not edit, with why; it counts them
+# all (ActionChunk.failures, ActionRequest.failed).
+FAILURES_KEPT = 100
 
 
 def chunk_ids_path(plan_path):
@@ -54,6 +59,9 @@ def request_params(request):
         error_code=request.error_code,
         error_description=request.error_description,
         edited_body=bytes(request.edited_body) if request.edited_body is not None else None,
+        edited_headers=request.edited_headers,
+        patch=request.patch,
+        max_body_bytes=settings.MAX_BODY_BYTES,
         redrive_target=(
             json.dumps(request.redrive_target, sort_keys=True) if request.redrive_target else None
         ),
@@ -140,21 +148,16 @@ def chunk_commit(request, params, prepared):
     result, index = prepared.result, prepared.index
     outcome = result.outcome
     key = f"decision:{request.id}:{index}"
-    body = None
     events_commit = None
     if result.events_dir:
-        if result.edit is not None:
+        if result.edits is not None:
+            # R13: the edited versions; the lineage finds them by this key (console.browse).
             lake_commit_record(
                 dataset="messages",
-                path=result.edit.directory,
-                row_count=1,
-                idempotency_key=f"decision:{request.id}:edit",
+                path=result.edits.directory,
+                row_count=result.edits.versions.num_rows,
+                idempotency_key=f"{key}:edit",
             )
-            body = {
-                "body_version": result.edit.version,
-                "body_size": result.edit.size,
-                "body_path": result.edit.directory,
-            }
         events_commit = lake_commit_record(
             dataset="events",
             path=result.events_dir,
@@ -188,6 +191,7 @@ def chunk_commit(request, params, prepared):
                 failed=outcome.failed,
                 siblings_ended=outcome.siblings_ended,
                 events_commit=events_commit,
+                failures=result.failures.slice(0, FAILURES_KEPT).to_pylist(),
             )
     except IntegrityError:
         # Another worker committed this chunk first; the lock makes this all but impossible.
@@ -207,7 +211,11 @@ def chunk_commit(request, params, prepared):
             poison_reprocessed(
                 staged=staged,
                 request_id=request.id,
-                edited_body_sha256=result.edit.sha256 if body else None,
+                edited_bodies=(
+                    result.edits.versions.column("body_sha256").to_pylist()
+                    if result.edits is not None
+                    else ()
+                ),
             )
         read_models_apply(
             decided=decided,
@@ -215,25 +223,9 @@ def chunk_commit(request, params, prepared):
             at=outcome.decided_at,
             reset=request.action == R.REPROCESS,
             target_queue=request.target_queue,
-            body=body,
         )
-    if result.retarget is not None:
-        _retarget_index(result.retarget)
+    # The index follows the messages to their new versions (the browser reads the body there).
+    for written in (result.edits, result.retarget):
+        if written is not None:
+            index_bodies_move(written.versions, written.directory)
     return chunk
-
-
-def _retarget_index(retarget):
-    """The index follows the messages to their new versions (the browser reads the body there).
-    A chunk's messages mostly share one version number: one UPDATE per number."""
-    by_version = {}
-    for message_id, version in zip(
-        retarget.versions.column("message_id").to_pylist(),
-        retarget.versions.column("version").to_pylist(),
-        strict=True,
-    ):
-        by_version.setdefault(version, []).append(message_id)
-    for version, ids in sorted(by_version.items()):
-        for start in range(0, len(ids), 5000):
-            MessageIndex.objects.filter(message_id__in=ids[start : start + 5000]).update(
-                body_version=version, body_path=retarget.directory
-            )

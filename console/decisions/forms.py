@@ -5,8 +5,6 @@ A scope comes from the page that links to the request screen, as GET parameters:
 `?scope=selection&ids=a&ids=b`, `?scope=lake_query&query=<id>`, `?scope=failed_again&request=<id>`.
 scope_from_params turns them into the scope the services freeze (console.decisions.scope)."""
 
-import json
-
 from django import forms
 
 from console.browse.forms import FILTER_FIELDS, MessageFilterForm
@@ -16,6 +14,14 @@ from console.decisions.services import DEFAULT_REFAILURE_THRESHOLD, DEFAULT_STEP
 from console.decisions.targets import REDRIVE_TARGET_KEYS, redrive_target_clean
 from console.forms import LimitedForm, NoAutocompleteForm
 from console.queues.models import Queue
+from workers.jobs.decisions.body_edits import (
+    PATCH_TEXT_MAX,
+    PatchRefused,
+    json_content_type,
+    json_refused,
+    json_strict,
+    patch_parse,
+)
 
 # The column types' limits: a bigger number is refused as input, never sent to the database.
 MAX_ID = 2**63 - 1
@@ -24,6 +30,9 @@ COMMENT_MAX = 10_000
 ERROR_CODE_MAX = 100
 ERROR_DESCRIPTION_MAX = 10_000
 TEXT_MAX = 1000  # an id, a group fingerprint, a filter value: far above any real one
+# One message's headers as JSON text, at most: room for MAX_HEADERS_TOTAL_BYTES' default (512 KiB)
+# written out with its quotes and escapes.
+HEADERS_TEXT_MAX = 2 * 1024 * 1024
 REQUESTS_PAGE = 50
 REQUESTS_PAGE_MAX = 500
 NOTIFICATIONS_PAGE = 50
@@ -108,6 +117,14 @@ def scope_params(scope):
     return [("scope", kind), ("query", str(scope.get("query", "")))]
 
 
+def _browser_text(text, original):
+    """A textarea's text as typed: browsers send its line breaks as CRLF whatever the text had;
+    a text that had no CR gets its LFs back."""
+    if original is None or "\r" not in original:
+        return text.replace("\r\n", "\n")
+    return text
+
+
 def normalize_edited_body(text, original):
     """What an edited-body textarea means: bytes to store, or None to keep the body.
 
@@ -115,8 +132,7 @@ def normalize_edited_body(text, original):
     gets its LFs back. Text left as it was prefilled, or left empty, is no edit."""
     if not text:
         return None
-    if original is None or "\r" not in original:
-        text = text.replace("\r\n", "\n")
+    text = _browser_text(text, original)
     if original is not None and text == original:
         return None
     return text.encode("utf-8")
@@ -134,6 +150,8 @@ REPROCESS_OPTIONS = (
     "target_stream",
     "target_url",
     "edited_body",
+    "edited_headers",
+    "patch",
     "rate_limit",
     "canary",
     "progressive",
@@ -154,6 +172,8 @@ _OPTION_WORDS = {
     "target_queue": "Another queue is for reprocessing",
     "send_to": "Sending elsewhere than their origin is for reprocessing",
     "edited_body": "An edited body is for reprocessing",
+    "edited_headers": "Edited headers are for reprocessing",
+    "patch": "A bulk edit (a JSON Patch) is for reprocessing",
     "rate_limit": "Rate limits, canaries and steps are for reprocessing",
     "canary": "Rate limits, canaries and steps are for reprocessing",
     "progressive": "Rate limits, canaries and steps are for reprocessing",
@@ -184,29 +204,16 @@ def option_refused(name, action):
     return f"{_OPTION_WORDS[name]}: {does}. {leave}, or choose {ACTION_WORDS[owner]}."
 
 
-def json_content_type(content_type):
-    """True for a JSON body's content type (application/json, application/problem+json...)."""
-    media = (content_type or "").split(";", 1)[0].strip().lower()
-    return media == "application/json" or media.endswith("+json") or media == "text/json"
-
-
-def json_refused(data, content_type):
-    """Why an edited body of a JSON message is refused: the parser's message with its line and
-    column; "" when it parses (or the message is not JSON)."""
-    if not json_content_type(content_type):
-        return ""
-    try:
-        json.loads(data)
-    except UnicodeDecodeError:
-        return f"The message is {content_type}, and this body is not UTF-8 text."
-    except json.JSONDecodeError as exc:
-        return (
-            f"The message is {content_type}, and this is not valid JSON: {exc.msg} at line "
-            f"{exc.lineno}, column {exc.colno}."
-        )
-    except RecursionError:
-        return f"The message is {content_type}, and this JSON is nested too deeply."
-    return ""
+def _json_text(max_length, label, help_text):
+    """A textarea of JSON a person writes: kept as typed (no stripping, no spelling marks)."""
+    return forms.CharField(
+        required=False,
+        strip=False,
+        max_length=max_length,
+        widget=forms.Textarea(attrs={"rows": 8, "spellcheck": "false"}),
+        label=label,
+        help_text=help_text,
+    )
 
 
 class ActionRequestForm(NoAutocompleteForm):
@@ -264,6 +271,27 @@ class ActionRequestForm(NoAutocompleteForm):
         "version; the original is kept). Leave it as it is to keep the body. An edited body "
         "always needs a second person's approval.",
     )
+    edited_headers = _json_text(
+        HEADERS_TEXT_MAX,
+        "headers",
+        "Reprocess only. The headers you may edit, as a JSON object of names to text values: "
+        "change, add or remove them (stored with the body as a new version; the original is "
+        "kept). The product's own headers, a broker's dead-letter record and those the queue "
+        "locks are kept as they are (listed beside). An edit always needs a second person's "
+        "approval.",
+    )
+    patch = _json_text(
+        PATCH_TEXT_MAX,
+        "JSON Patch",
+        "Reprocess only. Edit every message's body in bulk with a JSON Patch (RFC 6902), e.g. "
+        '[{"op": "add", "path": "/currency", "value": "EUR"}]: each edited body is stored as a '
+        "new version (the original is kept). Preview it on some of the messages before you send "
+        "the request; a message it does not apply to stays quarantined. A bulk edit always "
+        "needs a second person's approval.",
+    )
+    # The patch whose preview the page showed (its fingerprint): a bulk edit is sent only after
+    # its preview was seen.
+    previewed = forms.CharField(required=False, max_length=64, widget=forms.HiddenInput)
     error_code = forms.CharField(
         required=False, max_length=ERROR_CODE_MAX, help_text="End with error only."
     )
@@ -329,6 +357,39 @@ class ActionRequestForm(NoAutocompleteForm):
             )
         return [int(part) for part in parts]
 
+    def clean_edited_headers(self):
+        """The headers asked for, as a dict; None when left as prefilled, or empty."""
+        text = self.cleaned_data["edited_headers"]
+        if not text:
+            return None
+        text = _browser_text(text, self.original_headers)
+        if text == self.original_headers:
+            return None
+        try:
+            headers = json_strict(text)
+        except (ValueError, RecursionError) as exc:
+            said = (
+                f"{exc.msg} at line {exc.lineno}, column {exc.colno}"
+                if hasattr(exc, "lineno")
+                else "it cannot be read"
+            )
+            raise forms.ValidationError(f"The headers are not valid JSON: {said}.") from None
+        if not isinstance(headers, dict) or not all(isinstance(v, str) for v in headers.values()):
+            raise forms.ValidationError(
+                'The headers are a JSON object of names to text values: {"x-trace": "abc"}.'
+            )
+        return headers
+
+    def clean_patch(self):
+        """The patch's operations, checked; None when there is none."""
+        text = self.cleaned_data["patch"]
+        if not text.strip():
+            return None
+        try:
+            return patch_parse(text)
+        except PatchRefused as exc:
+            raise forms.ValidationError(str(exc)) from None
+
     def clean(self):
         data = super().clean()
         action = data.get("action")
@@ -356,6 +417,8 @@ class ActionRequestForm(NoAutocompleteForm):
             "progressive": data.get("progressive"),
             "error_code": data.get("error_code"),
             "error_description": data.get("error_description"),
+            "edited_headers": data.get("edited_headers") is not None,
+            "patch": data.get("patch") is not None,
         }
         if "edited_body" in self.fields:
             chosen["edited_body"] = (
@@ -423,15 +486,22 @@ class ActionRequestForm(NoAutocompleteForm):
         self,
         *args,
         with_body=False,
+        with_patch=False,
         redrive_sources=(),
         original_body=None,
+        original_headers=None,
         content_type="",
+        previewing=False,
         **kwargs,
     ):
         super().__init__(*args, **kwargs)
-        # The body as prefilled (None when none was), and the message's content type: an
-        # edit of a JSON message's body must parse.
+        if previewing:
+            # A bulk edit's preview needs its patch; the why comes when it is sent.
+            self.fields["comment"].required = False
+        # The body and the editable headers as prefilled (None when none was), and the
+        # message's content type: an edit of a JSON message's body must parse.
         self.original_body = original_body
+        self.original_headers = original_headers
         self.content_type = content_type
         queues = Queue.objects.order_by("name").values_list("name", flat=True)
         # A broker source's redrive queue sends its messages back where they died: say so.
@@ -445,6 +515,11 @@ class ActionRequestForm(NoAutocompleteForm):
             *back.items(),
             *((q, q) for q in queues if q not in back),
         ]
+        if not with_patch:
+            del self.fields["patch"]
+            del self.fields["previewed"]
+        if original_headers is None:
+            del self.fields["edited_headers"]
         if not with_body:
             del self.fields["edited_body"]
         else:

@@ -55,6 +55,19 @@ class ActionRequest(leases.LeasedRun):
     # REDRIVE_TARGET_KEYS); null: to its origin, or where the redrive queue's options say.
     redrive_target = models.JSONField(null=True, blank=True)
     edited_body = models.BinaryField(null=True, blank=True)  # reprocess one message, edited
+    # Reprocess one message with its headers edited: the headers its new version carries, whole,
+    # as JSON text (the product's own and the queue's locked ones kept as they were:
+    # console.decisions.header_edits); null: its headers as they are.
+    edited_headers = models.TextField(null=True, blank=True)
+    # What that edit changes, as the approver sees it: [[added|removed|changed, name, before,
+    # after]] against the headers the message had when the request was made.
+    header_changes = models.JSONField(default=list, blank=True)
+    # A bulk edit: the JSON Patch (RFC 6902) each message's body gets before it is reprocessed,
+    # as JSON text (its members' order kept: a value's members become a body's), and its preview
+    # as frozen when the request was made: a few of its messages, each with the diff of its body
+    # or why the patch does not apply to it (console.decisions.patch_preview).
+    patch = models.TextField(null=True, blank=True)
+    patch_preview = models.JSONField(default=list, blank=True)
     error_code = models.CharField(max_length=100, blank=True, default="")  # end with error
     error_description = models.TextField(blank=True, default="")
     comment = models.TextField()
@@ -234,6 +247,9 @@ class ActionChunk(models.Model):
     failed = models.IntegerField(default=0)
     siblings_ended = models.IntegerField(default=0)
     events_commit = models.BigIntegerField(null=True, blank=True)
+    # Members a bulk edit could not edit (its patch does not apply, or its result is refused):
+    # [{"message_id", "reason"}], the first FAILURES_KEPT of the chunk's; they stay quarantined.
+    failures = models.JSONField(default=list, blank=True)
     committed_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

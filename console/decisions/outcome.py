@@ -42,7 +42,7 @@ CATEGORIES = (
     (PENDING, "still on their way (TBDL or DLNG)"),
     (FINAL, "failed or ended for good (FAIL or ENDED)"),
     (GONE, "decided, no longer in the index (purged)"),
-    (SKIPPED, "not decided: changed before their chunk ran, or unknown"),
+    (SKIPPED, "not decided: changed before their chunk ran, unknown, or not edited by its patch"),
     (NOT_REACHED, "not decided: their chunk has not run (cancelled, failed or still running)"),
 )
 LABELS = dict(CATEGORIES)

@@ -14,6 +14,7 @@ import pyarrow.parquet as pq
 from django.core.exceptions import PermissionDenied
 
 from console.browse.selectors import message_queryset
+from console.decisions import standing
 from console.lake.services import lake
 from console.readmodels.models import MessageIndex
 from workers.engine.states import NDLV
@@ -161,6 +162,9 @@ def scope_freeze(scope, *, actor=None):
         rows = _lake_query_rows(scope, actor)
     elif isinstance(scope, dict) and scope.get("kind") == "failed_again":
         rows = _failed_again_rows(scope, actor)
+    elif isinstance(scope, dict) and scope.get("kind") == standing.STANDING_RULE:
+        # What a standing rule matched (console.rules): never a person's scope (SCOPE_KINDS).
+        rows = standing.scope_rows(scope)
     else:
         rows = (
             scope_queryset(scope)

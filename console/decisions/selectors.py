@@ -12,7 +12,7 @@ from django.utils import timezone
 
 from console.audit.models import AuditEntry
 from console.browse.selectors import COUNT_CAP, MatchCount
-from console.decisions.models import ActionRequest
+from console.decisions.models import ActionChunk, ActionRequest
 from console.decisions.scope import scope_queryset
 from console.lake.selectors import lake_paths
 from console.lake.services import lake
@@ -91,6 +91,18 @@ def request_get(*, request_id):
         .filter(id=request_id)
         .first()
     )
+
+
+def request_edit_failures(*, request_id, limit=100):
+    """The first `limit` members a bulk edit could not edit, [{"message_id", "reason"}], in
+    chunk order (each chunk keeps its first ones: console.decisions.chunks)."""
+    found = []
+    rows = ActionChunk.objects.filter(request_id=request_id).order_by("index")
+    for failures in rows.values_list("failures", flat=True):
+        found.extend(failures or [])
+        if len(found) >= limit:
+            break
+    return found[:limit]
 
 
 def request_audit(*, request_id):

@@ -14,6 +14,12 @@ from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
 from console.decisions import services
+from console.decisions.edit_serializers import (
+    EditsSerializer,
+    edited_headers_field,
+    json_body_check,
+    patch_field,
+)
 from console.decisions.forms import (
     COMMENT_MAX,
     ERROR_CODE_MAX,
@@ -24,14 +30,12 @@ from console.decisions.forms import (
     SCOPE_KINDS,
     TEXT_MAX,
     filter_scope,
-    json_refused,
 )
 from console.decisions.models import ActionRequest as R
 from console.decisions.outcome import outcome_available
 from console.decisions.overlaps import COMPARED_MAX
 from console.decisions.scope import MAX_SELECTION, ScopeError
 from console.decisions.targets import REDRIVE_TARGET_KEYS, redrive_target_clean
-from console.readmodels.models import MessageIndex
 
 # --- A request ------------------------------------------------------------------------------------
 
@@ -273,7 +277,7 @@ class RedriveTargetSerializer(serializers.Serializer):
             raise serializers.ValidationError(exc.messages) from None
 
 
-class RequestSerializer(RequestSummarySerializer):
+class RequestSerializer(RequestSummarySerializer, EditsSerializer):
     """Everything the request page shows."""
 
     scope = ScopeSerializer(help_text="The scope as asked.")
@@ -459,6 +463,8 @@ class RequestCreateSerializer(serializers.Serializer):
         allow_blank=True,
         help_text="Reprocess one message only: the new body, as base64 (any bytes).",
     )
+    edited_headers = edited_headers_field()
+    patch = patch_field(required=False, allow_null=True)
     error_code = serializers.CharField(required=False, allow_blank=True, max_length=ERROR_CODE_MAX)
     error_description = serializers.CharField(
         required=False, allow_blank=True, max_length=ERROR_DESCRIPTION_MAX
@@ -525,28 +531,24 @@ class RequestCreateSerializer(serializers.Serializer):
                 raise serializers.ValidationError(
                     {"edited_body_base64": "this is not base64"}
                 ) from None
-        self._check_json_body(data, "edited_body" if text is not None else "edited_body_base64")
+        json_body_check(data, "edited_body" if text is not None else "edited_body_base64")
         return data
 
-    @staticmethod
-    def _check_json_body(data, field):
-        """An edited body of a JSON message must parse, as the form checks it."""
-        scope = data.get("scope") or {}
-        if data.get("edited_body") is None or scope.get("kind") != "message":
-            return
-        found = MessageIndex.objects.filter(message_id=scope["id"]).values_list("content_type")
-        content_type = next(iter(found), ("",))[0]
-        said = json_refused(data["edited_body"], content_type)
-        if said:
-            raise serializers.ValidationError({field: said})
+
+class PatchPreviewInputSerializer(serializers.Serializer):
+    scope = ScopeSerializer(help_text="What the request would act on.")
+    patch = patch_field()
+
+    class Meta:
+        ref_name = "PatchPreviewInput"
 
 
 class RequestQuerySerializer(serializers.Serializer):
     body = serializers.BooleanField(
         required=False,
         default=False,
-        help_text="Include the edited body (edited_body_base64); needs the permission to "
-        "read bodies, and the read is audited.",
+        help_text="Include the edited body (edited_body_base64) and the diffs of a bulk edit's "
+        "preview; needs the permission to read bodies, and the read is audited.",
     )
 
     class Meta:

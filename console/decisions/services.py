@@ -5,6 +5,7 @@ and every step is in the audit trail. Execution (chunks on Spark) starts only fr
 before the approval expires."""
 
 import dataclasses
+import json
 from dataclasses import dataclass
 from datetime import timedelta
 
@@ -14,15 +15,21 @@ from django.db import transaction
 from django.utils import timezone
 
 from console.access.rights import approver_cooldown_check
+from console.browse.headers import header_changes
+from console.browse.selectors import message_headers_text
 from console.browse.services import message_body_read_record
 from console.decisions.approval import approval_policy_locked
+from console.decisions.header_edits import headers_edited, headers_parse, locked_names
 from console.decisions.models import ActionRequest as R
+from console.decisions.patch_preview import PREVIEW_SIZE, patch_preview, preview_refusal
 from console.decisions.request_audit import request_audit
 from console.decisions.scope import scope_freeze
+from console.decisions.standing import redirect_for
 from console.decisions.targets import redrive_target_clean
 from console.decisions.tasks import execute_enqueue
 from console.permissions import APPROVE_REQUESTS, MAKE_REQUESTS
 from console.queues.models import Queue
+from workers.jobs.decisions.body_edits import PatchRefused, patch_parse, patch_sha256, patch_text
 
 MAX_CANARY = 10_000
 # A progressive redrive: the steps the request form and the API offer, at most MAX_STEPS of at
@@ -43,19 +50,38 @@ class Action:
     # Where the broker sinks send the messages instead of their origin: {key: text} of
     # REDRIVE_TARGET_KEYS; None for the origin.
     redrive_target: dict | None = None
+    # One message's headers as the person wants them (console.decisions.header_edits); None to
+    # keep them.
+    edited_headers: dict | None = None
+    # A bulk edit: a JSON Patch (RFC 6902) of each message's body, its operations as a list.
+    patch: list | None = None
+
+    @property
+    def edits_one(self):
+        """Edits one message's body or headers."""
+        return self.edited_body is not None or self.edited_headers is not None
+
+
+# A bulk edit acts on messages of the index, whose first ones its preview shows before it is
+# made; a lake query's result and an earlier request's outcome are read only when frozen.
+PATCH_SCOPES = ("message", "selection", "group", "filter")
 
 
 def _check_action(action, count):
     if action.kind not in dict(R.ACTIONS):
         raise ValidationError(f"action must be one of {', '.join(dict(R.ACTIONS))}")
-    if action.kind != R.REPROCESS and (action.target_queue or action.edited_body is not None):
-        raise ValidationError("only reprocess takes a target queue or an edited body")
+    if action.kind != R.REPROCESS and (action.target_queue or action.edits_one):
+        raise ValidationError("only reprocess takes a target queue or an edited body or headers")
+    if action.kind != R.REPROCESS and action.patch is not None:
+        raise ValidationError("only reprocess takes a JSON Patch (a bulk edit)")
+    if action.patch is not None and action.edits_one:
+        raise ValidationError("give an edited body and headers, or a JSON Patch, not both")
     if action.kind != R.REPROCESS and action.redrive_target:
         raise ValidationError("only reprocess takes a redrive target")
     if action.target_queue and not Queue.objects.filter(name=action.target_queue).exists():
         raise ValidationError(f"there is no queue {action.target_queue!r} to reprocess to")
-    if action.edited_body is not None and count != 1:
-        raise ValidationError("an edited body is for a request on exactly one message")
+    if action.edits_one and count != 1:
+        raise ValidationError("an edited body or headers is for a request on exactly one message")
     if action.edited_body is not None and len(action.edited_body) > settings.MAX_BODY_BYTES:
         raise ValidationError(f"the edited body is over {settings.MAX_BODY_BYTES} bytes")
     if action.kind == R.END and not (action.error_code and action.error_description):
@@ -131,12 +157,22 @@ def action_request_create(
         action, rate_limit, canary, steps, refailure_threshold
     )
     action = dataclasses.replace(action, redrive_target=redrive_target_clean(action.redrive_target))
+    if action.patch is not None:
+        action = dataclasses.replace(action, patch=_patch_checked(action.patch, scope))
     frozen = scope_freeze(scope, actor=actor)
     _check_action(action, frozen.count)
+    # A standing redirect (console.rules) sends a reprocess back to its own queue to another
+    # queue, before the edit's headers are checked against where it goes; the move was approved
+    # with the rule, by a second person (R17): what must be approved here is the request as asked.
+    redirect = redirect_for(action=action, frozen=frozen)
+    if redirect is not None:
+        action = dataclasses.replace(action, target_queue=redirect.to_queue)
+    action, edited_headers, changes = _headers_frozen(action, frozen)
+    preview = _preview_frozen(action, frozen)
     with transaction.atomic():
         approval = approval_policy_locked(
             actor=actor,
-            action=action,
+            action=dataclasses.replace(action, target_queue="") if redirect else action,
             count=frozen.count,
             queues=frozen.breakdown.get("queues", {}),
         )
@@ -146,15 +182,14 @@ def action_request_create(
             target_queue=action.target_queue,
             redrive_target=action.redrive_target,
             edited_body=action.edited_body,
+            edited_headers=edited_headers,
+            header_changes=changes,
+            patch=patch_text(action.patch) if action.patch is not None else None,
+            patch_preview=preview,
             error_code=action.error_code,
             error_description=action.error_description,
             comment=comment.strip(),
-            scope=scope,
-            ids_path=frozen.ids_path,
-            ids_sha256=frozen.ids_sha256,
-            count=frozen.count,
-            breakdown=frozen.breakdown,
-            sample=frozen.sample,
+            **_frozen_fields(scope, frozen),
             requester=actor,
             status=R.PENDING if needs else R.APPROVED,
             needs_approval=needs,
@@ -172,11 +207,117 @@ def action_request_create(
             actor=actor,
             details=_summary(request),
         )
+        if redirect is not None:
+            redirect.record(request)
     return request
+
+
+def _patch_checked(patch, scope):
+    """The patch's operations, checked (workers.jobs.decisions.body_edits.patch_parse)."""
+    if not isinstance(scope, dict) or scope.get("kind") not in PATCH_SCOPES:
+        raise ValidationError(
+            "a bulk edit acts on a selection, a failure group, a filter or one message"
+        )
+    try:
+        return patch_parse(patch)
+    except PatchRefused as exc:
+        raise ValidationError(str(exc)) from None
+
+
+def _headers_frozen(action, frozen):
+    """(action, headers, changes): the headers the new version carries, as JSON text, and what
+    the edit changes (console.browse.headers.header_changes); (action without them, None, [])
+    for an edit that changes nothing. The message's queue and the queue it goes to say which
+    headers are locked."""
+    if action.edited_headers is None:
+        return action, None, []
+    (row,) = frozen.sample
+    current = headers_parse(message_headers_text(message_id=row["message_id"]))
+    final = headers_edited(
+        current=current,
+        desired=action.edited_headers,
+        locked=locked_names([row["queue"], action.target_queue]),
+    )
+    if final is None:
+        return dataclasses.replace(action, edited_headers=None), None, []
+    changes = [list(change) for change in header_changes(current, final)]
+    return action, json.dumps(final, ensure_ascii=False), changes
+
+
+def _preview_frozen(action, frozen):
+    """A bulk edit's preview on the frozen set's first messages, as the approver sees it;
+    ValidationError when a sampled result cannot be its message's body."""
+    if action.patch is None:
+        return []
+    sampled = [row["message_id"] for row in frozen.sample[:PREVIEW_SIZE]]
+    rows = patch_preview(message_ids=sampled, patch=action.patch)
+    refused = preview_refusal(rows)
+    if refused:
+        raise ValidationError(refused)
+    return rows
 
 
 def _ttl():
     return timedelta(hours=settings.APPROVAL_TTL_HOURS)
+
+
+def _frozen_fields(scope, frozen):
+    """What a request records of its scope, as asked and as frozen (however it is made)."""
+    return {
+        "scope": scope,
+        "ids_path": frozen.ids_path,
+        "ids_sha256": frozen.ids_sha256,
+        "count": frozen.count,
+        "breakdown": frozen.breakdown,
+        "sample": frozen.sample,
+    }
+
+
+def action_request_create_standing(
+    *, standing, scope, action, comment, steps=None, refailure_threshold=None
+):
+    """A request a standing rule makes (console.rules; `standing`: its Standing): the scope
+    frozen as any other, and APPROVED at once by the rule's own approval, which the request
+    records (the rule's proposer asks, its second person approved, R17); it starts executing
+    once the transaction commits. The steps and re-failure threshold are checked as a person's."""
+    steps, refailure_threshold = _check_options(action, None, 0, steps, refailure_threshold)
+    frozen = scope_freeze(scope)
+    _check_action(action, frozen.count)
+    # A rule's reprocess is a reprocess: a standing redirect of its queue sends it on too.
+    redirect = redirect_for(action=action, frozen=frozen)
+    now = timezone.now()
+    with transaction.atomic():
+        request = R.objects.create(
+            action=action.kind,
+            target_queue=redirect.to_queue if redirect else "",
+            comment=comment.strip(),
+            **_frozen_fields(scope, frozen),
+            requester=standing.requester,
+            status=R.APPROVED,
+            needs_approval=True,
+            approval_reason=standing.approval_reason,
+            decided_by=standing.approver,
+            decided_at=now,
+            expires_at=now + _ttl(),
+            steps=steps,
+            refailure_threshold=refailure_threshold,
+        )
+        transaction.on_commit(lambda: execute_enqueue(request.id), robust=True)
+        request_audit(
+            request,
+            "request.created",
+            actor="system",
+            details={**_summary(request), "standing_rule": standing.rule_id},
+        )
+        if redirect is not None:
+            redirect.record(request)
+    return request
+
+
+def progression_check(*, steps, refailure_threshold):
+    """A reprocess's steps and re-failure threshold, checked as a request's are (ValidationError
+    in words); returns them as a request stores them: ([], 0.0) without steps."""
+    return _check_options(Action(kind=R.REPROCESS), None, 0, steps, refailure_threshold)
 
 
 def _summary(request):
@@ -190,8 +331,28 @@ def _summary(request):
         "comment": request.comment,
         "error_code": request.error_code,
         "approval_reason": request.approval_reason,
+        **_edits(request),
         **_execution_options(request),
     }
+
+
+def _edits(request):
+    """What the audit trail keeps of an edit: the names of the headers it changes; a bulk edit's
+    patch itself (not message data), and which of the preview's messages it applies to."""
+    said = {}
+    if request.header_changes:
+        said["headers_changed"] = [name for _, name, _, _ in request.header_changes]
+    if request.patch is not None:
+        patch = json.loads(request.patch)
+        said |= {
+            "patch": patch,
+            "patch_sha256": patch_sha256(patch),
+            "preview": [
+                {"message_id": row["message_id"], "applies": row["applies"]}
+                for row in request.patch_preview
+            ],
+        }
+    return said
 
 
 def _execution_options(request):

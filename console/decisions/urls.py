@@ -47,6 +47,12 @@ api_request_urls = [
 # is a JSON 404 like an unknown one, not Django's HTML page.
 api_urlpatterns = [
     path("requests", apis.RequestListApi.as_view(), name="api-request-list"),
+    # Before the requests' own routes: "patch-preview" is no request's number.
+    path(
+        "requests/patch-preview",
+        apis.RequestPatchPreviewApi.as_view(),
+        name="api-request-patch-preview",
+    ),
     path("requests/<str:request_id>", apis.RequestDetailApi.as_view(), name="api-request-detail"),
     path("requests/<str:request_id>/", include(api_request_urls)),
     path("notifications", apis.NotificationListApi.as_view(), name="api-notification-list"),

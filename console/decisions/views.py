@@ -6,6 +6,7 @@ Every view checks its permission on the server, and the services check theirs ag
 requester cannot approve their own request however the form is posted). Comments, reasons, ids
 and bodies are attacker-controlled: they reach the templates as plain strings, escaped there."""
 
+import json
 from urllib.parse import urlencode
 
 from django.conf import settings
@@ -19,7 +20,6 @@ from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
 from console.access.rights import approver_cooldown_until
-from console.browse import selectors as browse_selectors
 from console.browse.body import body_render
 from console.browse.services import message_body_read_record
 from console.decisions import selectors
@@ -30,6 +30,13 @@ from console.decisions.break_glass import (
     may_break_glass,
     may_break_glass_role,
     may_review,
+)
+from console.decisions.editing import (
+    BULK_EDIT_SCOPES,
+    editable_body,
+    editable_headers,
+    patch_initial,
+    preview_read,
 )
 from console.decisions.forms import (
     NOTIFICATIONS_PAGE,
@@ -52,6 +59,12 @@ from console.decisions.outcome import (
     request_outcome,
 )
 from console.decisions.overlaps import request_overlaps
+from console.decisions.patch_preview import (
+    patch_preview,
+    preview_failing,
+    preview_refusal,
+    scope_preview_ids,
+)
 from console.decisions.scope import ScopeError
 from console.decisions.scope_overlaps import scope_overlaps
 from console.decisions.selections import selection_create, selection_ids, selection_ids_parse
@@ -60,6 +73,7 @@ from console.decisions.services import (
     action_request_create,
     action_request_edited_body_read,
 )
+from console.decisions.standing import notes_for, redirects_said
 from console.decisions.targets import redrive_target_said
 from console.list_pages import filtered_list
 from console.permissions import (
@@ -72,40 +86,13 @@ from console.permissions import (
 )
 from console.plurals import counted
 from console.readmodels.models import MessageIndex
+from workers.jobs.decisions.body_edits import patch_sha256
 
-# A body larger than this is not put in a textarea; edit it through the API.
-BODY_EDIT_MAX = 1024 * 1024
 BREAKDOWN_SHOWN = 200
 SELECTION_SHOWN = 100
 
 
 # --- Asking -------------------------------------------------------------------------------------
-
-
-def _editable_body(user, message_id):
-    """(the body as text to prefill, or None; why there is none; its content type)."""
-    if not user.has_perm(VIEW_BODY):
-        return None, "hidden", _content_type(message_id)
-    found = browse_selectors.message_body(message_id=message_id)
-    if found is None:
-        return None, "missing", _content_type(message_id)
-    data, content_type = bytes(found[0]), found[1]
-    if len(data) > BODY_EDIT_MAX:
-        return None, "large", content_type
-    try:
-        text = data.decode("utf-8")
-    except UnicodeDecodeError:
-        return None, "binary", content_type
-    if "\x00" in text:
-        return None, "binary", content_type  # a browser would not send a NUL back as it is
-    return text, "", content_type
-
-
-def _content_type(message_id):
-    """The message's content type as the index has it (no body read): an edit of a JSON
-    message's body must parse even when its body is not shown."""
-    row = MessageIndex.objects.filter(message_id=message_id).values_list("content_type").first()
-    return row[0] if row else ""
 
 
 def _to_created(request, created):
@@ -140,8 +127,9 @@ def _scope_query(request, scope):
     return scope_params(scope)
 
 
-# Where the message list's selection bar sends a posted selection: the full form, or one click.
-SELECTION_THEN = ("new", *QUICK_ACTIONS)
+# Where the message list's selection bar sends a posted selection: the full form (with its bulk
+# edit in view: "edit"), or one click.
+SELECTION_THEN = ("new", "edit", *QUICK_ACTIONS)
 
 
 @require_POST
@@ -161,6 +149,8 @@ def selection_post(request):
     query = [("scope", "selection"), ("selection", str(kept.key))]
     if then == "new":
         return redirect(reverse("request-new") + "?" + urlencode(query))
+    if then == "edit":
+        return redirect(reverse("request-new") + "?" + urlencode(query) + "#bulk-edit")
     return redirect(reverse("request-quick") + "?" + urlencode([*query, ("action", then)]))
 
 
@@ -181,11 +171,14 @@ def request_new(request):
         "scope_group": selectors.scope_group(scope=scope),
         "budget": approval_budget(request.user),
     }
-    original, content_type = None, ""
+    original, content_type, headers = None, "", None
     with_body = scope["kind"] == "message"
     if with_body:
-        ctx["message"] = MessageIndex.objects.filter(message_id=scope["id"]).first()
-        original, ctx["body_note"], content_type = _editable_body(request.user, scope["id"])
+        ctx["message"] = message = MessageIndex.objects.filter(message_id=scope["id"]).first()
+        original, ctx["body_note"], content_type = editable_body(request.user, scope["id"])
+        headers, ctx["headers_kept"] = editable_headers(
+            scope["id"], message.queue if message else ""
+        )
         # A POST reads it only to compare with what came back; showing it is what is recorded.
         if original is not None and request.method == "GET":
             message_body_read_record(actor=request.user, message_id=scope["id"], via="request form")
@@ -196,10 +189,14 @@ def request_new(request):
     ctx["redrive_sources"] = sources
     # What other open requests hold of these messages, told before sending, not only after.
     ctx["overlaps"] = scope_overlaps(scope=scope, matching=matching)
+    # Where a standing redirect (console.rules) sends a reprocess of these, told before sending.
+    ctx["standing"] = redirects_said(queues=_queue_names(scope, matching))
     ctx["scope_query"] = urlencode(_scope_query(request, scope))
     initial = {
         "action": request.GET.get("action") or R.REPROCESS,
         "edited_body": original,
+        "edited_headers": headers,
+        "patch": patch_initial(request.GET),
         "target_queue": request.GET.get("target_queue", ""),
     }
     posted = request.method == "POST"
@@ -207,17 +204,22 @@ def request_new(request):
         request.POST if posted else None,
         initial=initial,
         with_body=with_body,
+        with_patch=scope["kind"] in BULK_EDIT_SCOPES,
         redrive_sources=sources,
         original_body=original,
+        original_headers=headers,
         content_type=content_type,
+        previewing=posted and "preview" in request.POST,
     )
-    if posted and form.is_valid():
+    if posted and form.is_valid() and _bulk_edit_previewed(request, form, scope, ctx):
         data = form.cleaned_data
         action = Action(
             kind=data["action"],
             target_queue=data["target_queue"],
             redrive_target=form.redrive_target(),
             edited_body=normalize_edited_body(data.get("edited_body", ""), original),
+            edited_headers=data.get("edited_headers"),
+            patch=data.get("patch"),
             error_code=data["error_code"],
             error_description=data["error_description"],
         )
@@ -236,7 +238,38 @@ def request_new(request):
         else:
             return _to_created(request, created)
     ctx["form"] = form
-    return render(request, template, ctx, status=400 if posted else 200)
+    previewing = "preview" in ctx and form.is_valid()
+    return render(request, template, ctx, status=400 if posted and not previewing else 200)
+
+
+def _bulk_edit_previewed(request, form, scope, ctx):
+    """Whether a request with a bulk edit may be made now: its patch's preview was shown (the
+    page carries its fingerprint), and none of its sampled results is refused. Otherwise the
+    page shows the preview (`ctx["preview"]`), with what refuses it, and the person sends the
+    request from there. True without a bulk edit."""
+    patch = form.cleaned_data.get("patch")
+    if patch is None or form.cleaned_data.get("action") != R.REPROCESS:
+        return True
+    rows = patch_preview(message_ids=scope_preview_ids(scope), patch=patch)
+    fingerprint = patch_sha256(patch)
+    ctx["preview"] = rows
+    ctx["preview_failing"] = preview_failing(rows)
+    ctx["preview_diffs"] = preview_read(user=request.user, rows=rows)
+    refused = preview_refusal(rows)
+    if refused:
+        form.add_error("patch", refused)
+        return False
+    if "preview" not in request.POST and form.cleaned_data.get("previewed") == fingerprint:
+        return True
+    # The page sends it again with this fingerprint: the preview the person has now seen.
+    form.data = form.data.copy()
+    form.data["previewed"] = fingerprint
+    return False
+
+
+def _queue_names(scope, matching):
+    """The queues of the messages a scope matches now (when its count is known)."""
+    return [queue for queue, _ in selectors.scope_queues(scope=scope, matching=matching) or ()]
 
 
 def _scope_said(scope, group):
@@ -297,6 +330,9 @@ def request_quick(request):
         "matching": matching,
         "queues": selectors.scope_queues(scope=scope, matching=matching),
         "overlaps": scope_overlaps(scope=scope, matching=matching),
+        "standing": (
+            redirects_said(queues=_queue_names(scope, matching)) if action == R.REPROCESS else []
+        ),
         "approval": approval_policy(
             actor=request.user,
             action=Action(kind=action),
@@ -362,6 +398,7 @@ def request_detail(request, request_id):
     edited = None
     if r.edited_body is not None and user.has_perm(VIEW_BODY):
         edited = body_render(action_request_edited_body_read(actor=user, request=r, via="request"))
+    preview = r.patch_preview or []
     ids = r.scope.get("ids") if isinstance(r.scope.get("ids"), list) else []
     # An account in its approver cool-down sees when it may approve, not a button that refuses.
     approve_from = approver_cooldown_until(user) if may_approve else None
@@ -378,6 +415,15 @@ def request_detail(request, request_id):
         "more_selected": max(0, len(ids) - SELECTION_SHOWN),
         "edited": edited,
         "edited_size": len(r.edited_body) if r.edited_body is not None else None,
+        # An edit's headers are message data: shown to those who may read messages.
+        "header_changes": r.header_changes if user.has_perm(VIEW_MESSAGES) else None,
+        "patch_said": json.dumps(json.loads(r.patch), indent=2, ensure_ascii=False)
+        if r.patch is not None
+        else None,
+        "preview": preview,
+        "preview_failing": preview_failing(preview),
+        "preview_diffs": preview_read(user=user, rows=preview, request=r),
+        "edit_failures": selectors.request_edit_failures(request_id=r.id),
         # Inert text (autoescaped): the target is what the requester typed.
         "redrive_target_said": redrive_target_said(r.redrive_target),
         "is_requester": is_requester,
@@ -390,6 +436,8 @@ def request_detail(request, request_id):
         "audit": selectors.request_audit(request_id=r.id),
         # What other open requests share with it, told while it waits for approval.
         "overlaps": request_overlaps(request=r) if r.status == R.PENDING else None,
+        # A standing rule (console.rules) that made it, or sent it to another queue.
+        "standing": notes_for(r),
         **_break_glass_context(user, r, cooling),
         **_outcome_context(user, r),
     }

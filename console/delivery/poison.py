@@ -253,16 +253,17 @@ def poison_remove(*, actor, message_id):
     return entry
 
 
-def poison_reprocessed(*, staged, request_id, edited_body_sha256=None):
+def poison_reprocessed(*, staged, request_id, edited_bodies=()):
     """R9, R13: reprocessed messages come off the list by id and by body. Their entries are
     removed, and every body hash they stand for stops poisoning: it is cleared on every other
     entry, which stays listed by id (those messages stay quarantined).
 
     A reprocessed message's hashes: its entry's (what the list holds, whoever reported it), its
     original body's from ingest (MessageKey: the body an unedited reprocess delivers again, and
-    the one the engine listed), and an edited body's (`edited_body_sha256`: the body it goes back
-    with). `staged`: a temporary table of the chunk's message ids (console.readmodels.deltas'
-    decided_staged). Set-based, inside the chunk's transaction."""
+    the one the engine listed), and its edited body's (`edited_bodies`: the SHA-256 of each
+    body an edit sends a message back with). `staged`: a temporary table of the chunk's
+    message ids (console.readmodels.deltas' decided_staged). Set-based, inside the chunk's
+    transaction."""
     now = timezone.now()
     source = f"request {request_id}"
     with (
@@ -277,12 +278,11 @@ def poison_reprocessed(*, staged, request_id, edited_body_sha256=None):
             _reprocessed_entries_remove(
                 cursor, staged, [PoisonChange.REMOVED, f"reprocessed ({source})", source, _at(now)]
             )
-            if edited_body_sha256:
-                cursor.execute(
-                    f"INSERT INTO {_CLEARED} (body_sha256) SELECT %s WHERE NOT EXISTS "  # noqa: S608
-                    f"(SELECT 1 FROM {_CLEARED} WHERE body_sha256 = %s)",
-                    [edited_body_sha256, edited_body_sha256],
-                )
+            cursor.executemany(
+                f"INSERT INTO {_CLEARED} (body_sha256) SELECT %s WHERE NOT EXISTS "  # noqa: S608
+                f"(SELECT 1 FROM {_CLEARED} WHERE body_sha256 = %s)",
+                [[sha256, sha256] for sha256 in sorted(set(edited_bodies))],
+            )
             _cleared_bodies_unlist(
                 cursor,
                 [

@@ -119,7 +119,7 @@ def _header_named(name):
     return repr(name[:HEADER_NAME_QUOTED]) + ("..." if len(name) > HEADER_NAME_QUOTED else "")
 
 
-def _headers_limit_check(headers, message_id):
+def headers_limit_check(headers, message_id):
     """RecordRefused when the headers a message would be stored with (a dict of text) are over a
     limit: MAX_HEADER_COUNT headers, MAX_HEADER_NAME_BYTES a name, MAX_HEADER_VALUE_BYTES a
     value, MAX_HEADERS_TOTAL_BYTES for names and values together (console/settings.py says why
@@ -226,7 +226,7 @@ def record_check(record, queues, limit, own_allowed=False):
     # producer's is kept under a foreign name, then a broker source's own records are added.
     own = record.get("own_headers") if own_allowed else None
     headers = headers_stored(headers, _own_headers(own, message_id) if own else None)
-    _headers_limit_check(headers, message_id)
+    headers_limit_check(headers, message_id)
     # Default arguments: json reuses its one C encoder (sort_keys would build a new one).
     headers_text = json.dumps(headers) if headers else "{}"
 

@@ -80,6 +80,7 @@ class QueueAdmin(admin.ModelAdmin):
                 )
             },
         ),
+        ("Edits (R13, R18)", {"fields": ("locked_headers",)}),
         ("History", {"fields": ("created_at", "updated_at")}),
     )
 

@@ -21,6 +21,7 @@ POLICY_FIELDS = (
     "disable_after",
     "retention_days",
     "handler_options",
+    "locked_headers",
 )
 
 
@@ -51,6 +52,10 @@ def _validate_handler_options(value):
     refusals = handler_options_refusals(value)
     if refusals:
         raise ValidationError("; ".join(refusals))
+
+
+def _validate_locked_headers(value):
+    _policy_check(P.validate_locked_headers, value)
 
 
 def _default_backoff_delays():
@@ -120,6 +125,14 @@ class Queue(models.Model):
         help_text="Settings of a configurable handler (a redrive's exchange, say); no secrets.",
     )
 
+    locked_headers = models.JSONField(
+        default=list,
+        blank=True,
+        validators=[_validate_locked_headers],
+        help_text="Header names (in any case) an edit of a message keeps as they are, e.g. "
+        '["x-tenant", "x-signature"]; the product\'s own are kept whatever this says.',
+    )
+
     enabled = models.BooleanField(default=True)
     disabled_at = models.DateTimeField(null=True, blank=True)
     disabled_reason = models.TextField(blank=True, default="")
@@ -154,6 +167,7 @@ class Queue(models.Model):
         values = {name: getattr(self, name) for name in ("name", *POLICY_FIELDS)}
         values["backoff_delays"] = list(self.backoff_delays)
         values["handler_options"] = dict(self.handler_options or {})
+        values["locked_headers"] = list(self.locked_headers or [])
         return P.policy_from_mapping(
             {**values, "enabled": self.enabled, "consecutive_failures": self.consecutive_failures}
         )

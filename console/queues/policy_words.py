@@ -123,6 +123,17 @@ def handler_words(policy):
     return said
 
 
+def edit_words(policy):
+    """R13, R18: what an edit of one of the queue's messages keeps as it is."""
+    locked = list(getattr(policy, "locked_headers", None) or ())
+    said = "an edit keeps the product's own headers"
+    if locked:
+        said += " and " + ", ".join(locked) + " (locked) as they are"
+    else:
+        said += " as they are; every other header may be edited"
+    return said
+
+
 def policy_sentences(policy):
     """[(topic, sentence)] for a queue's whole policy, in the order a message meets it."""
     return [
@@ -133,6 +144,7 @@ def policy_sentences(policy):
         ("crashes", crash_words(policy)),
         ("poison list", poison_words(policy)),
         ("disabling", disable_words(policy)),
+        ("edits", edit_words(policy)),
         ("retention", retention_words(policy)),
     ]
 

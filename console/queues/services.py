@@ -17,6 +17,7 @@ from console.access.actor import acting_name
 from console.audit.services import audit_record
 from console.envnames import handler_options_refusals
 from console.queues.models import INTAKE_ROUTES, POLICY_FIELDS, Queue, QueueIntake
+from console.queues.rules_file import rules_load
 from console.queues.sources import sources_save, sources_validate
 from workers.engine import policy as P
 from workers.engine.handlers import HandlerImportError, handler_build
@@ -48,7 +49,7 @@ def queues_from_document(data):
     {"queues": [...], "sources": [...]}."""
     sources = None
     if isinstance(data, dict):
-        extra = set(data) - {"queues", "sources"}
+        extra = set(data) - {"queues", "sources", "rules"}
         if extra:
             raise QueueLoadError(
                 [f"unexpected top-level key(s): {', '.join(sorted(map(str, extra)))}"]
@@ -58,6 +59,11 @@ def queues_from_document(data):
     if not isinstance(data, list):
         raise QueueLoadError(['expected a list of queues, or a mapping {"queues": [...]}'])
     return data, sources
+
+
+def rules_from_document(data):
+    """The standing rules of a parsed file (`rules:` beside `queues:`), None when it has none."""
+    return data.get("rules") if isinstance(data, dict) else None
 
 
 def _label(index, entry):
@@ -151,6 +157,7 @@ def _destination_problem(handler):
 def _field_values(policy):
     values = {name: getattr(policy, name) for name in POLICY_FIELDS}
     values["backoff_delays"] = list(policy.backoff_delays)
+    values["locked_headers"] = list(policy.locked_headers)
     return values
 
 
@@ -173,18 +180,23 @@ def _apply_enabled(queue, policy, explicit):
     return ["enabled", "disabled_reason"]
 
 
-def queues_load(*, data, actor=None):
+def queues_load(*, data, actor=None, proposer=None):
     """Create or update the queues in `data` (a parsed file), all or nothing.
 
     Returns one QueueLoadResult per queue, in file order. Raises QueueLoadError, naming each
     offending queue, and changes nothing when any entry is invalid. Queues missing from the file are
-    left alone: their messages still refer to them.
+    left alone: their messages still refer to them. The file's standing rules (`rules:`) are
+    proposed in the name of `proposer` (a user), for a second person to approve on screen
+    (console.queues.rules_file).
     """
     entries, source_entries = queues_from_document(data)
+    rule_entries = rules_from_document(data)
     validated = _validate(entries)
     specs, errors = sources_validate(
         source_entries, handlers_in_file={p.name: p.handler for p, _ in validated}
     )
+    if rule_entries and proposer is None:
+        errors.append("the file proposes standing rules: say who proposes them (--proposer)")
     if errors:
         raise QueueLoadError(errors)
     results = []
@@ -226,6 +238,14 @@ def queues_load(*, data, actor=None):
             results.append(QueueLoadResult(name=policy.name, status=status, changed=tuple(changed)))
         for name, status, changed in sources_save(specs, actor=actor or acting_name()):
             results.append(QueueLoadResult(name, status, changed, kind="source"))
+        if rule_entries is not None:
+            # After the queues: a rule may name a queue the same file makes.
+            proposed, errors = rules_load(
+                rule_entries, proposer=proposer, actor=actor or acting_name()
+            )
+            if errors:
+                raise QueueLoadError(errors)
+            results += [QueueLoadResult(name, status, kind="rule") for name, status in proposed]
     return results
 
 

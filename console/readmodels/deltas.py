@@ -184,11 +184,11 @@ def decided_staged(decided, placement=None):
             cursor.execute(f"DROP TABLE IF EXISTS {STAGED}")
 
 
-def read_models_apply(*, decided, staged, at, reset=False, target_queue="", body=None):
+def read_models_apply(*, decided, staged, at, reset=False, target_queue=""):
     """`decided`: a table (message_id, to_state, ...) of one chunk, staged by
-    `decided_staged`. `reset`: a reprocess (R13: count reset, candidate cleared); `body`: an
-    edited body's new version as {"body_version", "body_size", "body_path"} (one message). Call
-    inside the chunk's transaction."""
+    `decided_staged`. `reset`: a reprocess (R13: count reset, candidate cleared). Call inside the
+    chunk's transaction; new versions of the messages (an edit, a redrive target) are
+    `index_bodies_move`'s."""
     states = _q(MessageState._meta.db_table)
     mid, state = _q("message_id"), _q("state")
     with connection.cursor() as cursor, joins_by_key(cursor):
@@ -219,17 +219,54 @@ def read_models_apply(*, decided, staged, at, reset=False, target_queue="", body
                 changes |= {"delivery_count": 0, "candidate": False}
             chosen = f"SELECT message_id FROM {staged} WHERE to_state = %s"  # noqa: S608
             _rows_update(cursor, changes, chosen, [to_state])
-        # Only a reprocess to another queue or with an edited body touches the wide table: a
-        # plain move updates MessageState's narrow rows alone.
-        wide = {}
+        # Only a reprocess to another queue touches the wide table: a plain move updates
+        # MessageState's narrow rows alone.
         if reset and target_queue:
-            wide["queue"] = target_queue
-        if reset and body is not None:
-            wide |= body
-        if wide:
-            _rows_update(cursor, wide, f"SELECT message_id FROM {staged}", [])  # noqa: S608
+            _rows_update(cursor, {"queue": target_queue}, f"SELECT message_id FROM {staged}", [])  # noqa: S608
     _groups_move(groups)
     queue_counts_move(queues)
+
+
+BODIES = "new_body_versions"
+
+
+def index_bodies_move(versions, directory):
+    """The index follows messages to their new versions, written in the lake directory
+    `directory` (an edit's, a redrive target's): `versions` (message_id, version, body_size), one
+    row a message. The browser reads each body where its row says. Staged in a temporary table
+    (COPY on PostgreSQL, one JSON parameter on SQLite), then one UPDATE. Call inside the chunk's
+    transaction."""
+    if not versions.num_rows:
+        return
+    index = _q(MessageIndex._meta.db_table)
+    mid = _q("message_id")
+    rows = versions.select(["message_id", "version", "body_size"])
+    with connection.cursor() as cursor, joins_by_key(cursor):
+        cursor.execute(f"DROP TABLE IF EXISTS {BODIES}")
+        cursor.execute(
+            f"CREATE TEMPORARY TABLE {BODIES} (message_id varchar(200) PRIMARY KEY, "
+            "version integer, body_size bigint)"
+        )
+        try:
+            _rows_insert(cursor, BODIES, rows)
+            if connection.vendor == "postgresql":
+                cursor.execute(
+                    f"UPDATE {index} i SET body_version = b.version, body_size = b.body_size, "  # noqa: S608
+                    f"body_path = %s FROM {BODIES} b WHERE i.{mid} = b.message_id",
+                    [directory],
+                )
+            else:
+                # SQLite: each row's values by key from the staged rows (no UPDATE ... FROM
+                # before SQLite 3.33).
+                found = f"FROM {BODIES} b WHERE b.message_id = {index}.{mid}"
+                cursor.execute(
+                    f"UPDATE {index} SET body_version = (SELECT b.version {found}), "  # noqa: S608
+                    f"body_size = (SELECT b.body_size {found}), body_path = %s "
+                    f"WHERE {mid} IN (SELECT message_id FROM {BODIES})",
+                    [directory],
+                )
+        finally:
+            cursor.execute(f"DROP TABLE IF EXISTS {BODIES}")
 
 
 def _rows_update(cursor, changes, ids_sql, ids_params):

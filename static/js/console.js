@@ -222,24 +222,31 @@ document.addEventListener("submit", function (event) {
   window.setInterval(renderAll, 30000);
 }());
 
-// The request form shows the fields of the chosen action only (without script, all of them).
+// A form shows the fields of the choice made only (without script, all of them): the request
+// form those of its action, the standing rule form those of its kind. An element names the
+// choices it is for, separated by spaces.
 (function () {
-  var form = document.getElementById("request-form");
-  if (!form) {
-    return;
-  }
-  function show() {
-    var chosen = form.querySelector("input[name=action]:checked");
-    form.querySelectorAll("fieldset[data-for-action]").forEach(function (fieldset) {
-      fieldset.hidden = !chosen || fieldset.getAttribute("data-for-action") !== chosen.value;
-    });
-  }
-  form.addEventListener("change", function (event) {
-    if (event.target.name === "action") {
-      show();
+  function showChosen(formId, name, attribute) {
+    var form = document.getElementById(formId);
+    if (!form) {
+      return;
     }
-  });
-  show();
+    function show() {
+      var chosen = form.querySelector("input[name=" + name + "]:checked");
+      form.querySelectorAll("[" + attribute + "]").forEach(function (element) {
+        var choices = element.getAttribute(attribute).split(" ");
+        element.hidden = !chosen || choices.indexOf(chosen.value) < 0;
+      });
+    }
+    form.addEventListener("change", function (event) {
+      if (event.target.name === name) {
+        show();
+      }
+    });
+    show();
+  }
+  showChosen("request-form", "action", "data-for-action");
+  showChosen("rule-form", "kind", "data-for-kind");
 }());
 
 // The message list's selection: ticked boxes are kept in this tab's sessionStorage, so that a

@@ -22,6 +22,8 @@ VIEW = {
     "decisions.view_actionrequest",
     "lakequery.view_lakequery",
     "notes.view_note",
+    # The standing rules, and what each did.
+    "rules.view_standingrule",
 }
 # Not the sending of messages (R19): a person sends by hand only into a queue two administrators
 # agreed to (console.access.IngestRight).
@@ -32,7 +34,9 @@ OPERATE = VIEW | {
     "notes.add_note",
     "notes.change_investigation",
 }
-APPROVE = OPERATE | {"decisions.approve_actionrequest", "notes.reassign_investigation"}
+# Standing rules are proposed and approved (by someone else) by approvers and administrators.
+RULES = {"rules.add_standingrule", "rules.approve_standingrule"}
+APPROVE = OPERATE | {"decisions.approve_actionrequest", "notes.reassign_investigation"} | RULES
 
 
 def _permissions(role):
@@ -60,24 +64,29 @@ def test_each_role_gets_exactly_its_permissions():
     assert _permissions("operator") == OPERATE
     assert _permissions("approver") == APPROVE
     # Admins see metadata and manage queues and users; bodies are not theirs to read.
-    assert _permissions("admin") == VIEW | {
-        "queues.add_queue",
-        "queues.change_queue",
-        "queues.delete_queue",
-        "auth.view_user",
-        "auth.add_user",
-        "auth.change_user",
-        "auth.delete_user",
-        "lakequery.add_lakequery",
-        "lakequery.change_lakequery",
-        "delivery.delete_poisonentry",
-        "retention.view_purgerun",
-        "retention.add_purgerun",
-        # The alerts' outbox, webhooks and inflow thresholds.
-        "alerts.change_webhook",
-        # Every background run: the runs page and /api/v1/runs.
-        "lake.view_runs",
-    }
+    assert (
+        _permissions("admin")
+        == VIEW
+        | {
+            "queues.add_queue",
+            "queues.change_queue",
+            "queues.delete_queue",
+            "auth.view_user",
+            "auth.add_user",
+            "auth.change_user",
+            "auth.delete_user",
+            "lakequery.add_lakequery",
+            "lakequery.change_lakequery",
+            "delivery.delete_poisonentry",
+            "retention.view_purgerun",
+            "retention.add_purgerun",
+            # The alerts' outbox, webhooks and inflow thresholds.
+            "alerts.change_webhook",
+            # Every background run: the runs page and /api/v1/runs.
+            "lake.view_runs",
+        }
+        | RULES
+    )
     assert _permissions("auditor") == {
         "audit.view_auditentry",
         "audit.export_auditentry",
@@ -86,6 +95,7 @@ def test_each_role_gets_exactly_its_permissions():
         "decisions.view_actionrequest",
         "retention.view_purgerun",
         "notes.view_note",
+        "rules.view_standingrule",
     }
     # An outside application sends messages in, reads the poison list and reports to it;
     # nothing else.
@@ -142,6 +152,6 @@ def test_the_command_reports_each_role():
     out = StringIO()
     call_command("seed_roles", stdout=out)
 
-    assert "viewer    created    11 permission(s)" in out.getvalue()
-    assert "auditor   created    6 permission(s)" in out.getvalue()
+    assert "viewer    created    12 permission(s)" in out.getvalue()
+    assert "auditor   created    7 permission(s)" in out.getvalue()
     assert "application created    3 permission(s)" in out.getvalue()

@@ -11,6 +11,7 @@ from django.urls import URLResolver, get_resolver
 from console.access.services import role_grant_request
 from console.accounts.roles import ROLE_PERMISSIONS
 from console.decisions.services import Action, action_request_create
+from console.rules.services import rule_propose
 from tests.broker_sources import orders_dlq
 from tests.browse.conftest import login
 
@@ -27,6 +28,7 @@ ARGUMENTS = {
     "delivery_id": 1,
     "webhook_id": 1,
     "filter_id": 1,
+    "rule_id": None,  # the world's standing rule
 }
 # Not the console's pages: the REST API (JSON), Django's own admin, the OpenAPI document.
 NOT_PAGES = ("api/v1/", "admin/", "api/schema/")
@@ -70,7 +72,14 @@ def world(seeded, personas):
     )
     # A broker source whose consumer is not running: the queues page says what that means.
     orders_dlq("ORDERS_BROKER_URL", "orders.dlq", state="consuming")
-    return {**ARGUMENTS, "grant_id": grant.id, "request_id": request.id}
+    rule = rule_propose(
+        actor=personas["admin"],
+        name="old-orders",
+        kind="archive",
+        comment="a month is enough",
+        params={"queue": "orders", "group": "g1", "days": 30},
+    )
+    return {**ARGUMENTS, "grant_id": grant.id, "request_id": request.id, "rule_id": rule.id}
 
 
 def _offending(text):

@@ -2,6 +2,7 @@
 by hand: the index is a read model the refresh fills, and these tests only read it), requests
 made through the services, and error notifications committed to the lake."""
 
+import json
 from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
@@ -53,6 +54,28 @@ def quarantine(db, lake_root):
 @pytest.fixture
 def index(db, lake_root):
     return Index()
+
+
+# A bulk edit's group: JSON orders without a currency, and one order that is not JSON.
+CURRENCY_GROUP = "g-currency"
+
+
+@pytest.fixture
+def bulk_orders(index):
+    """o-1 … o-4, JSON orders without a currency, and o-5, one sent by fax (text), quarantined
+    in failure group CURRENCY_GROUP, ingested for real (their bodies are in the lake)."""
+    index.group(CURRENCY_GROUP)
+    for n in range(1, 5):
+        index.message(
+            f"o-{n}",
+            json.dumps({"order": n}),
+            group_id=CURRENCY_GROUP,
+            ingest={"content_type": "application/json"},
+        )
+    index.message(
+        "o-5", "order 5, by fax", group_id=CURRENCY_GROUP, ingest={"content_type": "text/plain"}
+    )
+    return [f"o-{n}" for n in range(1, 6)]
 
 
 class Requests:

@@ -4,6 +4,8 @@ as the console and the API do."""
 
 import pyarrow.compute as pc
 
+from console.browse.lineage import message_body_lineage
+from console.browse.selectors import message_view
 from console.decisions.execution import action_request_execute
 from console.decisions.services import Action, action_request_approve, action_request_create
 from console.lake.models import LakeCommit
@@ -73,6 +75,16 @@ class Desk(Engine):
 
     def index_state(self, message_id):
         return MessageIndex.objects.get(message_id=message_id).state
+
+    def lineage(self, message_id, *, with_bodies=True):
+        """The message's body versions, as its page reads them (console.browse.lineage)."""
+        view = message_view(message_id=message_id)
+        return message_body_lineage(
+            message_id=message_id,
+            history=view.history,
+            enqueued_at=view.stored["enqueued_at"],
+            with_bodies=with_bodies,
+        )
 
 
 def make_desk(spark, personas, settings):

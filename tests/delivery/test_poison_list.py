@@ -49,13 +49,11 @@ def entries():
     }
 
 
-def reprocess(ids, *, request_id=1, edited_body_sha256=None):
+def reprocess(ids, *, request_id=1, edited_bodies=()):
     """What a decision's chunk does for a reprocess, in its own transaction."""
     decided = pa.table({"message_id": ids, "to_state": ["TBDL"] * len(ids)})
     with transaction.atomic(), decided_staged(decided) as staged:
-        poison_reprocessed(
-            staged=staged, request_id=request_id, edited_body_sha256=edited_body_sha256
-        )
+        poison_reprocessed(staged=staged, request_id=request_id, edited_bodies=edited_bodies)
 
 
 @pytest.fixture
@@ -191,7 +189,7 @@ def test_a_reprocess_with_an_edited_body_clears_the_edited_body_too(ingested):
         source="engine",
     )
 
-    reprocess(["m1"], edited_body_sha256=sha("other"))
+    reprocess(["m1"], edited_bodies=[sha("other")])
 
     assert entries() == {"m4": ("", "x", "engine")}
 

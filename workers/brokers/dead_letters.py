@@ -14,7 +14,14 @@ from workers.brokers.formats import kip1034, nats_origin, redis_origin, spring, 
 from workers.brokers.formats.common import DeadLetter
 from workers.brokers.registry import KIND_TITLES
 
-__all__ = ["KIND_NAMES", "DeadLetter", "dead_letter_details", "dead_letter_of", "latest_death"]
+__all__ = [
+    "KIND_NAMES",
+    "DeadLetter",
+    "dead_letter_details",
+    "dead_letter_of",
+    "latest_death",
+    "record_name",
+]
 
 _KAFKA_TITLES = {
     kip1034.KAFKA_CONNECT: "Kafka Connect",
@@ -40,6 +47,14 @@ _FORMATS = (
     (kip1034.carries_streams, kip1034.read_streams),
     (spring.carries, spring.read),
 )
+
+
+def record_name(name):
+    """Whether a header of this name (any case) is part of a dead-letter record some format
+    reads: where a message died, which a redrive reads to send it back (RabbitMQ's sink follows
+    `x-death`), so nothing but the broker that wrote it may set it (R18)."""
+    found = {name.lower(): ""}
+    return any(carries(found) for carries, _ in _FORMATS)
 
 
 def dead_letter_of(headers):

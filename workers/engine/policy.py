@@ -30,6 +30,9 @@ DEFAULTS = {
     "disable_after": 0,
     "retention_days": 30,
 }
+# Header names a queue keeps out of people's edits: at most this many, each at most this long.
+LOCKED_HEADERS_MAX = 100
+LOCKED_HEADER_NAME_MAX = 255
 
 
 class PolicyError(ValueError):
@@ -53,6 +56,9 @@ class QueuePolicy:
     # Settings for a configurable handler (workers.engine.handlers.configurable), such as the
     # exchange a redrive publishes to. Never secrets: those come from the environment.
     handler_options: dict = field(default_factory=dict, hash=False)
+    # Header names (in any case) an edit of one of the queue's messages keeps as they are
+    # (console.decisions.header_edits): what its consumers trust, a tenant or a signature.
+    locked_headers: tuple = ()
     enabled: bool = True
     # Failed attempts in a row on this queue before this run (R11).
     consecutive_failures: int = field(default=0, compare=False)
@@ -66,6 +72,7 @@ class QueuePolicy:
     def as_dict(self):
         data = asdict(self)
         data["backoff_delays"] = list(self.backoff_delays)
+        data["locked_headers"] = list(self.locked_headers)
         return data
 
 
@@ -120,6 +127,24 @@ def validate_handler_options(value):
     return dict(value)
 
 
+def validate_locked_headers(value):
+    if value is None:
+        return ()
+    if (
+        not isinstance(value, list | tuple)
+        or len(value) > LOCKED_HEADERS_MAX
+        or not all(
+            isinstance(name, str) and name.strip() and len(name) <= LOCKED_HEADER_NAME_MAX
+            for name in value
+        )
+    ):
+        raise PolicyError(
+            f"locked_headers: must be a list of at most {LOCKED_HEADERS_MAX} header names, each "
+            f"1 to {LOCKED_HEADER_NAME_MAX} characters, not {value!r}"
+        )
+    return tuple(value)
+
+
 def policy_from_mapping(data):
     """Build a QueuePolicy from field names as in SEMANTICS.md; raise PolicyError when invalid."""
     unknown = set(data) - set(QueuePolicy.__dataclass_fields__)
@@ -160,6 +185,7 @@ def policy_from_mapping(data):
         disable_after=_nonnegative_int(data, "disable_after"),
         retention_days=_nonnegative_int(data, "retention_days", minimum=1),
         handler_options=validate_handler_options(data.get("handler_options")),
+        locked_headers=validate_locked_headers(data.get("locked_headers")),
         enabled=enabled,
         consecutive_failures=data.get("consecutive_failures", 0),
     )

@@ -27,19 +27,18 @@ from pyspark.sql.types import MapType, StringType
 
 from workers.engine.states import DLVD
 from workers.jobs.state import extract_messages, extract_state
-
-FIELD, VALUE, HEADER, HEADER_VALUE, CONTENT_TYPE, SENDER, SIZE, NOT_JSON = (
-    "field",
-    "value",
-    "header",
-    "header_value",
-    "content_type",
-    "sender",
-    "size",
-    "not_json",
+from workers.jobs.trait_kinds import (
+    CONTENT_TYPE,
+    FIELD,
+    HEADER,
+    HEADER_VALUE,
+    NOT_JSON,
+    PRESENCE_KINDS,
+    SENDER,
+    SIZE,
+    VALUE,
 )
-# Kinds whose absence is a trait too (counted from the totals).
-PRESENCE_KINDS = (FIELD, HEADER)
+
 # A value longer than this is not a trait: ids, timestamps and free text say nothing shared.
 VALUE_MAX = 64
 MIN_SHARE = 0.1

@@ -4,17 +4,32 @@ know nothing of lake queries: `{% load why %}`, then
 - `{% why_panel group %}`: the newest such query of the group the user may see (its status, or
   its findings), and the button that asks again, for those who may;
 - `{{ finding|finding_said }}`: one finding in a sentence ("`currency` is absent in 97 % of these
-  failures (194 of 200) and 0.2 % of deliveries (4 of 2,000)").
+  failures (194 of 200) and 0.2 % of deliveries (4 of 2,000)");
+- `{{ finding|finding_patch }}`: for a finding about a body's field, the JSON Patch a bulk edit of
+  the group starts from (workers.jobs.decisions.body_edits.patch_skeleton), as JSON text; "" for
+  the others.
 
 Field names, values and header values come from messages: attacker-controlled, escaped here
 (format_html), never marked safe as they are."""
+
+import json
 
 from django import template
 from django.utils.html import format_html
 
 from console.lakequery.models import LakeQuery
 from console.lakequery.selectors import why_latest
-from console.permissions import RUN_QUERIES, VIEW_BODY, VIEW_GROUPS, VIEW_QUERIES
+from console.permissions import (
+    MAKE_REQUESTS,
+    PROPOSE_RULES,
+    RUN_QUERIES,
+    VIEW_BODY,
+    VIEW_GROUPS,
+    VIEW_MESSAGES,
+    VIEW_QUERIES,
+    VIEW_RULES,
+)
+from workers.jobs.decisions.body_edits import patch_skeleton
 
 register = template.Library()
 
@@ -72,6 +87,12 @@ def finding_said(finding):
     )
 
 
+@register.filter
+def finding_patch(finding):
+    skeleton = patch_skeleton(finding)
+    return json.dumps(skeleton) if skeleton is not None else ""
+
+
 @register.inclusion_tag("lakequery/_why_panel.html", takes_context=True)
 def why_panel(context, group):
     user = context["request"].user
@@ -83,5 +104,9 @@ def why_panel(context, group):
         "shown": may_see,
         "query": why_latest(user=user, fingerprint=group.fingerprint) if may_see else None,
         "may_ask": may_see and user.has_perm(RUN_QUERIES),
+        # A finding about a body's field offers a bulk edit of the group to who may ask for one.
+        "may_edit": user.has_perms([MAKE_REQUESTS, VIEW_MESSAGES]),
+        # Every finding offers a standing rule of the group (console.rules) to who may propose one.
+        "may_rule": user.has_perms([PROPOSE_RULES, VIEW_RULES]),
         "done": LakeQuery.DONE,
     }

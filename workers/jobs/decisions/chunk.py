@@ -272,17 +272,24 @@ def _decided(before, events):
 # --- An edited body ------------------------------------------------------------------------------
 
 
-def edited_message(original: pa.Table, body: bytes, *, version, redrive_target=None) -> pa.Table:
-    """R13: an edited body as a new version of the message, the original (a message's row, of
-    the messages dataset) kept: the same message with the new body, its hash and size, and the
-    request's own redrive target (JSON text, or None)."""
-    row = original.slice(0, 1).to_pylist()[0] | {
+def edited_message(
+    current: pa.Table, body: bytes | None, *, headers=None, version, redrive_target=None
+) -> pa.Table:
+    """R13: one message edited, as a new version, the one it has kept (`current`: its row of the
+    messages dataset, at the version it has now): the same message with the new body (None: its
+    body as it is) and its hash and size, the new headers (JSON text; None: as they are), and
+    the request's own redrive target (JSON text, or None)."""
+    row = current.slice(0, 1).to_pylist()[0]
+    body = row["body"] if body is None else body
+    row |= {
         "version": version,
         "body": body,
         "body_sha256": hashlib.sha256(body).hexdigest(),
         "body_size": len(body),
         "redrive_target": redrive_target,
     }
+    if headers is not None:
+        row["headers"] = headers
     return pa.Table.from_pylist([row], schema=MESSAGE_SCHEMA)
 
 

@@ -10,14 +10,16 @@ counts and applies to its read models in one transaction.
 """
 
 import dataclasses
-import hashlib
-from dataclasses import dataclass
+import json
+from dataclasses import dataclass, field
 from datetime import datetime
 
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from workers.engine import states as S
 from workers.engine.actions import END, REPROCESS
+from workers.jobs.decisions.body_edits import FAILURE_SCHEMA, patched_messages
 from workers.jobs.decisions.chunk import (
     ChunkOutcome,
     Decision,
@@ -60,6 +62,11 @@ class ChunkParams:
     error_code: str = ""
     error_description: str = ""
     edited_body: bytes | None = None
+    # One message's headers as its new version carries them (JSON text), or None.
+    edited_headers: str | None = None
+    # A bulk edit: the JSON Patch of each member's body (JSON text), and a patched body's limit.
+    patch: str | None = None
+    max_body_bytes: int = 0
     redrive_target: str | None = None  # the request's target as JSON text, or None
     chunk: int = 0
     at: datetime | None = None
@@ -80,41 +87,52 @@ class Retarget:
 
 
 @dataclass(frozen=True)
-class EditedBody:
-    """R13: an edited body's new version, written; the original is kept."""
+class Edits:
+    """R13: edited messages as new versions, written; the versions they had are kept."""
 
     directory: str
-    version: int
-    size: int
-    sha256: str
+    versions: pa.Table  # message_id, version, body_size, body_sha256: of the new versions
 
 
 @dataclass(frozen=True)
 class ChunkResult:
     """What the console writes for a chunk: the lake directories to commit (None: nothing of
-    that kind) and the outcome to count and apply to the read models."""
+    that kind), the outcome to count and apply to the read models, and the members a bulk edit
+    could not edit, with why (FAILURE_SCHEMA; counted failed, left quarantined)."""
 
     outcome: ChunkOutcome
     events_dir: str | None = None
     notifications_dir: str | None = None
     retarget: Retarget | None = None
-    edit: EditedBody | None = None
+    edits: Edits | None = None
+    failures: pa.Table = field(default_factory=FAILURE_SCHEMA.empty_table)
 
 
 def chunk_run(params: ChunkParams) -> ChunkResult:
     """Decide one chunk and write its directories to the lake; nothing is committed."""
     lake = Lake(params.lake_root)
+    label = f"request{params.request_id}-chunk{params.chunk}"
     members, siblings = _chunk_rows(lake, params)
     decision = _decision(params)
-    if params.edited_body is not None and members.num_rows == 1:
+    patched = None
+    failures = FAILURE_SCHEMA.empty_table()
+    if params.patch is not None:
+        # A member the patch cannot edit is not reprocessed: it stays as it is, quarantined.
+        patched, failures = _patched(lake, params, members)
+        edited = pc.is_in(members.column("message_id"), value_set=failures.column("message_id"))
+        members = members.filter(pc.invert(edited))
+    elif _edits_one(params) and members.num_rows == 1:
         # The version after the one it has now (with what was committed since the plan).
         current = members.column("body_version")[0].as_py() or 1
         decision = dataclasses.replace(decision, body_version=current + 1)
     outcome = decide_chunk(members, siblings, decision, chunk=params.chunk, at=params.at)
-    label = f"request{params.request_id}-chunk{params.chunk}"
-    retarget = edit = None
+    outcome.failed += failures.num_rows
+    retarget = edits = None
     if outcome.done and decision.body_version is not None:
-        edit = _edited_body(lake, params, members, decision.body_version)
+        edits = _edited_one(lake, params, members, decision.body_version, label)
+    elif outcome.done and patched is not None:
+        edits = _edits_written(lake, patched, label)
+        outcome.events = with_body_versions(outcome.events, edits.versions)
     elif outcome.done and params.action == REPROCESS:
         retarget = _retarget(lake, params, outcome.events, label)
         if retarget is not None:
@@ -126,7 +144,11 @@ def chunk_run(params: ChunkParams) -> ChunkResult:
         notifications_dir = lake.write_arrow(
             outcome.notifications, lake.new_dir("notifications", label)
         )
-    return ChunkResult(outcome, events_dir, notifications_dir, retarget, edit)
+    return ChunkResult(outcome, events_dir, notifications_dir, retarget, edits, failures)
+
+
+def _edits_one(params):
+    return params.edited_body is not None or params.edited_headers is not None
 
 
 def _decision(params):
@@ -173,6 +195,28 @@ def _chunk_rows(lake, params):
     return members, siblings
 
 
+def _current_rows(lake, params, current):
+    """The messages dataset's row of each message of `current` (message_id, body_version) at
+    the version it has now, one a message (a version found in two commits is the same
+    version), sorted by id."""
+    current = current.select(["message_id", "body_version"])
+    current = current.set_column(
+        1, "version", pc.fill_null(current.column("body_version"), 1).cast(pa.int32())
+    )
+    ids = sorted(current.column("message_id").to_pylist())
+    found = [
+        conform(rows, MESSAGE_SCHEMA)
+        for _, rows in messages_rows_in(lake.paths(params.message_paths), ids)
+    ]
+    if not found:
+        return MESSAGE_SCHEMA.empty_table()
+    rows = pa.concat_tables(found).join(current, keys=["message_id", "version"], join_type="inner")
+    rows = rows.select(MESSAGE_SCHEMA.names).sort_by("message_id")
+    ids = rows.column("message_id").to_pylist()
+    first = [at for at, message_id in enumerate(ids) if not at or ids[at - 1] != message_id]
+    return rows.take(pa.array(first, pa.int64()))
+
+
 def _retarget(lake, params, events, label):
     """Each reprocessed message must reach its sink with this request's redrive target, or with
     none: a sink reads the `redrive_target` of the version it delivers (the messages dataset,
@@ -187,39 +231,55 @@ def _retarget(lake, params, events, label):
         current = current.filter(pc.greater(versions, 1))
     if not current.num_rows:
         return None
-    current = current.set_column(
-        1, "version", pc.fill_null(current.column("body_version"), 1).cast(pa.int32())
-    )
-    ids = sorted(current.column("message_id").to_pylist())
-    found = [
-        conform(rows, MESSAGE_SCHEMA)
-        for _, rows in messages_rows_in(lake.paths(params.message_paths), ids)
-    ]
-    if not found:
-        return None
-    rows = pa.concat_tables(found).join(current, keys=["message_id", "version"], join_type="inner")
-    rows = retargeted_messages(rows.select(MESSAGE_SCHEMA.names), target)
+    rows = _current_rows(lake, params, current)
+    rows = retargeted_messages(rows, target)
     if not rows.num_rows:
         return None
     directory = lake.write_arrow(rows, lake.new_dir("messages", f"{label}-target"))
     return Retarget(directory, rows.select(["message_id", "version", "body_size"]))
 
 
-def _edited_body(lake, params, members, version):
-    """R13: the edited body is stored as a new version of the message; the original is kept.
-    The edited version carries the request's redrive target too (it is made from the original,
-    which carries none)."""
-    message_id = members.column("message_id")[0].as_py()
-    original = lake.read_arrow(
-        "messages",
-        list(params.message_paths),
-        filter=(pc.field("message_id") == message_id) & (pc.field("version") == 1),
+def _patched(lake, params, members):
+    """A bulk edit's patch applied to the chunk's members still quarantined (those it decides),
+    each at the version it has now: (new versions, failures). A member whose body is not in the
+    lake fails too, saying so."""
+    quarantined = members.filter(pc.fill_null(pc.equal(members.column("to_state"), S.NDLV), False))
+    rows = _current_rows(lake, params, quarantined)
+    patched, failures = patched_messages(
+        rows,
+        json.loads(params.patch),
+        max_bytes=params.max_body_bytes,
+        redrive_target=params.redrive_target,
     )
-    if not original.num_rows:
+    lost = quarantined.filter(
+        pc.invert(pc.is_in(quarantined.column("message_id"), value_set=rows.column("message_id")))
+    ).column("message_id")
+    if len(lost):
+        lost_rows = pa.table(
+            {"message_id": lost, "reason": ["its body is not in the lake"] * len(lost)},
+            schema=FAILURE_SCHEMA,
+        )
+        failures = pa.concat_tables([failures, lost_rows])
+    return patched, failures
+
+
+def _edits_written(lake, versions, label):
+    directory = lake.write_arrow(versions, lake.new_dir("messages", f"{label}-edit"))
+    return Edits(directory, versions.select(["message_id", "version", "body_size", "body_sha256"]))
+
+
+def _edited_one(lake, params, members, version, label):
+    """R13: one message's edited body or headers stored as a new version of it, the one it had
+    kept. The new version carries the request's redrive target too."""
+    current = _current_rows(lake, params, members)
+    if not current.num_rows:
+        message_id = members.column("message_id")[0].as_py()
         raise ValueError(f"message {message_id!r} has no stored body to edit")
-    body = bytes(params.edited_body)
-    edited = edited_message(original, body, version=version, redrive_target=params.redrive_target)
-    directory = lake.write_arrow(
-        edited, lake.new_dir("messages", f"request{params.request_id}-chunk{params.chunk}-edit")
+    edited = edited_message(
+        current,
+        None if params.edited_body is None else bytes(params.edited_body),
+        headers=params.edited_headers,
+        version=version,
+        redrive_target=params.redrive_target,
     )
-    return EditedBody(directory, version, len(body), hashlib.sha256(body).hexdigest())
+    return _edits_written(lake, edited, label)

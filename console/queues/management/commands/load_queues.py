@@ -1,9 +1,11 @@
-"""manage.py load_queues FILE: queues and their policies as code (JSON or YAML)."""
+"""manage.py load_queues FILE: queues and their policies as code (JSON or YAML), the broker
+sources that feed them, and standing rules proposed for a second person to approve."""
 
 import json
 from pathlib import Path
 
 import yaml
+from django.contrib.auth import get_user_model
 from django.core.management.base import BaseCommand, CommandError
 
 from console.access.actor import cli_actor
@@ -31,22 +33,33 @@ class Command(BaseCommand):
     help = (
         "Create or update queues from a JSON or YAML file: a list of queues, or {queues: [...]}, "
         "with the policy field names of SEMANTICS.md, and the broker sources that feed them "
-        "({queues: [...], sources: [...]}). All or nothing."
+        "({queues: [...], sources: [...]}), and standing rules ({rules: [...]}), each proposed in "
+        "the name of --proposer for a second person to approve in the console. All or nothing."
     )
 
     def add_arguments(self, parser):
         parser.add_argument("file", help="path of a .json, .yaml or .yml file")
+        parser.add_argument(
+            "--proposer",
+            help="the username the file's standing rules are proposed by (who may then not "
+            "approve them); needed when the file has rules",
+        )
 
-    def handle(self, *args, file, **options):
+    def handle(self, *args, file, proposer=None, **options):
         data = read_queue_file(file)
+        person = None
+        if proposer:
+            person = get_user_model().objects.filter(username=proposer, is_active=True).first()
+            if person is None:
+                raise CommandError(f"--proposer: there is no active user {proposer!r}")
         try:
-            results = queues_load(data=data, actor=cli_actor())
+            results = queues_load(data=data, actor=cli_actor(), proposer=person)
         except QueueLoadError as exc:
             raise CommandError(
                 f"{file}: refused, nothing was changed:\n"
                 + "\n".join(f"  - {e}" for e in exc.errors)
             ) from exc
-        labels = [r.name if r.kind == "queue" else f"source {r.name}" for r in results]
+        labels = [r.name if r.kind == "queue" else f"{r.kind} {r.name}" for r in results]
         width = max((len(label) for label in labels), default=0)
         for label, result in zip(labels, results, strict=True):
             line = f"{label:<{width}}  {result.status}"
