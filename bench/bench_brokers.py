@@ -37,11 +37,11 @@ way (bench/broker_<kind>.py says how), then:
    could reach at its own CPU a message with every core busy.
 
 Every timed phase also reports the CPU µs a message of every process involved
-(bench.broker_cpu): this one's tree (with Spark's JVM and its Python workers, where the delivery
-runs' handlers run, once started), the broker's server and, on PostgreSQL, the database's
-(`servers_cpu_us_per_msg` is their part). The servers are shared with whatever else runs on
-them. The drains all run before Spark starts, as the `sources` process has no JVM. A broker that
-does not answer, or fails, gives a row saying so; the others are measured.
+(bench.support.CpuMeter): this one's tree (with Spark's JVM and its Python workers, where the
+delivery runs' handlers run, once started), the broker's server and, on PostgreSQL, the
+database's (`servers_cpu_us_per_msg` is their part). The servers are shared with whatever else
+runs on them. The drains all run before Spark starts, as the `sources` process has no JVM. A
+broker that does not answer, or fails, gives a row saying so; the others are measured.
 
 Runs on SQLite and then on PostgreSQL (bench.support.on_both_databases). BENCH_BROKER_MESSAGES
 overrides N.
@@ -55,8 +55,16 @@ import uuid
 from importlib import import_module
 
 from bench.bench_decisions import _people, _seed, _shovel, _window
-from bench.broker_cpu import POSTGRES, Timed, settled
-from bench.support import django_setup, fresh_state, on_both_databases, port_answers, rows_print
+from bench.support import (
+    POSTGRES_SERVER,
+    CpuMeter,
+    django_setup,
+    fresh_state,
+    on_both_databases,
+    port_answers,
+    rows_print,
+    settled,
+)
 
 BODY = b"x" * 200
 BROKERS = {
@@ -148,7 +156,7 @@ def _drain(broker, n, servers, batch="p"):
     thread = threading.Thread(
         target=source_consume, args=(source,), kwargs={"stop": stop, "say": lambda line: None}
     )
-    with Timed(servers) as timed:
+    with CpuMeter(servers=servers) as timed:
         thread.start()
         try:
             _wait(
@@ -168,7 +176,7 @@ def _drain(broker, n, servers, batch="p"):
 
 
 def _bare_drain(broker, n):
-    with Timed(broker.servers) as timed:
+    with CpuMeter(servers=broker.servers) as timed:
         taken = broker.bare_drain(n)
     assert taken == n, taken
     return timed
@@ -189,7 +197,7 @@ def _drain_row(broker, n, db, product, bare, cores, stored):
         "vs_store_floor": round(stored.seconds / product.seconds, 2),
         # The best ratio the drain could reach on this machine at its CPU a message (the
         # servers' included) if it kept every core busy: beyond it, only less CPU helps.
-        "cores_bound_ratio": round(bare.seconds / (product.cpu / cores), 2),
+        "cores_bound_ratio": round(bare.seconds / (product.cpu_seconds / cores), 2),
         "goal": f">= {DRAIN_GOAL} x the bare loop's rate",
         "goal_met": "yes" if ratio >= DRAIN_GOAL else "no",
         "cores": cores,
@@ -211,7 +219,7 @@ def _store_floor(n, servers):
     queues_load(data={"queues": [{"name": STORE_FLOOR_QUEUE, "handler": INTAKE_HANDLER}]})
     headers = {f"x-origin-{i}": f"origin value {i}" for i in range(12)}
     batch = BATCH // 2
-    with Timed(servers) as timed:
+    with CpuMeter(servers=servers) as timed:
         for start in range(0, n, batch):
             result = messages_ingest(
                 records=[
@@ -334,7 +342,7 @@ def _redrive(broker, people, spark, n, servers):
     target = f"bench-{broker.kind}-redrive"
     request = _request(people, {"queue": f"bench-{broker.kind}-dead"}, target, n)
     before = broker.origin_count()
-    with Timed(servers) as timed:
+    with CpuMeter(servers=servers) as timed:
         decided = _carry_out(people, spark, request, target, n, timed.started_at())
         _wait(lambda: broker.origin_count() >= before + n, n, f"the {broker.title} redrive")
     assert broker.origin_count() == before + n, broker.origin_count()
@@ -342,7 +350,7 @@ def _redrive(broker, people, spark, n, servers):
 
 
 def _bare_publish(broker, n):
-    with Timed(broker.servers) as timed:
+    with CpuMeter(servers=broker.servers) as timed:
         sent = broker.bare_publish(n)
     assert sent == n, sent
     return timed
@@ -353,7 +361,7 @@ def _same_floor(broker, people, spark, n, servers):
     of the floor's batch: drained as the redriven ones were, so they carry the same headers."""
     target = f"bench-{broker.kind}-noop"
     request = _request(people, {"queue": DEAD["f"].format(kind=broker.kind)}, target, n)
-    with Timed(servers) as timed:
+    with CpuMeter(servers=servers) as timed:
         decided = _carry_out(people, spark, request, target, n, timed.started_at())
     assert decided[2] == n, decided[2]
     return timed, decided
@@ -388,7 +396,7 @@ def _floor(people, spark, n, servers):
     _refreshed(spark)
     _vacuumed()
     request = _request(people, _window(0, n), "bench-floor", n)
-    with Timed(servers) as timed:
+    with CpuMeter(servers=servers) as timed:
         decided = _carry_out(people, spark, request, "bench-floor", n, timed.started_at())
     read_models_refresh(spark=spark)
     delivered = QueueStat.objects.get(queue="bench-floor").counts.get("DLVD", 0)
@@ -400,7 +408,7 @@ def _redrive_row(broker, n, db, figures, seeded, cores):
     """The redrive against its broker's floor (the same messages to the no-op handler: the goal)
     and against the seeded floor (our path at its lightest, as earlier runs compared)."""
     redrive, floor, bare = figures["redrive"], figures["floor"], figures["bare_publish"]
-    wall, cpu = redrive.seconds / floor.seconds, redrive.cpu / floor.cpu
+    wall, cpu = redrive.seconds / floor.seconds, redrive.cpu_seconds / floor.cpu_seconds
     met = wall <= REDRIVE_GOAL and cpu <= REDRIVE_GOAL
     return {
         "benchmark": f"redrive {n:,} to {broker.title} ({db})",
@@ -417,9 +425,11 @@ def _redrive_row(broker, n, db, figures, seeded, cores):
         # The least any redrive could cost against its floor, in CPU: the floor plus the bare
         # publish loop of the same n (the broker's server included), as if the sink cost no
         # more than that loop.
-        "bare_bound_cpu_ratio": round((floor.cpu + bare.cpu) / floor.cpu, 2),
+        "bare_bound_cpu_ratio": round(
+            (floor.cpu_seconds + bare.cpu_seconds) / floor.cpu_seconds, 2
+        ),
         "seeded_ratio": round(redrive.seconds / seeded.seconds, 2),
-        "seeded_cpu_ratio": round(redrive.cpu / seeded.cpu, 2),
+        "seeded_cpu_ratio": round(redrive.cpu_seconds / seeded.cpu_seconds, 2),
         "bare": f"bare loop: {broker.bare_publish_said}",
         **_prefixed("bare_", bare.figures(n)),
         "cores": cores,
@@ -459,9 +469,9 @@ class _Bench:
 
     def __init__(self, n, db, cores, people):
         self.n, self.db, self.cores, self.people = n, db, cores, people
-        self.db_servers = POSTGRES if db == "postgresql" else ()
+        self.db_servers = POSTGRES_SERVER if db == "postgresql" else ()
         self.brokers = {}  # kind -> broker object, while it is measured
-        self.figures = {}  # kind -> {phase: Timed}
+        self.figures = {}  # kind -> {phase: CpuMeter}
         self.failed = {}  # kind -> why, for people
         self.tag = uuid.uuid4().hex[:6]
 

@@ -16,25 +16,30 @@ import time
 from datetime import timedelta
 from urllib.parse import quote, urlencode
 
-from bench.support import console_bench_setup, percentile
+from bench.support import CpuMeter, console_bench_setup, percentile
 
 WARMUP = 3
 PAGE = 1_000
 
 
 def _time(client, urls, requests):
-    """Server time of GETting the urls in turn: milliseconds, one per request."""
+    """Server time of GETting the urls in turn: milliseconds, one per request after the
+    warm-up, and the CpuMeter of those (this process and the database server)."""
+    for i in range(WARMUP):
+        _get(client, urls[i % len(urls)])
     samples = []
-    for i in range(WARMUP + requests):
-        url = urls[i % len(urls)]
-        started = time.perf_counter()
-        response = client.get(url)
-        elapsed = (time.perf_counter() - started) * 1000
-        # 302: the search box's answer for a message id is the way to its page.
-        assert response.status_code in (200, 302), (url, response.status_code)
-        if i >= WARMUP:
-            samples.append(elapsed)
-    return samples
+    with CpuMeter() as meter:
+        for i in range(WARMUP, WARMUP + requests):
+            started = time.perf_counter()
+            _get(client, urls[i % len(urls)])
+            samples.append((time.perf_counter() - started) * 1000)
+    return samples, meter
+
+
+def _get(client, url):
+    response = client.get(url)
+    # 302: the search box's answer for a message id is the way to its page.
+    assert response.status_code in (200, 302), (url, response.status_code)
 
 
 def _page_cursor(page):
@@ -121,7 +126,7 @@ def run():
     ]
     p95 = {}
     for name, urls in measured:
-        samples = _time(client, urls, requests)
+        samples, meter = _time(client, urls, requests)
         p95[name] = percentile(samples, 95)
         rows.append(
             {
@@ -131,6 +136,7 @@ def run():
                 "requests": len(samples),
                 "p50_ms": round(percentile(samples, 50), 1),
                 "p95_ms": round(p95[name], 1),
+                **meter.per_request(len(samples)),
                 "goal": _goal(name),
                 "cores": cores,
             }

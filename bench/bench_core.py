@@ -4,6 +4,8 @@
 2. Delivery throughput with a no-op handler over those N messages, against a bare Spark
    mapPartitions loop calling the same handler with no poison protection over the same data,
    measured in the same run and the same Spark session.
+   Each with its CPU µs a message (bench.support.CpuMeter: this process, its JVM and Spark's
+   Python workers, and the database server on PostgreSQL).
 3. Peak memory of the process tree holding the Spark session (driver, JVM, Python workers) for a
    delivery run over 100k and over N messages.
 
@@ -12,9 +14,15 @@ BENCH_MESSAGES overrides N for a quick look (e.g. BENCH_MESSAGES=100000).
 
 import json
 import os
-import time
 
-from bench.support import PeakMemory, django_setup, fresh_state, messages_from_env, orders_file
+from bench.support import (
+    CpuMeter,
+    PeakMemory,
+    django_setup,
+    fresh_state,
+    messages_from_env,
+    orders_file,
+)
 
 SMALL = 100_000
 
@@ -71,15 +79,16 @@ def run():
     small_file = orders_file(lake_root / "small.jsonl", SMALL, queue=small, prefix="s")
     big_file = orders_file(lake_root / "big.jsonl", n, queue=big, prefix="b")
     ingest_file(path=small_file, source="bench")
-    started = time.perf_counter()
-    result = ingest_file(path=big_file, source="bench")
-    seconds = time.perf_counter() - started
+    with CpuMeter() as ingest:
+        result = ingest_file(path=big_file, source="bench")
+    seconds = ingest.seconds
     assert result.accepted == n, result
     rows.append(
         {
             "benchmark": "ingest from a JSON Lines file",
             "messages": n,
             "seconds": round(seconds, 2),
+            **ingest.per_message(n),
             "per_second": round(n / seconds),
             "goal": ">= 50,000/s on 2 cores",
             "cores": cores,
@@ -90,18 +99,17 @@ def run():
     paths = lake().paths(lake_paths(dataset="messages"))
     _bare_loop(spark, paths, small)  # warm the JVM and the Python workers for both contenders
 
-    started = time.perf_counter()
-    assert _bare_loop(spark, paths, big) == n
-    bare = time.perf_counter() - started
+    with CpuMeter() as floor:
+        assert _bare_loop(spark, paths, big) == n
+    bare = floor.seconds
 
     with PeakMemory() as memory_small:
         run_small = delivery_run(queues=[small], spark=spark)
     assert run_small.outcomes["states"] == {"DLVD": SMALL}, run_small.outcomes
 
-    started = time.perf_counter()
-    with PeakMemory() as memory_big:
+    with CpuMeter() as delivery, PeakMemory() as memory_big:
         run_big = delivery_run(queues=[big], spark=spark)
-    engine = time.perf_counter() - started
+    engine = delivery.seconds
     assert run_big.outcomes["states"] == {"DLVD": n}, run_big.outcomes
 
     overhead = engine / bare - 1
@@ -110,6 +118,7 @@ def run():
             "benchmark": "bare mapPartitions loop (floor)",
             "messages": n,
             "seconds": round(bare, 2),
+            **floor.per_message(n),
             "per_second": round(n / bare),
             "cores": cores,
         }
@@ -119,8 +128,10 @@ def run():
             "benchmark": "delivery run, no-op handler",
             "messages": n,
             "seconds": round(engine, 2),
+            **delivery.per_message(n),
             "per_second": round(n / engine),
             "overhead_vs_floor": f"{overhead:+.0%}",
+            "cpu_overhead_vs_floor": f"{delivery.cpu_seconds / floor.cpu_seconds - 1:+.0%}",
             "goal": "overhead <= 25%",
             "cores": cores,
         }

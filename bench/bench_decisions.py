@@ -9,6 +9,8 @@
 2. Peak memory of the process that runs the execution (this one, with its JVM and Spark's Python
    workers: the spark worker's process tree) for 100k and for N.
 3. From "approve" to the message back in TBDL, for a one-message request.
+Each timed part with its CPU µs a message (bench.support.CpuMeter: this process, its JVM and
+Spark's Python workers, and the database server on PostgreSQL).
 
 The lake is seeded with pyarrow as bench_refresh does (1.1M+: a 100k set and an N set), with
 the ingest keys and poison-list entries the product holds for quarantined messages, then indexed
@@ -30,7 +32,14 @@ from datetime import timedelta
 import pyarrow.compute as pc
 
 from bench.bench_refresh import T0, _chunk_tables, lake_seed
-from bench.support import PeakMemory, bench_start, on_both_databases, port_answers, rows_print
+from bench.support import (
+    CpuMeter,
+    PeakMemory,
+    bench_start,
+    on_both_databases,
+    port_answers,
+    rows_print,
+)
 
 SMALL = 100_000
 SHOVEL_SRC, SHOVEL_DST = "bench.shovel.src", "bench.shovel.dst"
@@ -103,18 +112,16 @@ def _bulk(people, spark, *, first, count):
     )
     frozen = time.perf_counter() - started
     assert request.count == count, request.count
-    with PeakMemory() as memory:
-        started = time.perf_counter()
+    with PeakMemory() as memory, CpuMeter() as meter:
         action_request_approve(actor=people["approver"], request=request)
         request = action_request_execute(request_id=request.id, spark=spark)
-        seconds = time.perf_counter() - started
     assert (request.status, request.done) == ("done", count), (request.status, request.done)
     # The views are up to date: the decisions updated them, there is nothing left to fold. The
     # refresh after it takes their commits in to count their flows out of quarantine (the only
     # thing the decision leaves to it), and changes no message.
     refresh = read_models_refresh(spark=spark)
     assert refresh is None or refresh.changed == 0, refresh.changed
-    return request, frozen, seconds, memory.peak_mib
+    return request, frozen, meter, memory.peak_mib
 
 
 def _floor(spark, *, first, count):
@@ -129,19 +136,17 @@ def _floor(spark, *, first, count):
     store = lake()
     inputs = lake_state_inputs()
     out = store.path(store.new_dir("bench-floor"))
-    started = time.perf_counter()
-    state = extract_state(
-        spark, store.paths(inputs.snapshot_paths), store.paths(inputs.event_paths)
-    )
-    lo, hi = f"m{first:09d}", f"m{first + count - 1:09d}"
-    state.where(F.col("message_id").between(lo, hi) & (F.col("to_state") == "NDLV")).write.parquet(
-        out
-    )
-    seconds = time.perf_counter() - started
+    with CpuMeter() as meter:
+        state = extract_state(
+            spark, store.paths(inputs.snapshot_paths), store.paths(inputs.event_paths)
+        )
+        lo, hi = f"m{first:09d}", f"m{first + count - 1:09d}"
+        selected = F.col("message_id").between(lo, hi) & (F.col("to_state") == "NDLV")
+        state.where(selected).write.parquet(out)
     written = spark.read.parquet(out).count()
     shutil.rmtree(out, ignore_errors=True)
     assert written == count, written
-    return seconds
+    return meter
 
 
 def _one(people, spark, message_id):
@@ -158,13 +163,12 @@ def _one(people, spark, message_id):
         action=Action(kind="reprocess"),
         comment="bench: one message",
     )
-    started = time.perf_counter()
-    action_request_approve(actor=people["approver"], request=request)
-    action_request_execute(request_id=request.id, spark=spark)
-    seconds = time.perf_counter() - started
+    with CpuMeter() as meter:
+        action_request_approve(actor=people["approver"], request=request)
+        action_request_execute(request_id=request.id, spark=spark)
     settings.APPROVAL_OVER = 1
     assert MessageIndex.objects.get(message_id=message_id).state == "TBDL"
-    return seconds
+    return meter
 
 
 # --- RabbitMQ's shovel -------------------------------------------------------------------------
@@ -259,20 +263,22 @@ def run_here():
     db = connection.vendor
     rows = []
 
-    _, frozen, seconds, peak = _bulk(people, spark, first=0, count=small)
+    _, frozen, meter, peak = _bulk(people, spark, first=0, count=small)
     rows.append(
         {
             "benchmark": f"bulk reprocess {small:,} ({db})",
             "messages": small,
             "freeze_s": round(frozen, 1),
-            "approve_to_views_s": round(seconds, 1),
-            "msgs_per_s": round(small / seconds),
+            "approve_to_views_s": round(meter.seconds, 1),
+            **meter.per_message(small),
+            "msgs_per_s": round(small / meter.seconds),
             "peak_mib": peak,
             "cores": cores,
         }
     )
     floor = _floor(spark, first=small, count=n)
-    _, frozen, seconds, peak_n = _bulk(people, spark, first=small, count=n)
+    _, frozen, meter, peak_n = _bulk(people, spark, first=small, count=n)
+    seconds = meter.seconds
     shovel = _shovel(n)
     rows.append(
         {
@@ -280,10 +286,12 @@ def run_here():
             "messages": n,
             "freeze_s": round(frozen, 1),
             "approve_to_views_s": round(seconds, 1),
+            **meter.per_message(n),
             "msgs_per_s": round(n / seconds),
-            "floor_s": round(floor, 1),
-            "floor_msgs_per_s": round(n / floor),
-            "share_of_floor": round(floor / seconds, 3),
+            "floor_s": round(floor.seconds, 1),
+            "floor_cpu_us_per_msg": round(floor.us_per_message(n), 1),
+            "floor_msgs_per_s": round(n / floor.seconds),
+            "share_of_floor": round(floor.seconds / seconds, 3),
             "shovel_s": round(shovel, 1),
             "shovel_msgs_per_s": round(n / shovel),
             "faster_than_shovel": round(shovel / seconds, 2),
@@ -298,7 +306,8 @@ def run_here():
         {
             "benchmark": f"approve -> TBDL, one message ({db})",
             "messages": 1,
-            "approve_to_views_s": round(one, 3),
+            "approve_to_views_s": round(one.seconds, 3),
+            **one.per_message(1),
             "cores": cores,
         }
     )

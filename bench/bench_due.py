@@ -5,7 +5,9 @@ messages, default 1M, against the same run on a lake with nothing else, side by 
 process on one warm Spark session. Each figure is the median of three runs, each over 100 newly
 ingested messages; the state snapshot is compacted once after the lake is seeded, as the product's
 compaction leaves it. Two ways: every run a Spark job (DELIVERY_LOCAL_MAX=0), and a small run
-delivered without Spark (DELIVERY_LOCAL_MAX's default), when the code has that.
+delivered without Spark (DELIVERY_LOCAL_MAX's default), when the code has that. Beside each, the
+CPU µs a message of the three runs (bench.support.CpuMeter: this process, its JVM and Spark's
+Python workers, the handlers' children, and the database server on PostgreSQL).
 
 The lake is written directly with pyarrow under the commit protocol (ingest's TBDL, then a
 delivery that took each message to DLVD, in chunks), as bench_refresh does. Runs on the
@@ -20,7 +22,16 @@ from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
 
-from bench.support import django_setup, fresh_state, lake_table, messages_from_env, rows_print
+from bench.support import (
+    CPU_PER_MESSAGE,
+    CpuMeter,
+    cpu_per_message,
+    django_setup,
+    fresh_state,
+    lake_table,
+    messages_from_env,
+    rows_print,
+)
 
 CHUNK = 100_000
 DUE = 100
@@ -115,21 +126,23 @@ def _ingest_due(store, label):
 
 
 def _runs(spark, label, local_max):
-    """Median seconds of RUNS delivery runs of DUE newly ingested messages each."""
+    """Median seconds of RUNS delivery runs of DUE newly ingested messages each, and their CPU
+    µs a message."""
     from django.conf import settings
 
     from console.delivery.execution import delivery_run
     from console.lake.services import lake
 
     settings.DELIVERY_LOCAL_MAX = local_max
-    times = []
+    times, cpu = [], 0.0
     for k in range(RUNS):
         _ingest_due(lake(), f"{label}{local_max}-{k}")
-        started = time.perf_counter()
-        run = delivery_run(queues=[QUEUE], spark=spark)
-        times.append(time.perf_counter() - started)
+        with CpuMeter() as meter:
+            run = delivery_run(queues=[QUEUE], spark=spark)
+        times.append(meter.seconds)
+        cpu += meter.cpu_seconds
         assert run.outcomes["states"] == {"DLVD": DUE}, run.outcomes
-    return round(statistics.median(times), 2)
+    return round(statistics.median(times), 2), cpu_per_message(cpu, RUNS * DUE)[CPU_PER_MESSAGE]
 
 
 def _lake(name, n):
@@ -166,20 +179,22 @@ def run():
         ways["without Spark"] = local_max
 
     _lake("due-empty", 0)
-    alone = {}
+    alone, alone_cpu = {}, {}
     for way, limit in ways.items():
         _runs(spark, "warm", limit)  # the JVM, the Python workers, the handlers' children
-        alone[way] = _runs(spark, "empty", limit)
+        alone[way], alone_cpu[way] = _runs(spark, "empty", limit)
     seed_seconds = _lake("due-history", n)
     rows = []
     for way, limit in ways.items():
-        loaded = _runs(spark, "history", limit)
+        loaded, cpu = _runs(spark, "history", limit)
         rows.append(
             {
                 "benchmark": f"delivery run of {DUE} due messages, {way} ({connection.vendor})",
                 "messages": n,
                 "seconds": loaded,
+                CPU_PER_MESSAGE: cpu,
                 "empty_lake_seconds": alone[way],
+                "empty_lake_cpu_us_per_msg": alone_cpu[way],
                 "ratio": round(loaded / alone[way], 2),
                 "goal": "<= 1.2 x the same on an empty lake",
                 "cores": cores,

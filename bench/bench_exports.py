@@ -10,7 +10,8 @@ it. Its memory is the process's resident high-water mark during the export (Linu
 through /proc/self/clear_refs; elsewhere getrusage's maxrss, which counts from the process's
 start), and that less its resident size when the export starts, after the first WARM_ROWS rows
 of the same export, read and dropped, have loaded every module and grown the heap to what a few
-pages take (the same whatever the size, so that the sizes compare).
+pages take (the same whatever the size, so that the sizes compare). Its CPU µs a row (a message)
+is that of the child and, on PostgreSQL, the database server (bench.support.CpuMeter).
 
 Without bodies: every row. With bodies (each read from the lake in batches, base64): the rows of
 one queue (about 5 % of them), and at the smallest size every row too. The file's order is not
@@ -31,6 +32,7 @@ from pathlib import Path
 from urllib.parse import urlencode
 
 from bench.support import (
+    CpuMeter,
     child_rows,
     django_setup,
     fresh_state,
@@ -115,6 +117,7 @@ def run_here():
                     "rows": measured["rows"],
                     "MiB": round(measured["bytes"] / 2**20, 1),
                     "seconds": round(seconds, 2),
+                    **measured["cpu"],
                     "rows_per_s": round(measured["rows"] / seconds) if seconds else 0,
                     "peak_rss_MiB": measured["peak_mib"],
                     "over_start_MiB": measured["over_baseline_mib"],
@@ -191,17 +194,18 @@ def measure(spec):
 
     hwm = _peak_reset()
     baseline = _status_kib("VmRSS") or resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
-    started = time.perf_counter()
-    size, lines = _drain(client.get(url))
-    seconds = time.perf_counter() - started
+    with CpuMeter() as meter:
+        size, lines = _drain(client.get(url))
     if hwm:
         peak, peak_by = _status_kib("VmHWM"), "VmHWM"
     else:
         peak, peak_by = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss, "maxrss"
+    rows = lines - 1 if spec["format"] == "csv" else lines  # the CSV has a header
     return {
-        "rows": lines - 1 if spec["format"] == "csv" else lines,  # the CSV has a header
+        "rows": rows,
         "bytes": size,
-        "seconds": seconds,
+        "seconds": meter.seconds,
+        "cpu": meter.per_message(max(1, rows)),
         "peak_mib": round(peak / 1024, 1),
         "over_baseline_mib": round((peak - baseline) / 1024, 1),
         "peak_by": peak_by,

@@ -13,7 +13,8 @@ messages are read and the median time is reported:
   as `message_history` did before history generations;
 - before, no generations: `message_history` on the lake without its generations (hidden in a
   transaction that is rolled back): every events commit read file by file;
-- after: `message_history` on the lake as it is, generations and the commits after them.
+- after: `message_history` on the lake as it is, generations and the commits after them, with
+  its CPU ms a read (bench.support.CpuMeter: this process and, on PostgreSQL, the database's).
 
 Writes the lake with pyarrow under the commit protocol, on the DATABASE_URL database. BENCH_COMMITS
 sets the largest number of commits (2,000).
@@ -29,7 +30,7 @@ import pyarrow as pa
 import pyarrow.compute as pc
 from django.db import transaction
 
-from bench.support import django_setup, fresh_state
+from bench.support import CPU_PER_REQUEST, CpuMeter, django_setup, fresh_state
 
 NEW = 100  # messages ingested per commit
 EVENTS = 200  # transitions of earlier messages per commit
@@ -110,16 +111,18 @@ def _previous_code(message_id):
 
 
 def _median_ms(rng, known, reads=READS, read=_history):
+    """The median milliseconds of `reads` reads, and their CPU ms a read."""
     for _ in range(3):  # warm: imports, the catalog's first query
         read(f"m{rng.randrange(known):09d}")
     times = []
-    for _ in range(reads):
-        mid = f"m{rng.randrange(known):09d}"
-        started = time.perf_counter()
-        history = read(mid)
-        times.append(time.perf_counter() - started)
-        assert history and history[0]["message_id"] == mid
-    return round(statistics.median(times) * 1000, 1)
+    with CpuMeter() as meter:
+        for _ in range(reads):
+            mid = f"m{rng.randrange(known):09d}"
+            started = time.perf_counter()
+            history = read(mid)
+            times.append(time.perf_counter() - started)
+            assert history and history[0]["message_id"] == mid
+    return round(statistics.median(times) * 1000, 1), round(meter.ms_per_request(reads), 2)
 
 
 def _without_generations_ms(rng, known, reads):
@@ -128,7 +131,7 @@ def _without_generations_ms(rng, known, reads):
 
     with transaction.atomic():
         LakeCommit.objects.filter(dataset="history").update(retired=True)
-        ms = _median_ms(rng, known, reads)
+        ms, _ = _median_ms(rng, known, reads)
         transaction.set_rollback(True)
     return ms
 
@@ -163,7 +166,7 @@ def run():
         if k in checkpoints:
             reads = READS if k <= 100 else 11
             before = {
-                "previous_code_ms": _median_ms(rng, known, reads, read=_previous_code),
+                "previous_code_ms": _median_ms(rng, known, reads, read=_previous_code)[0],
                 "no_generations_ms": _without_generations_ms(rng, known, reads),
             }
         # As the spark worker does after every delivery run.
@@ -173,6 +176,7 @@ def run():
         if not measured:
             continue
         inputs = lake_history_inputs()
+        after_ms, after_cpu = _median_ms(rng, known)
         rows.append(
             {
                 "commits": k,
@@ -180,7 +184,8 @@ def run():
                     LakeCommit.objects.filter(dataset="events").values_list("row_count", flat=True)
                 ),
                 **(before if k in checkpoints else {}),
-                "after_ms": _median_ms(rng, known),
+                "after_ms": after_ms,
+                CPU_PER_REQUEST: after_cpu,
                 "generations": len(inputs.generations),
                 "not_yet_folded": len(inputs.events),
                 "goal": "<= 20 ms",

@@ -16,8 +16,8 @@ Goal on PostgreSQL at 1M: scrape p95 <= 100 ms. BENCH_MESSAGES overrides N (e.g.
 import threading
 import time
 
-from bench.broker_cpu import POSTGRES, Timed
 from bench.support import (
+    CpuMeter,
     console_bench_setup,
     on_both_databases,
     percentile,
@@ -29,18 +29,18 @@ PROCESS_KINDS = ("web", "spark", "worker", "beat", "sources")
 
 
 def _timed_gets(client, url, requests, **extra):
-    """Milliseconds of each GET after the warm-up, and the CPU seconds they took in all (this
-    process and the database server)."""
+    """Milliseconds of each GET after the warm-up, and the CpuMeter of them all (this process
+    and the database server)."""
     for _ in range(WARMUP):
         client.get(url, **extra)
     samples = []
-    with Timed(POSTGRES) as spent:
+    with CpuMeter() as spent:
         for _ in range(requests):
             started = time.perf_counter()
             response = client.get(url, **extra)
             samples.append((time.perf_counter() - started) * 1000)
             assert response.status_code == 200, (url, response.status_code)
-    return samples, spent.cpu
+    return samples, spent
 
 
 def _scrape_without_pause(stop, scrapes):
@@ -115,7 +115,7 @@ def run_here():
                 requests=len(samples),
                 p50_ms=round(percentile(samples, 50), 1),
                 p95_ms=round(percentile(samples, 95), 1),
-                cpu_ms_per_request=round(cpu / len(samples) * 1000, 1),
+                **cpu.per_request(len(samples)),
             )
         rows.append({**found, **more, "cores": cores})
 

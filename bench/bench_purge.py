@@ -1,7 +1,9 @@
 """Retention benchmark (R15): a purge of N/2 final messages out of N (default 2M), past their
 queue's retention, from the moment it starts until the lake is rewritten and the read models are
 current (the refresh after it finds nothing to fold): messages purged a second, and the lake's
-size before and after. Also the preview (a dry run) of the same purge.
+size before and after. Also the preview (a dry run) of the same purge. Each with its CPU µs a
+purged message (bench.support.CpuMeter: this process, its JVM and Spark's Python workers, and the
+database server on PostgreSQL).
 
 The lake is written directly with pyarrow under the commit protocol, as bench_refresh writes it:
 chunks of 100k messages, each a messages commit (bodies of about 250 B, JSON orders) and an events
@@ -25,7 +27,7 @@ from pathlib import Path
 import pyarrow as pa
 
 from bench.bench_refresh import PATTERNS, QUEUES, T0, _pattern, lake_seed
-from bench.support import PeakMemory, bench_start, on_both_databases, rows_print
+from bench.support import CpuMeter, PeakMemory, bench_start, on_both_databases, rows_print
 from workers.lake.schema import EVENT_SCHEMA
 
 NOW = T0 + timedelta(days=60)
@@ -192,15 +194,14 @@ def run_here():
     indexed = MessageIndex.objects.count()
     before_mib = _lake_mib(store, live=True)
 
-    started = time.perf_counter()
-    preview = purge_run(now=NOW, dry_run=True, actor="bench", spark=spark)
-    preview_seconds = time.perf_counter() - started
+    with CpuMeter() as preview_meter:
+        preview = purge_run(now=NOW, dry_run=True, actor="bench", spark=spark)
+    preview_seconds = preview_meter.seconds
     assert (preview.status, preview.total) == ("done", final), (preview.status, preview.error)
 
-    with PeakMemory() as memory:
-        started = time.perf_counter()
+    with PeakMemory() as memory, CpuMeter() as meter:
         purge = purge_run(now=NOW, actor="bench", spark=spark)
-        seconds = time.perf_counter() - started
+    seconds = meter.seconds
     assert (purge.status, purge.total) == ("done", final), (purge.status, purge.error)
     assert purge.ids_sha256 == preview.ids_sha256
     # The read models are current: the refresh after the purge has nothing to fold.
@@ -216,6 +217,7 @@ def run_here():
             "messages": n,
             "purged": final,
             "seconds": round(preview_seconds, 1),
+            **preview_meter.per_message(final),
             "msgs_per_s": round(final / preview_seconds),
             "cores": cores,
         },
@@ -224,6 +226,7 @@ def run_here():
             "messages": n,
             "purged": final,
             "seconds": round(seconds, 1),
+            **meter.per_message(final),
             "msgs_per_s": round(final / seconds),
             "lake_before_mib": before_mib,
             "lake_after_mib": after_mib,

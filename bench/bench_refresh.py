@@ -10,6 +10,8 @@
    up to 40 %: the session is warmed by SESSION_WARM_UP refreshes first, then the lake of 100
    is measured before the large one and again after it, and the ratio is against the mean.
 3. Incremental refresh after 10k of them changed.
+Each with its CPU µs a message (bench.support.CpuMeter: this process, its JVM and Spark's Python
+workers, and the database server on PostgreSQL); the small refreshes', over their three timed.
 
 The lake is written directly with pyarrow under the commit protocol (ingest's TBDL, then a
 delivery attempt that quarantines each message, in chunks), not by the delivery engine: the engine
@@ -24,7 +26,16 @@ from datetime import UTC, datetime, timedelta
 
 import pyarrow as pa
 
-from bench.support import PeakMemory, django_setup, fresh_state, lake_table, messages_from_env
+from bench.support import (
+    CPU_PER_MESSAGE,
+    CpuMeter,
+    PeakMemory,
+    cpu_per_message,
+    django_setup,
+    fresh_state,
+    lake_table,
+    messages_from_env,
+)
 
 CHUNK = 100_000
 CHANGED = 10_000
@@ -226,15 +237,16 @@ def run():
 
     def small_refresh(size, warm_up=WARM_UP):
         """Median seconds of three refreshes of SMALL reprocessed messages of a lake of `size`,
-        after `warm_up` untimed ones."""
-        times = []
+        after `warm_up` untimed ones, and their CPU µs a message."""
+        times, cpu = [], 0.0
         for timed in [False] * warm_up + [True] * 3:
             done = _reprocess(lake(), size, SMALL)
-            started = time.perf_counter()
-            assert read_models_refresh(spark=spark).changed == done
+            with CpuMeter() as meter:
+                assert read_models_refresh(spark=spark).changed == done
             if timed:
-                times.append(time.perf_counter() - started)
-        return statistics.median(times)
+                times.append(meter.seconds)
+                cpu += meter.cpu_seconds
+        return statistics.median(times), cpu_per_message(cpu, 3 * SMALL)[CPU_PER_MESSAGE]
 
     def alone(session_warm_up=0):
         """The same small refresh on a lake of only the messages it changes, its history
@@ -250,7 +262,7 @@ def run():
         lake_history_compact_if_due(force=True, spark=spark)
         return small_refresh(SMALL)
 
-    alone_first = alone(SESSION_WARM_UP)
+    alone_first, alone_first_cpu = alone(SESSION_WARM_UP)
     fresh_state("refresh")
     store = lake()
     started = time.perf_counter()
@@ -258,10 +270,9 @@ def run():
     seed_seconds = time.perf_counter() - started
     lake_state_compact_if_due(force=True, spark=spark)
 
-    started = time.perf_counter()
-    with PeakMemory() as memory:
+    with CpuMeter() as meter, PeakMemory() as memory:
         full = read_models_refresh(full=True, spark=spark)
-    seconds = time.perf_counter() - started
+    seconds = meter.seconds
     assert full.changed == n, full.changed
     assert MessageIndex.objects.filter(state="NDLV").count() == n
     assert FailureGroup.objects.count() == PATTERNS, FailureGroup.objects.count()
@@ -270,6 +281,7 @@ def run():
             "benchmark": f"full refresh ({db})",
             "messages": n,
             "seconds": round(seconds, 2),
+            **meter.per_message(n),
             "per_second": round(n / seconds),
             "peak_mib": memory.peak_mib,
             "goal": "<= 180 s on 2 cores",
@@ -279,13 +291,14 @@ def run():
     )
 
     before = small_refresh(n)
-    started = time.perf_counter()
-    generation = lake_history_compact_if_due(force=True, spark=spark)
+    with CpuMeter() as meter:
+        generation = lake_history_compact_if_due(force=True, spark=spark)
     rows.append(
         {
             "benchmark": "history compaction, every event at once",
             "messages": n,
-            "seconds": round(time.perf_counter() - started, 2),
+            "seconds": round(meter.seconds, 2),
+            **meter.per_message(n),
             "cores": cores,
             "note": f"{generation.row_count:,} events into {generation.buckets} bucket files",
         }
@@ -293,9 +306,9 @@ def run():
     after = small_refresh(n)
 
     changed = _reprocess(store, n, CHANGED)
-    started = time.perf_counter()
-    incremental = read_models_refresh(spark=spark)
-    seconds = time.perf_counter() - started
+    with CpuMeter() as meter:
+        incremental = read_models_refresh(spark=spark)
+    seconds = meter.seconds
     assert incremental.changed == changed, incremental.changed
     # (and the SMALL ones reprocessed before)
     assert MessageIndex.objects.filter(state="TBDL").count() >= changed
@@ -304,6 +317,7 @@ def run():
             "benchmark": f"incremental refresh ({db})",
             "messages": changed,
             "seconds": round(seconds, 2),
+            **meter.per_message(changed),
             "per_second": round(changed / seconds),
             "goal": "<= 15 s",
             "cores": cores,
@@ -311,14 +325,19 @@ def run():
         }
     )
 
-    alone_last = alone()
+    alone_last, alone_last_cpu = alone()
     alone_mean = (alone_first + alone_last) / 2
-    for label, seconds in (("no history generations", before), ("history generations", after)):
+    for label, (seconds, cpu) in (
+        ("no history generations", before),
+        ("history generations", after),
+    ):
         rows.append(
             {
                 "benchmark": f"incremental refresh ({db}), {label}",
                 "messages": SMALL,
                 "seconds": round(seconds, 2),
+                CPU_PER_MESSAGE: cpu,
+                "alone_cpu_us_per_msg": round((alone_first_cpu + alone_last_cpu) / 2, 1),
                 "goal": "<= 1.2 x the same on a lake of only them",
                 "cores": cores,
                 "note": (

@@ -13,8 +13,10 @@ N messages (BENCH_MESSAGES, default 10M) go through the product's own paths, in 
 4. browse and detail pages of the console, p50 and p95 (Django's test client, in process);
 5. a bulk reprocess of the bad producer's messages (10 % of N) once "fixed": approve -> every one
    TBDL and the views current.
-Each step's wall time and the peak resident memory of this process tree (the Spark driver, its
-JVM and its Python workers: what the spark worker holds) are printed; the lake's size on disk too.
+Each step's wall time, its CPU µs a message (bench.support.CpuMeter: this process, its JVM and
+Spark's Python workers, and the database server on PostgreSQL) and the peak resident memory of
+this process tree (the Spark driver, its JVM and its Python workers: what the spark worker holds)
+are printed; the lake's size on disk too.
 """
 
 import os
@@ -23,7 +25,10 @@ import subprocess
 import time
 
 from bench.support import (
+    CPU_PER_MESSAGE,
+    CpuMeter,
     PeakMemory,
+    cpu_per_message,
     django_setup,
     fresh_state,
     messages_from_env,
@@ -69,22 +74,18 @@ def _ingest(folder, n, *, queue, prefix, broken):
 
 
 def _pages(urls):
-    """p50 and p95 in milliseconds of GETting the urls in turn, after a warm-up round."""
+    """p50 and p95 in milliseconds of GETting the urls in turn as bench console does, after its
+    warm-up, and the CPU column of those requests."""
     from django.test import Client
 
-    from bench.bench_console import _operator
+    from bench.bench_console import _time
+    from bench.console_seed import operator_user
 
     client = Client()
-    client.force_login(_operator())
-    samples = []
-    for i in range(len(urls) + REQUESTS):
-        started = time.perf_counter()
-        response = client.get(urls[i % len(urls)])
-        elapsed = (time.perf_counter() - started) * 1000
-        assert response.status_code == 200, (urls[i % len(urls)], response.status_code)
-        if i >= len(urls):
-            samples.append(elapsed)
-    return round(percentile(samples, 50), 1), round(percentile(samples, 95), 1)
+    client.force_login(operator_user())
+    samples, meter = _time(client, urls, REQUESTS)
+    p50, p95 = round(percentile(samples, 50), 1), round(percentile(samples, 95), 1)
+    return p50, p95, meter.per_request(len(samples))
 
 
 def _people():
@@ -140,44 +141,48 @@ def run():
             }
         )
 
-    started = time.perf_counter()
-    with PeakMemory() as memory:
+    with CpuMeter() as meter, PeakMemory() as memory:
         accepted = _ingest(
             inputs, good, queue=GOOD, prefix="g", broken=lambda i: i % POISON_EVERY == 7
         )
         accepted += _ingest(inputs, bad, queue=BAD, prefix="b", broken=lambda i: True)
-    seconds = time.perf_counter() - started
+    seconds = meter.seconds
     assert accepted == n, accepted
-    row("ingest (JSON Lines)", seconds, memory, per_second=round(n / seconds))
+    row(
+        "ingest (JSON Lines)",
+        seconds,
+        memory,
+        **meter.per_message(n),
+        per_second=round(n / seconds),
+    )
 
     spark = spark_from_settings()
-    started = time.perf_counter()
-    with PeakMemory() as memory:
+    with CpuMeter() as meter, PeakMemory() as memory:
         run = delivery_run(spark=spark)
-    seconds = time.perf_counter() - started
+    seconds = meter.seconds
     poison = len(range(7, good, POISON_EVERY))
     assert run.outcomes["states"] == {"DLVD": good - poison, "NDLV": poison + bad}, run.outcomes
-    row("delivery run (all)", seconds, memory, per_second=round(n / seconds))
+    row(
+        "delivery run (all)", seconds, memory, **meter.per_message(n), per_second=round(n / seconds)
+    )
 
     # What the spark worker's delivery task does after every run: the state and open snapshots
     # and the history generation the next runs, refreshes and detail pages read.
-    started = time.perf_counter()
-    with PeakMemory() as memory:
+    with CpuMeter() as meter, PeakMemory() as memory:
         lake_state_compact_if_due(force=True, spark=spark)
         lake_history_compact_if_due(force=True, spark=spark)
-    row("compactions after the run", time.perf_counter() - started, memory)
+    row("compactions after the run", meter.seconds, memory, **meter.per_message(n))
 
-    started = time.perf_counter()
-    with PeakMemory() as memory:
+    with CpuMeter() as meter, PeakMemory() as memory:
         read_models_refresh(full=True, spark=spark)
-    row("refresh, full", time.perf_counter() - started, memory)
+    row("refresh, full", meter.seconds, memory, **meter.per_message(n))
     assert MessageIndex.objects.filter(state="NDLV").count() == poison + bad
 
     # A trickle after all that: what each later run and refresh costs with N in the lake (the
     # same on an empty lake at the end, for the ratio).
-    trickle = _trickle(inputs, spark, prefix="t")
+    trickle, trickle_cpu = _trickle(inputs, spark, prefix="t")
     for step, seconds in trickle.items():
-        row(step, seconds)
+        row(step, seconds, **trickle_cpu[step])
 
     sample = MessageIndex.objects.filter(queue=GOOD).order_by("message_id").first()
     pages = {
@@ -188,9 +193,9 @@ def run():
         "dashboard": ["/"],
     }
     for name, urls in pages.items():
-        p50, p95 = _pages(urls)
+        p50, p95, cpu = _pages(urls)
         rows.append({"step": name, "backend": backend, "messages": n, "p50_ms": p50,
-                     "p95_ms": p95, "cores": cores})  # fmt: skip
+                     "p95_ms": p95, **cpu, "cores": cores})  # fmt: skip
 
     people = _people()
     started = time.perf_counter()
@@ -202,16 +207,16 @@ def run():
     )
     frozen = time.perf_counter() - started
     assert request.count == bad, request.count
-    started = time.perf_counter()
-    with PeakMemory() as memory:
+    with CpuMeter() as meter, PeakMemory() as memory:
         action_request_approve(actor=people["approver"], request=request)
         request = action_request_execute(request_id=request.id, spark=spark)
-    seconds = time.perf_counter() - started
+    seconds = meter.seconds
     assert (request.status, request.done) == ("done", bad), (request.status, request.done)
     row(
         f"bulk reprocess of {bad:,}",
         seconds,
         memory,
+        **meter.per_message(bad),
         per_second=round(bad / seconds),
         request_seconds=round(frozen, 1),
     )
@@ -219,14 +224,17 @@ def run():
 
     fresh_state("scale-empty")
     Queue.objects.create(name=GOOD, handler="workers.demo.handlers.orders")
-    for step, seconds in _trickle(inputs, spark, prefix="e").items():
+    empty, empty_cpu = _trickle(inputs, spark, prefix="e")
+    for step, seconds in empty.items():
         rows.append(
             {
                 "step": f"{step}, against an empty lake",
                 "backend": backend,
                 "messages": n,
                 "seconds": round(trickle[step], 1),
+                **trickle_cpu[step],
                 "empty_lake_seconds": round(seconds, 1),
+                "empty_lake_cpu_us_per_msg": empty_cpu[step][CPU_PER_MESSAGE],
                 "ratio": round(trickle[step] / seconds, 2),
                 "goal": "<= 1.2",
                 "cores": cores,
@@ -237,18 +245,22 @@ def run():
 
 def _trickle(inputs, spark, *, prefix):
     """{step: seconds}, medians of three: a delivery run of 100 new messages (small enough to
-    run without Spark), then the refresh of what it changed."""
+    run without Spark), then the refresh of what it changed; and {step: its CPU column} over the
+    three."""
     from console.delivery.execution import delivery_run
     from console.readmodels.execution import read_models_refresh
 
     times = {"delivery run (100 new)": [], "refresh, 100 changes": []}
+    cpu = dict.fromkeys(times, 0.0)
     for k in range(3):
         _ingest(inputs, 100, queue=GOOD, prefix=f"{prefix}{k}-", broken=lambda i: i == 0)
-        started = time.perf_counter()
-        run = delivery_run(spark=spark)
-        times["delivery run (100 new)"].append(time.perf_counter() - started)
+        with CpuMeter() as delivery:
+            run = delivery_run(spark=spark)
         assert run.claimed == 100, run.claimed
-        started = time.perf_counter()
-        read_models_refresh(spark=spark)
-        times["refresh, 100 changes"].append(time.perf_counter() - started)
-    return {step: statistics.median(seconds) for step, seconds in times.items()}
+        with CpuMeter() as refresh:
+            read_models_refresh(spark=spark)
+        for step, meter in zip(times, (delivery, refresh), strict=True):
+            times[step].append(meter.seconds)
+            cpu[step] += meter.cpu_seconds
+    medians = {step: statistics.median(seconds) for step, seconds in times.items()}
+    return medians, {step: cpu_per_message(spent, 300) for step, spent in cpu.items()}

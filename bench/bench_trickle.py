@@ -1,17 +1,20 @@
 """The running product (a Celery spark worker in threads, a default worker and beat, as `make run`
 starts them, on the product's default intervals) with little to do (issue 11):
 
-1. A trickle: one message ingested every few seconds; each one's seconds from its ingest to the
-   start of the run that claims it (the time its DLNG event carries: the run's clock, read as it
-   starts, before its Spark job) and to its DLVD event (its handler called and the outcome
-   committed). p50 and p95.
+1. A trickle: one message ingested every 0.1 to 2 s (seeded random gaps, not waiting for the
+   deliveries, so that ingests land at every point of a run's life: before it reads the lake,
+   while it delivers, as it lets go); each one's seconds from its ingest to the start of the run
+   that claims it (the time its DLNG event carries: the run's clock, read as it starts, before
+   its Spark job) and to its DLVD event (its handler called and the outcome committed). p50, p95
+   and the maximum: a wake-up lost would leave a message to beat's next tick (up to 15 s).
 2. Idle: once everything is delivered and the read models are current, the delivery runs (each
    one a Spark job) and refreshes started over four of beat's delivery intervals. Goal: none.
 
 Runs on SQLite and then, when PostgreSQL answers, on PostgreSQL (bench.support).
-BENCH_MESSAGES sets the trickle's length (default 10, at most 60)."""
+BENCH_MESSAGES sets the trickle's length (default 100, at most 1000)."""
 
 import os
+import random
 import statistics
 import tempfile
 import time
@@ -20,6 +23,7 @@ from pathlib import Path
 
 from bench.support import (
     ROOT,
+    CpuMeter,
     delivered_at,
     django_setup,
     fresh_state,
@@ -27,10 +31,12 @@ from bench.support import (
     on_both_databases,
     processes_stop,
     product_processes,
+    product_servers,
     rows_print,
 )
 
-SPACING = 3.0  # seconds between two messages of the trickle
+SPACING = (0.1, 2.0)  # seconds between two ingests of the trickle, drawn uniformly
+SEED = 47  # the same gaps every time: a race found once is found again
 INTERVALS_IDLE = 4
 
 
@@ -56,6 +62,7 @@ def _percentiles(values):
     return (
         round(statistics.median(ordered), 2),
         round(ordered[max(0, round(0.95 * len(ordered)) - 1)], 2),
+        round(ordered[-1], 2),
     )
 
 
@@ -71,7 +78,7 @@ def run_here():
     from console.readmodels.models import RefreshRun
     from console.readmodels.selectors import read_models_folded_upto as _cursor
 
-    count = min(messages_from_env(10), 60)
+    count = min(messages_from_env(100), 1000)
     db = connection.vendor
     lake = fresh_state("trickle")
     RefreshRun.objects.all().delete()
@@ -103,13 +110,19 @@ def run_here():
         for i in range(2):
             send(f"warm-{i}")
             _wait(lambda i=i: delivered_at(f"warm-{i}"), 600, "the warm-up message")
+        # CPU of every process involved over the trickle, its pauses included (CpuMeter).
+        meter = CpuMeter(servers=product_servers(broker=True)).start()
+        gaps = random.Random(SEED)
+        sent = {}
         for i in range(count):
             message_id = f"t-{i:03d}"
-            sent = send(message_id)
+            sent[message_id] = send(message_id)
+            time.sleep(gaps.uniform(*SPACING))
+        for message_id, at in sent.items():
             done = _wait(lambda m=message_id: delivered_at(m), 600, f"{message_id} delivered")
-            taken.append((_taken_at(message_id) - sent).total_seconds())
-            delivered.append((done - sent).total_seconds())
-            time.sleep(SPACING)
+            taken.append((_taken_at(message_id) - at).total_seconds())
+            delivered.append((done - at).total_seconds())
+        meter.stop()
 
         def quiet():
             newest = LakeCommit.objects.filter(dataset="events").order_by("-id").first()
@@ -124,8 +137,8 @@ def run_here():
         idle_refreshes = RefreshRun.objects.count() - refreshes_before
     finally:
         processes_stop(started)
-    taken_p50, taken_p95 = _percentiles(taken)
-    done_p50, done_p95 = _percentiles(delivered)
+    taken_p50, taken_p95, taken_max = _percentiles(taken)
+    done_p50, done_p95, done_max = _percentiles(delivered)
     cores = os.cpu_count()
     return [
         {
@@ -133,14 +146,18 @@ def run_here():
             "messages": count,
             "p50 s": taken_p50,
             "p95 s": taken_p95,
+            "max s": taken_max,
+            "goal": "p95 <= 0.5 s, max <= 2 s",
             "cores": cores,
         },
         {
             "benchmark": f"trickle, ingest -> DLVD ({db})",
             "messages": count,
+            **meter.per_message(count),
             "p50 s": done_p50,
             "p95 s": done_p95,
-            "goal": "first handler call: p50 <= 1 s, p95 <= 3 s",
+            "max s": done_max,
+            "goal": "p95 <= 0.5 s, max <= 2 s",
             "cores": cores,
         },
         {

@@ -14,7 +14,7 @@ import base64
 import contextlib
 import json
 
-from bench.broker_cpu import NATS
+from bench.support import NATS_SERVER
 
 URL = "nats://127.0.0.1:4222"
 URL_ENV = "BENCH_NATS_URL"
@@ -32,7 +32,7 @@ HEADERS = {"Content-Type": "text/plain"}
 class Nats:
     kind = "nats"
     title = "NATS JetStream"
-    servers = NATS
+    servers = NATS_SERVER
     url, url_env = URL, URL_ENV
     sink = "workers.brokers.nats.publisher"
     bare_drain_said = "nats-py: advisories, get by sequence, ack"

@@ -9,7 +9,7 @@ tag of the run's own; `close` deletes them."""
 
 import time
 
-from bench.broker_cpu import RABBITMQ
+from bench.support import RABBITMQ_SERVER
 
 URL = "amqp://guest:guest@127.0.0.1:5672/%2F"
 URL_ENV = "BENCH_AMQP_URL"
@@ -23,7 +23,7 @@ CONFIRM_WINDOW = 5000
 class RabbitMQ:
     kind = "rabbitmq"
     title = "RabbitMQ"
-    servers = RABBITMQ
+    servers = RABBITMQ_SERVER
     url, url_env = URL, URL_ENV
     sink = "workers.brokers.redrive.publisher"
     bare_drain_said = "pika consume + ack"

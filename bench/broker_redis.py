@@ -10,7 +10,7 @@ and their parking streams."""
 
 import time
 
-from bench.broker_cpu import REDIS
+from bench.support import REDIS_SERVER
 
 URL = "redis://127.0.0.1:6379/12"
 URL_ENV = "BENCH_REDIS_URL"
@@ -38,7 +38,7 @@ def _entries(reply):
 class Redis:
     kind = "redis"
     title = "Redis Streams"
-    servers = REDIS
+    servers = REDIS_SERVER
     url, url_env = URL, URL_ENV
     sink = "workers.brokers.redis_streams.publisher"
     bare_drain_said = "redis-py XAUTOCLAIM + XACK"

@@ -25,7 +25,13 @@ from pathlib import Path
 
 import requests
 
-from bench.support import login_page_answers, port_answers
+from bench.support import (
+    descendants,
+    login_page_answers,
+    port_answers,
+    process_tree_cpu,
+    processes,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 # What `make run` reads that a newcomer has not set: the run's data stays in its own VAR_DIR.
@@ -46,7 +52,6 @@ PRODUCT_SETTINGS = (
 # measures of speed.
 STOP_PATIENCE = 60
 REQUEST_TIMEOUT = 30
-TICKS = os.sysconf("SC_CLK_TCK")
 ROLES = ("viewer", "operator", "approver", "admin", "auditor", "application")
 
 
@@ -145,19 +150,6 @@ def rabbitmq_vhost_delete(name):
     subprocess.run(["rabbitmqctl", "-q", "delete_vhost", name], capture_output=True, check=False)
 
 
-def _stat(pid):
-    """(ppid, CPU seconds of the process and of its children it has waited for) from
-    /proc/<pid>/stat, or None when it is gone."""
-    try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
-        return None
-    # The command name, in brackets, may hold spaces and brackets: fields follow the last ")".
-    fields = raw[raw.rindex(")") + 2 :].split()
-    utime, stime, cutime, cstime = (int(v) for v in fields[11:15])
-    return int(fields[1]), (utime + stime + cutime + cstime) / TICKS
-
-
 def _honcho_name(pid):
     """The Procfile process a process belongs to: honcho's HONCHO_PROCESS_NAME, which the
     process's children (the JVM, Spark's Python workers) inherit."""
@@ -169,28 +161,6 @@ def _honcho_name(pid):
         if entry.startswith(b"HONCHO_PROCESS_NAME="):
             return entry.split(b"=", 1)[1].decode().split(".")[0]
     return None
-
-
-def process_tree_cpu(root, *, by_process=False):
-    """CPU seconds of `root` and all its descendants, living or waited for: each live process
-    counts its own time and that of the children it reaped, so every second counts once. With
-    `by_process`, {Procfile process (or "make" for make, migrate, seed_demo and honcho): s}."""
-    parents, cpu = {}, {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            found = _stat(int(entry.name))
-            if found is not None:
-                parents[int(entry.name)], cpu[int(entry.name)] = found
-    children = {}
-    for pid, ppid in parents.items():
-        children.setdefault(ppid, []).append(pid)
-    totals, todo = {}, [root]
-    while todo:
-        pid = todo.pop()
-        name = (_honcho_name(pid) or "make") if by_process else "all"
-        totals[name] = totals.get(name, 0.0) + cpu.get(pid, 0.0)
-        todo.extend(children.get(pid, ()))
-    return totals if by_process else totals.get("all", 0.0)
 
 
 class FirstRun:
@@ -305,10 +275,10 @@ class FirstRun:
             return None
         return response.json() if response.status_code == 200 else None
 
-    def cpu_seconds(self, *, by_process=False):
-        """CPU seconds of every process `make run` started, so far (gone ones included); with
-        `by_process`, per Procfile process."""
-        return process_tree_cpu(self.proc.pid, by_process=by_process)
+    def cpu_seconds_by_process(self):
+        """CPU seconds so far of every process `make run` started (gone ones included), per
+        Procfile process (make, migrate, seed_demo and honcho as "make")."""
+        return process_tree_cpu(self.proc.pid, group=lambda pid: _honcho_name(pid) or "make")
 
     def first_finished(self, table, where=""):
         """Seconds after the start at which the first row of `table` (a run table of the
@@ -348,7 +318,7 @@ class FirstRun:
     def kill(self):
         """SIGKILL what is left: make's group, and each process honcho started in a session of
         its own (the workers, their JVM and Spark's Python workers)."""
-        for pid in _descendants(self.proc.pid):
+        for pid in descendants(processes(), [self.proc.pid]) - {self.proc.pid}:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.killpg(pid, signal.SIGKILL)
         with contextlib.suppress(ProcessLookupError):
@@ -362,19 +332,3 @@ class FirstRun:
             for _, line in self.lines
             if "Traceback (most recent call last)" in line or re.search(r"\bEOFError\b", line)
         ]
-
-
-def _descendants(root):
-    parents = {}
-    for entry in Path("/proc").iterdir():
-        if entry.name.isdigit():
-            found = _stat(int(entry.name))
-            if found is not None:
-                parents[int(entry.name)] = found[0]
-    found, todo = [], [root]
-    while todo:
-        pid = todo.pop()
-        kids = [p for p, ppid in parents.items() if ppid == pid]
-        found.extend(kids)
-        todo.extend(kids)
-    return found

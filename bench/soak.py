@@ -24,7 +24,10 @@ crashers isolated, each failure where its queue's policy sends it, second succes
 kill, counts equal to a recount (manage.py counts_verify, and the dashboard's per-queue counts
 against the ledger), no stuck work, every request done, the audit chain intact. Figures: messages,
 kills, duplicates, how stale the console got, time to settle after the load and the last kill,
-peak memory of each process (its children included) and CPU seconds per message.
+peak memory of each process (its children included), CPU seconds by process (each sampled just
+before it is killed) and the CPU µs a message of every process involved, PostgreSQL's and Redis's
+included, from the load's start until it settled (bench.support.CpuMeter; the sender's HTTP
+client, in this process, too).
 
 tests/processes/test_soak_short.py is its short version, with the same parts.
 
@@ -73,7 +76,13 @@ from bench.soak_checks import (
     plan,
     queues_define,
 )
-from bench.support import login_page_answers, port_answers
+from bench.support import (
+    POSTGRES_SERVER,
+    REDIS_SERVER,
+    CpuMeter,
+    login_page_answers,
+    port_answers,
+)
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -724,6 +733,7 @@ def soak(size, folder, env):
         )
         started = time.monotonic()
         load_began = timezone.now()
+        meter = CpuMeter(servers=(*POSTGRES_SERVER, *REDIS_SERVER)).start()
         for thread in (load, approver, killer):
             thread.start()
         while load.is_alive() or killer.is_alive():
@@ -740,6 +750,7 @@ def soak(size, folder, env):
         last_fault = max(killer.last or 0, load.finished)
         say("load done; settling")
         _, left = settle(timeout=size.settle_timeout, report=say)
+        meter.stop()
         settled_in = None if left else time.monotonic() - last_fault
         say("checking")
         facts = Facts.gather(planned, load.accepted, calls_dir)
@@ -809,7 +820,9 @@ def soak(size, folder, env):
         if settled_in is None
         else round(settled_in),
         "peak RSS MiB (with children)": peak,
-        "CPU s per message": round(sum(cpu.values()) / max(1, len(load.accepted)), 4),
+        "CPU µs per message (every process, PostgreSQL and Redis)": round(
+            meter.us_per_message(max(1, len(load.accepted)))
+        ),
         "CPU s by process": {k: round(v) for k, v in cpu.items()},
         "cores": os.cpu_count(),
     }

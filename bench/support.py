@@ -1,5 +1,6 @@
-"""What the benchmarks share: a Django set-up on its own VAR_DIR, fresh lakes, and a sampler of
-peak memory over a process and its children (the JVM and Spark's Python workers)."""
+"""What the benchmarks share: a Django set-up on its own VAR_DIR, fresh lakes, a sampler of peak
+memory over a process and its children (the JVM and Spark's Python workers), and the meter of
+CPU per message every benchmark reports (CpuMeter: every process involved, from /proc)."""
 
 import contextlib
 import json
@@ -10,7 +11,9 @@ import subprocess
 import sys
 import threading
 import time
+from dataclasses import dataclass
 from pathlib import Path
+from urllib.parse import urlsplit
 
 import psutil
 
@@ -150,7 +153,7 @@ class SamplingThread:
     def _run(self):
         while not self._stop.is_set():
             self.sample()
-            time.sleep(self.interval)
+            self._stop.wait(self.interval)
 
     def __enter__(self):
         self._thread.start()
@@ -185,6 +188,311 @@ def percentile(samples, p):
     """The p-th percentile of `samples`, nearest rank (the benchmarks' p50 and p95)."""
     ordered = sorted(samples)
     return ordered[min(len(ordered) - 1, round(p / 100 * (len(ordered) - 1)))]
+
+
+# --- CPU per message: every process involved, from /proc ----------------------------------------
+
+# The servers a benchmark's messages may pass through, by process name (CpuMeter's `servers`).
+POSTGRES_SERVER = ("postgres",)
+REDIS_SERVER = ("redis-server",)
+RABBITMQ_SERVER = ("beam.smp",)
+NATS_SERVER = ("nats-server",)
+# The columns every benchmark reports CPU in, beside its wall time (CpuMeter.per_message and
+# per_request): one name each, so that `python -m bench`'s table reads across benchmarks.
+CPU_PER_MESSAGE = "cpu_us_per_msg"
+CPU_PER_REQUEST = "cpu_ms_per_request"
+TICKS = os.sysconf("SC_CLK_TCK")
+
+
+@dataclass(frozen=True)
+class ProcStat:
+    """What /proc/<pid>/stat says of a process."""
+
+    name: str
+    ppid: int
+    start: int  # clock ticks after boot: with the pid, which process this is
+    cpu: float  # seconds, user + system: its own and that of the children it has waited for
+
+
+def proc_stat(pid):
+    """A process's ProcStat, or None when it is gone."""
+    try:
+        raw = Path(f"/proc/{pid}/stat").read_text()
+    except OSError:
+        return None
+    # The name, in brackets, may hold spaces and brackets: the fields follow the last ")".
+    close = raw.rindex(")")
+    fields = raw[close + 2 :].split()
+    utime, stime, cutime, cstime = (int(v) for v in fields[11:15])
+    return ProcStat(
+        name=raw[raw.index("(") + 1 : close],
+        ppid=int(fields[1]),
+        start=int(fields[19]),
+        cpu=(utime + stime + cutime + cstime) / TICKS,
+    )
+
+
+def _pids():
+    return {int(entry) for entry in os.listdir("/proc") if entry.isdigit()}
+
+
+def processes():
+    """{pid: ProcStat} of every process now."""
+    found = {}
+    for pid in _pids():
+        stat = proc_stat(pid)
+        if stat is not None:
+            found[pid] = stat
+    return found
+
+
+def descendants(found, roots):
+    """The pids of `roots` and of all their descendants, among `found` ({pid: ProcStat})."""
+    children = {}
+    for pid, stat in found.items():
+        children.setdefault(stat.ppid, []).append(pid)
+    tree, todo = set(), [pid for pid in roots if pid in found]
+    while todo:
+        pid = todo.pop()
+        if pid not in tree:
+            tree.add(pid)
+            todo.extend(children.get(pid, ()))
+    return tree
+
+
+def process_tree_cpu(root, *, group=None):
+    """CPU seconds so far of `root` and all its descendants, living or waited for: each live
+    process counts its own time and that of the children it reaped, so every second counts once.
+    With `group` (pid -> a name), {name: seconds}."""
+    found = processes()
+    totals = {}
+    for pid in descendants(found, [root]):
+        name = group(pid) if group else None
+        totals[name] = totals.get(name, 0.0) + found[pid].cpu
+    return totals if group else totals.get(None, 0.0)
+
+
+def product_servers(*, broker=False):
+    """The servers the product's messages pass through here, by process name: PostgreSQL when it
+    is Django's database; with `broker`, Celery's broker's too (Redis or RabbitMQ), for a
+    benchmark that runs the product's processes. None before Django is set up."""
+    from django.conf import settings
+
+    if not settings.configured:
+        return ()
+    from django.db import connection
+
+    names = POSTGRES_SERVER if connection.vendor == "postgresql" else ()
+    scheme = urlsplit(settings.CELERY_BROKER_URL).scheme if broker else ""
+    if scheme in ("redis", "rediss"):
+        names += REDIS_SERVER
+    elif scheme in ("amqp", "pyamqp"):
+        names += RABBITMQ_SERVER
+    return names
+
+
+@dataclass
+class _Measured:
+    """A process CpuMeter counts."""
+
+    parent: tuple | None  # the (pid, start) of its parent when last read; None: not measured
+    first: float  # CPU seconds at the start of the measure (0 for one started since)
+    last: float  # CPU seconds at its last reading
+    server: bool
+    gone: int | None = None  # the reading that first found it gone
+
+
+class CpuMeter(SamplingThread):
+    """CPU seconds (user + system) of every process a benchmark involves, over a timed part:
+
+        with CpuMeter() as meter:
+            ...  # move n messages
+        row = {"seconds": meter.seconds, **meter.per_message(n)}
+
+    Counted, from /proc: the `roots` (this process by default) and all their descendants (Spark's
+    JVM and its Python workers, the delivery runs' children, processes a benchmark starts), and
+    the processes named one of `servers` with their descendants (every PostgreSQL backend, the
+    broker's server; by default product_servers(): PostgreSQL when it is the database).
+
+    The method. A process's reading is its own CPU time and that of the children it has waited
+    for (/proc/<pid>/stat: utime + stime + cutime + cstime, psutil's user + system +
+    children_user + children_system), so a child that ended and was reaped is counted in its
+    parent, once. Each process counts its last reading less its reading at the start (nothing
+    for one started since). A sampler thread reads every `interval` seconds, so that processes
+    which start and end during the measure are seen: one that ends while its parent lives on was
+    reaped by it and counts there; one whose parent ended first (a process group killed together,
+    an orphan taken by init) counts its last reading. The sampler's own thread is left out.
+
+    Limits. A clock tick (10 ms) a process. A process whose parent ended first loses what it
+    spent after its last reading (up to `interval`), and one that started and ended between two
+    readings under a parent that ended too is not counted at all; a parent that reaps a child
+    and ends within the same `interval` counts that child twice. The servers are shared:
+    whatever else runs on them meanwhile (another database's backends, a test suite's) is counted
+    too, so on a busy machine the servers' part is an upper bound. Linux only."""
+
+    interval = 0.25
+
+    def __init__(self, *, servers=None, roots=None):
+        super().__init__()
+        self.servers = product_servers() if servers is None else tuple(servers)
+        self.roots = (os.getpid(),) if roots is None else tuple(roots)
+        self.seconds = None  # wall, once stopped
+        self._measured = {}  # (pid, start) -> _Measured
+        self._alive = {}  # pid -> (pid, start), of the measured ones alive at the last reading
+        self._listed = set()  # the pids of /proc at the last reading
+        self._readings = 0
+        self._sampler_cpu = 0.0
+        self._measures_itself = False
+        self._lock = threading.Lock()
+
+    def _measure(self, pid, stat, *, first, server):
+        key = (pid, stat.start)
+        self._measured[key] = _Measured(None, first, stat.cpu, server)
+        self._alive[pid] = key
+
+    def start(self):
+        found = processes()
+        tree = descendants(found, self.roots)
+        named = [pid for pid, stat in found.items() if stat.name in self.servers]
+        servers = descendants(found, named) - tree
+        for pid in tree | servers:
+            self._measure(pid, found[pid], first=found[pid].cpu, server=pid in servers)
+        self._measures_itself = os.getpid() in tree
+        for pid, key in self._alive.items():
+            self._measured[key].parent = self._alive.get(found[pid].ppid)
+        self._listed = set(found)
+        self._started = time.perf_counter()
+        self._thread.start()
+        return self
+
+    def stop(self):
+        self.seconds = time.perf_counter() - self._started
+        self._stop.set()
+        self._thread.join()
+        self._read()
+        return self
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.stop()
+
+    def sample(self):
+        spent = time.thread_time()
+        self._read()
+        self._sampler_cpu += time.thread_time() - spent
+
+    def _read(self):
+        listed = _pids()
+        with self._lock:
+            self._readings += 1
+            # Children before parents: a child reaped meanwhile is then in its parent's reading.
+            for pid, key in sorted(self._alive.items(), reverse=True):
+                stat = proc_stat(pid) if pid in listed else None
+                measured = self._measured[key]
+                if stat is None or stat.start != key[1]:  # gone (reaped), or its pid reused
+                    measured.gone = self._readings
+                    del self._alive[pid]
+                    continue
+                measured.last = stat.cpu
+                measured.parent = self._alive.get(stat.ppid)  # None once an orphan
+            new = {pid: stat for pid in listed - self._listed if (stat := proc_stat(pid))}
+            # Those started since under a measured process (a new one too), or a server's.
+            while taken := [
+                pid
+                for pid, stat in new.items()
+                if stat.ppid in self._alive or stat.name in self.servers
+            ]:
+                for pid in taken:
+                    stat = new.pop(pid)
+                    parent = self._alive.get(stat.ppid)
+                    server = self._measured[parent].server if parent else True
+                    self._measure(pid, stat, first=0.0, server=server)
+                    self._measured[self._alive[pid]].parent = parent
+            self._listed = listed
+
+    def _spent(self, measured):
+        """What one process adds: nothing more once it ended while its parent lived on (its
+        time is in the parent's reading)."""
+        parent = self._measured.get(measured.parent) if measured.gone else None
+        reaped = parent is not None and (parent.gone is None or parent.gone > measured.gone)
+        return (0.0 if reaped else measured.last) - measured.first
+
+    def _total(self, *, servers_only=False):
+        with self._lock:
+            total = sum(
+                self._spent(m) for m in self._measured.values() if m.server or not servers_only
+            )
+        if servers_only or not self._measures_itself:
+            return total
+        return max(0.0, total - self._sampler_cpu)
+
+    def reading(self):
+        """CPU seconds from the start until now (a reading taken now), while the meter runs."""
+        self._read()
+        return self._total()
+
+    def started_at(self):
+        """perf_counter() at the start: what a wait inside the measure measures against."""
+        return self._started
+
+    @property
+    def cpu_seconds(self):
+        return self._total()
+
+    @property
+    def servers_cpu_seconds(self):
+        """The servers' part of cpu_seconds."""
+        return self._total(servers_only=True)
+
+    def us_per_message(self, n):
+        return self.cpu_seconds / n * 1e6
+
+    def ms_per_request(self, n):
+        return self.cpu_seconds / n * 1e3
+
+    def per_message(self, n):
+        """The column of CPU µs a message, for a benchmark's row."""
+        return cpu_per_message(self.cpu_seconds, n)
+
+    def per_request(self, n):
+        """The column of CPU ms a request, for a benchmark of the console's pages."""
+        return cpu_per_request(self.cpu_seconds, n)
+
+    def figures(self, n):
+        """Seconds, messages a second and CPU µs a message of n messages, and the servers' part."""
+        return {
+            "seconds": round(self.seconds, 2),
+            "msgs_per_s": round(n / self.seconds),
+            **self.per_message(n),
+            "servers_cpu_us_per_msg": round(self.servers_cpu_seconds / n * 1e6, 1),
+        }
+
+
+def cpu_per_message(cpu_seconds, n):
+    """The column of CPU µs a message, from CPU seconds measured (by CpuMeters) over n."""
+    return {CPU_PER_MESSAGE: round(cpu_seconds / n * 1e6, 1)}
+
+
+def cpu_per_request(cpu_seconds, n):
+    """The column of CPU ms a request, from CPU seconds measured over n requests."""
+    return {CPU_PER_REQUEST: round(cpu_seconds / n * 1e3, 2)}
+
+
+def settled(servers, *, share=0.05, window=0.5, patience=30.0):
+    """Wait until the servers named are quiet (below `share` of a core over `window` seconds),
+    `patience` seconds at most: RabbitMQ goes on writing a burst of persistent messages after
+    confirming them, and the next phase timed must not be charged for it."""
+    deadline = time.monotonic() + patience
+    with CpuMeter(servers=servers, roots=()) as meter:
+        before = 0.0
+        while time.monotonic() < deadline:
+            time.sleep(window)
+            now = meter.reading()
+            if now - before < share * window:
+                return
+            before = now
 
 
 def messages_from_env(default):

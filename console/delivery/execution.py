@@ -21,7 +21,7 @@ from console import leases
 from console.audit.services import audit_record
 from console.delivery.models import DeliveryLock, DeliveryRun
 from console.delivery.poison import poison_feed_dir, poison_snapshot
-from console.delivery.services import poison_add
+from console.delivery.services import delivery_handovers_take, poison_add
 from console.delivery.signals import queues_wanted
 from console.lake.selectors import lake_committed, lake_due_inputs, lake_paths
 from console.lake.services import epoch_allocate, lake, lake_commit_record
@@ -127,6 +127,10 @@ def delivery_run(*, queues=None, now=None, fixed_clock=False, partitions=None, s
     # an older epoch than the run's, so the run's events outrank them (a decision committed in
     # between would otherwise outrank the delivery of the message it put back in TBDL). Only the
     # messages that are not final can be due: the open snapshot and the events after it.
+    # The queues' hand-overs are taken first: an ask that still finds one committed before this
+    # read, which sees what it asked for; a later one finds none, and hands the queue over again
+    # or marks this run's lock wanted (delivery_dispatch), so nothing waits for beat's tick.
+    delivery_handovers_take(queues=enabled)
     inputs = lake_due_inputs()
     run = _run_start(enabled)
     if run is None:

@@ -71,6 +71,22 @@ class DeliveryLock(models.Model):
         return f"{self.queue} held by run {self.run_id}"
 
 
+class DeliveryHandover(models.Model):
+    """A free queue handed to a run task, asked for now (an ingest's wake, a run that let go of
+    a wanted queue, a decision), whose run has not read the lake yet. That run will read after
+    whatever asks for the queue meanwhile, so those asks hand it over no more: a burst of
+    ingests queues one task, not one each. The run deletes the row just before it reads; from
+    then on an ask hands the queue over again (or marks the run's lock wanted), so no message
+    is left to beat's next tick. A row whose task was lost stops counting after
+    DELIVERY_INTERVAL_SECONDS."""
+
+    queue = models.CharField(max_length=100, primary_key=True)
+    at = models.DateTimeField()
+
+    def __str__(self):
+        return f"{self.queue} handed over at {self.at}"
+
+
 class PoisonEntry(models.Model):
     """The shared poison list (R9): every quarantined message's id, its reason and body hash.
     Applications outside the product may read it and report to it (the AMPS pattern), through

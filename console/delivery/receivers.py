@@ -1,17 +1,11 @@
 """Delivery follows ingest: new messages are handed to a run at once, not at beat's next tick."""
 
-from django.core.cache import cache
 from django.db import transaction
 from django.dispatch import receiver
 
 from console.delivery.signals import queues_wanted
 from console.delivery.tasks import delivery_run_enqueue
 from console.ingest.signals import messages_arrived
-
-# Ingests of one queue closer together than this wake it once: a burst of API calls must not
-# queue a run task each ahead of the spark worker's other work. What a skipped wake would have
-# delivered, the first wake's run, or the one after it, delivers.
-WAKE_DEBOUNCE_SECONDS = 1
 
 
 @receiver(messages_arrived, dispatch_uid="delivery.wake_on_ingest")
@@ -26,10 +20,9 @@ def _rerun_wanted(sender, queues, **kwargs):
 
 
 def delivery_wake(queues):
-    """Hand the queues that got new messages to delivery runs now (those whose run is still
-    going get theirs as soon as it ends)."""
-    woken = [
-        q for q in sorted(queues) if cache.add(f"delivery:woken:{q}", 1, WAKE_DEBOUNCE_SECONDS)
-    ]
-    if woken:
-        delivery_run_enqueue(queues=woken)
+    """Hand the queues that got new messages to delivery runs now. Every ingest asks: one whose
+    queue a run holds marks it wanted (that run may have read the lake before these messages:
+    it starts the next as it lets go), and one whose queue was handed over to a run that has
+    not read the lake yet queues nothing more (console.delivery.services.delivery_dispatch). A
+    burst of ingests therefore queues one run task a queue, and none is left to beat's tick."""
+    delivery_run_enqueue(queues=sorted(queues))

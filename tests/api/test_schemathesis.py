@@ -8,16 +8,18 @@ content type, body).
 Bounded and deterministic: the documented examples, then a few generated examples per
 operation (valid and not), then the sequences the document's links infer, all in schemathesis'
 deterministic mode (no example database), so that every run sends the same requests. Every role
-calls every operation; the widest role (FULL_ROLE, which may call them all) with MAX_EXAMPLES
-generated examples each, the others with SAMPLE_EXAMPLES: what a narrower role adds is mostly
-which operations refuse it, and with what answer, which a request or two per operation shows.
-About a minute for the widest role on 2 cores, less for each of the others. The rates are raised
+calls every operation. The widest role (FULL_ROLE, which may call them all) sends MAX_EXAMPLES
+generated examples to each operation that has changed since it last passed in depth
+(examined.py keeps their fingerprints), and SAMPLE_EXAMPLES to the others, as every other role
+does: what an unchanged operation or a narrower role adds is mostly which operations refuse it,
+and with what answer, which a request or two per operation shows. The rates are raised
 for the run, which would otherwise throttle it. The coverage phase (every parameter's edge cases,
 some 3,000 requests, three minutes a role) is left to a deeper run:
 SCHEMATHESIS_PHASES=examples,coverage,fuzzing,stateful (and SCHEMATHESIS_SAMPLE_EXAMPLES=5 for
 every role in full).
 """
 
+import json
 import os
 import re
 import subprocess
@@ -40,6 +42,7 @@ from console.ingest.models import MessageKey
 from console.lakequery.services import lake_query_create
 from console.notes.models import MESSAGE
 from console.notes.services import note_add
+from tests.api import examined
 from tests.browse.conftest import Index
 from tests.conftest import session_headers
 
@@ -179,9 +182,30 @@ def test_no_generated_request_makes_the_api_fail_or_answer_off_its_schema(
     role, demo, live_server, tmp_path
 ):
     headers = _headers(demo[role])
-    examples = MAX_EXAMPLES if role == FULL_ROLE else SAMPLE_EXAMPLES
     document = _document(live_server, headers, tmp_path)
+    operations = json.loads(document.read_text())
+    writing = role == FULL_ROLE and os.environ.get("SCHEMATHESIS_EXAMINED_WRITE") == "1"
+    # The widest role sends MAX_EXAMPLES to what has not passed in depth as it is now (every
+    # operation when the fingerprints are to be written), a sample to the rest (examined.py).
+    deep = []
+    if role == FULL_ROLE:
+        done = set() if writing else set(examined.unchanged(operations))
+        deep = sorted(set(examined.fingerprints(operations)) - done)
 
+    def only(ids):
+        return [arg for op in ids for arg in ("--include-operation-id", op)]
+
+    def without(ids):
+        return [arg for op in ids for arg in ("--exclude-operation-id", op)]
+
+    deep_before_last = [op for op in deep if op != LAST]
+    sampled = set(examined.fingerprints(operations)) - {*deep, LAST}
+    plans = []  # (which operations, examples each); a run that would select none is left out
+    if deep_before_last:
+        plans.append((only(deep_before_last), MAX_EXAMPLES))
+    if sampled:
+        plans.append((without([*deep_before_last, LAST]), SAMPLE_EXAMPLES))
+    plans.append((only([LAST]), MAX_EXAMPLES if LAST in deep else SAMPLE_EXAMPLES))
     runs = [
         _run(
             live_server,
@@ -192,7 +216,7 @@ def test_no_generated_request_makes_the_api_fail_or_answer_off_its_schema(
             tmp_path=tmp_path,
             operations=options,
         )
-        for options in (["--exclude-operation-id", LAST], ["--include-operation-id", LAST])
+        for options, examples in plans
     ]
 
     tested, total = 0, None
@@ -204,3 +228,5 @@ def test_no_generated_request_makes_the_api_fail_or_answer_off_its_schema(
         tested, total = tested + int(selected[1]), int(selected[2])
     # Every operation of the document, none skipped.
     assert tested == total
+    if writing:
+        examined.examined_write(operations)

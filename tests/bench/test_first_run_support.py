@@ -1,11 +1,12 @@
-"""bench/first_run.py's parts that need no `make run`: CPU seconds of a process tree from /proc,
-gone children included, and the passwords seed_demo prints."""
+"""bench/first_run.py's parts that need no `make run`: CPU seconds of a process tree from /proc
+(bench.support's, which it reads), gone children included, and the passwords seed_demo prints."""
 
 import os
 import subprocess
 import sys
 
-from bench.first_run import FirstRun, process_tree_cpu
+from bench.first_run import FirstRun
+from bench.support import process_tree_cpu
 
 BURN = "import time\nt = time.process_time()\nwhile time.process_time() - t < 0.5: pass"
 

@@ -52,6 +52,9 @@ def test_an_operator_makes_a_bulk_edit_with_its_preview_and_an_approver_approves
     tab.accept_dialogs = True
     with page.expect_navigation():
         page.locator("#approve-submit").click()
+    # The approval's answer is a redirect to the request's page: until that page shows the
+    # outcome, a navigation of the test's own would interrupt it.
+    expect(page.locator("#request-status")).to_have_text("approved")
     request.refresh_from_db()
     assert request.status == "approved"
     request = action_request_execute(request_id=request.id, spark=engine.spark)

@@ -13,7 +13,7 @@ from django.utils import timezone
 from console.delivery.execution import _run_leave, _run_start, leases_sweep
 from console.delivery.models import DeliveryLock, DeliveryRun
 from console.delivery.receivers import delivery_wake
-from console.delivery.services import delivery_dispatch
+from console.delivery.services import delivery_dispatch, delivery_handovers_take
 from console.delivery.signals import queues_wanted
 from console.ingest.services import messages_ingest
 from console.lake.models import LakeCommit
@@ -194,14 +194,16 @@ def test_ingest_hands_the_queues_of_its_messages_to_runs_once_it_commits(
     assert handed == ["payments"]
 
 
-def test_a_burst_of_ingests_wakes_a_queue_once(queues, monkeypatch):
-    monkeypatch.setattr("console.delivery.receivers.WAKE_DEBOUNCE_SECONDS", 3600)
+def test_a_wake_hands_over_no_queue_whose_run_has_not_read_the_lake_yet(queues):
     delivery_wake({"orders"})
     cache.delete("delivery:dispatched:orders")
 
-    delivery_wake({"orders"})  # within WAKE_DEBOUNCE_SECONDS of the first
+    delivery_wake({"orders"})  # its run task is still waiting for the spark worker
 
     assert cache.get("delivery:dispatched:orders") is None
+    delivery_handovers_take(queues=["orders"])  # the run starts, before it reads the lake
+    delivery_wake({"orders"})
+    assert cache.get("delivery:dispatched:orders") == 1
 
 
 def test_a_queue_asked_for_while_its_run_goes_on_gets_its_next_run_as_soon_as_it_ends(
