@@ -128,11 +128,23 @@ def answer(serializer, example, description="", name="Example"):
     )
 
 
+def page_answer(name, results, example, **cursor):
+    """A page of a list in the schema, the component `name`: its `results`, then the `cursor`
+    that asks for the next page (and what else the page says), with an example of it."""
+    return answer(inline_serializer(name, {"results": results, **cursor}), example)
+
+
 def refused(description, detail, name="Refused"):
     """A refusal in the schema, {"detail": ...}, with an example of its sentence."""
     return OpenApiResponse(
         ErrorSerializer, description=description, examples=[_error(name, detail)]
     )
+
+
+def optional_comment(max_length, **kwargs):
+    """A comment a person may leave out or leave empty, of at most `max_length` characters: on
+    an approval, a rejection, a review or a move."""
+    return serializers.CharField(required=False, allow_blank=True, max_length=max_length, **kwargs)
 
 
 def sent(example, name="Example"):

@@ -1,6 +1,7 @@
 """The roles a test asks a screen or an endpoint about: one persona per role, an outsider with no
 role, and an anonymous visitor (None)."""
 
+import pytest
 from django.urls import reverse
 
 ROLES = ("viewer", "operator", "approver", "admin", "auditor", "application", "outsider", None)
@@ -9,6 +10,17 @@ ROLES = ("viewer", "operator", "approver", "admin", "auditor", "application", "o
 def who(role):
     """A persona's name in a test id."""
     return role or "anonymous"
+
+
+def role_matrix(argnames, cases):
+    """A test of each case (its id: its first item, a name) for each role and the anonymous
+    visitor: a screen's or an endpoint's answers, role by role."""
+
+    def matrix(test):
+        by_case = pytest.mark.parametrize(argnames, cases, ids=[case[0] for case in cases])
+        return pytest.mark.parametrize("role", ROLES, ids=who)(by_case(test))
+
+    return matrix
 
 
 def assert_page_answers(response, role, status):

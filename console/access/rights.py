@@ -77,11 +77,18 @@ def approver_cooldown_until(user):
     return since + timedelta(hours=settings.APPROVER_COOLDOWN_HOURS)
 
 
+def approver_cooldown_ends(user):
+    """When `user`'s approver cool-down ends, while it lasts (a page says so rather than offer a
+    button that would refuse); None once it is over."""
+    until = approver_cooldown_until(user)
+    return until if until > timezone.now() else None
+
+
 def approver_cooldown_check(user):
     """Refuse an approval by an account created or changed too recently: an account cannot be
     made (or promoted) and used to approve at once."""
-    until = approver_cooldown_until(user)
-    if until > timezone.now():
+    until = approver_cooldown_ends(user)
+    if until is not None:
         raise PermissionDenied(
             "this account was created or had its rights changed less than "
             f"{settings.APPROVER_COOLDOWN_HOURS} hours ago: it may approve from "

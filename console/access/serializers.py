@@ -3,6 +3,8 @@ comment."""
 
 from rest_framework import serializers
 
+from console.api import optional_comment
+
 
 class GrantSerializer(serializers.Serializer):
     id = serializers.IntegerField()
@@ -35,8 +37,8 @@ class GrantAskSerializer(serializers.Serializer):
         required=False,
         help_text="The queue the person may send messages into by hand; or `role`.",
     )
-    comment = serializers.CharField(required=False, allow_blank=True, max_length=2000)
+    comment = optional_comment(2000)
 
 
 class CommentSerializer(serializers.Serializer):
-    comment = serializers.CharField(required=False, allow_blank=True, max_length=2000, default="")
+    comment = optional_comment(2000, default="")

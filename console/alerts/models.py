@@ -11,6 +11,7 @@ from django.db import models
 from django.db.models import Q
 
 from console.alerts import events as E
+from console.model_fields import person
 from workers.redaction import url_redacted
 
 
@@ -62,9 +63,7 @@ class Webhook(models.Model):
     active = models.BooleanField(default=True)
     # Why it was disabled by the product rather than by a person; cleared when enabled again.
     disabled_reason = models.CharField(max_length=500, blank=True, default="")
-    created_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
-    )
+    created_by = person()
     created_at = models.DateTimeField(auto_now_add=True)
 
     def __str__(self):
@@ -148,9 +147,7 @@ class InflowThreshold(models.Model):
     queue = models.CharField(max_length=100, unique=True)
     count = models.PositiveIntegerField()
     window_hours = models.PositiveIntegerField(default=1)
-    updated_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
-    )
+    updated_by = person()
     updated_at = models.DateTimeField(auto_now=True)
 
     def __str__(self):

@@ -58,23 +58,19 @@ def alert_raise_safely(**kwargs):
 def _from_audit(sender, entry, **kwargs):
     if entry.action == "queue.disabled":
         reason = entry.details.get("reason", "")
-        alert_raise_safely(
-            kind=E.QUEUE_DISABLED,
-            about=entry.target_id,
+        _queue_switched(
+            entry,
+            E.QUEUE_DISABLED,
             title=f"Queue {entry.target_id} was disabled",
             text=f"The queue {entry.target_id} was disabled: {reason}",
-            link=reverse("queue-list"),
-            queue=entry.target_id,
             details={"reason": reason},
         )
     elif entry.action == "queue.enabled":
-        alert_raise_safely(
-            kind=E.QUEUE_ENABLED,
-            about=entry.target_id,
+        _queue_switched(
+            entry,
+            E.QUEUE_ENABLED,
             title=f"Queue {entry.target_id} was enabled again",
             text=f"{entry.actor} enabled the queue {entry.target_id} again.",
-            link=reverse("queue-list"),
-            queue=entry.target_id,
         )
     elif entry.action in _BREAK_GLASS:
         _break_glass(entry)
@@ -86,6 +82,14 @@ def _from_audit(sender, entry, **kwargs):
         _role_grant_waiting(entry)
     elif entry.action == "group.reopened" and entry.actor == REFRESH:
         _group_reopened(entry)
+
+
+def _queue_switched(entry, kind, **said):
+    """A queue was disabled or enabled again (the audit entry is about it): an alert about the
+    queue, linked to the queues page."""
+    alert_raise_safely(
+        kind=kind, about=entry.target_id, link=reverse("queue-list"), queue=entry.target_id, **said
+    )
 
 
 def _group_reopened(entry):

@@ -9,11 +9,17 @@ from drf_spectacular.utils import (
     OpenApiResponse,
     extend_schema,
     extend_schema_serializer,
-    inline_serializer,
 )
 from rest_framework import serializers
 
-from console.api import BAD_REQUEST, ERRORS, NOT_FOUND, BadRequestSerializer, answer
+from console.api import (
+    BAD_REQUEST,
+    ERRORS,
+    NOT_FOUND,
+    BadRequestSerializer,
+    answer,
+    page_answer,
+)
 from console.decisions.edit_serializers import PatchPreviewSerializer
 from console.decisions.outcome_serializers import (
     NotificationFilterSerializer,
@@ -322,11 +328,6 @@ REFUSED = OpenApiResponse(
 )
 
 
-def _page(name, results, cursor_name, cursor, example):
-    """A page's answer: its `results`, and the `cursor` that asks for the next page."""
-    return answer(inline_serializer(name, {"results": results, cursor_name: cursor}), example)
-
-
 REQUEST_ID = OpenApiParameter(
     "request_id", OpenApiTypes.INT, OpenApiParameter.PATH, description="The request's number."
 )
@@ -338,14 +339,13 @@ request_list = extend_schema(
     "previous answer's `next_before`); `show=waiting` for those waiting for your approval.",
     parameters=[RequestFilterSerializer],
     responses={
-        200: _page(
+        200: page_answer(
             "ActionRequestPage",
             RequestSummarySerializer(many=True),
-            "next_before",
-            serializers.IntegerField(
+            PAGE,
+            next_before=serializers.IntegerField(
                 allow_null=True, help_text="`before` for the next (older) page."
             ),
-            PAGE,
         ),
         400: BAD_REQUEST,
         **ERRORS,
@@ -453,12 +453,13 @@ request_outcome_messages = extend_schema(
     operation_id="requests_outcome_messages",
     parameters=[REQUEST_ID, OutcomeFilterSerializer],
     responses={
-        200: _page(
+        200: page_answer(
             "ActionRequestOutcomePage",
             OutcomeMessageSerializer(many=True),
-            "next_after",
-            serializers.IntegerField(allow_null=True, help_text="`after` for the next page."),
             OUTCOME_PAGE,
+            next_after=serializers.IntegerField(
+                allow_null=True, help_text="`after` for the next page."
+            ),
         ),
         400: BAD_REQUEST,
         404: NOT_FOUND,
@@ -474,12 +475,13 @@ notification_list = extend_schema(
     operation_id="notifications_list",
     parameters=[NotificationFilterSerializer],
     responses={
-        200: _page(
+        200: page_answer(
             "ErrorNotificationPage",
             NotificationSerializer(many=True),
-            "next_before",
-            serializers.CharField(allow_null=True, help_text="`before` for the next (older) page."),
             NOTIFICATIONS,
+            next_before=serializers.CharField(
+                allow_null=True, help_text="`before` for the next (older) page."
+            ),
         ),
         400: BAD_REQUEST,
         **ERRORS,

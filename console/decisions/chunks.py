@@ -134,6 +134,17 @@ def _ledger_paths():
     return [*inputs.snapshot_paths, *inputs.event_paths]
 
 
+def _versions_commit(written, key):
+    """Record in the lake the new message versions a chunk wrote (its edits, or its messages
+    sent to another queue)."""
+    lake_commit_record(
+        dataset="messages",
+        path=written.directory,
+        row_count=written.versions.num_rows,
+        idempotency_key=key,
+    )
+
+
 def chunk_commit(request, params, prepared):
     """Commit a prepared chunk, in the caller's transaction (which checked the lease). Returns
     the chunk's row (an existing one when it was committed before)."""
@@ -152,12 +163,7 @@ def chunk_commit(request, params, prepared):
     if result.events_dir:
         if result.edits is not None:
             # R13: the edited versions; the lineage finds them by this key (console.browse).
-            lake_commit_record(
-                dataset="messages",
-                path=result.edits.directory,
-                row_count=result.edits.versions.num_rows,
-                idempotency_key=f"{key}:edit",
-            )
+            _versions_commit(result.edits, f"{key}:edit")
         events_commit = lake_commit_record(
             dataset="events",
             path=result.events_dir,
@@ -167,12 +173,7 @@ def chunk_commit(request, params, prepared):
             views_applied=True,
         ).id
     if result.retarget is not None:
-        lake_commit_record(
-            dataset="messages",
-            path=result.retarget.directory,
-            row_count=result.retarget.versions.num_rows,
-            idempotency_key=f"{key}:target",
-        )
+        _versions_commit(result.retarget, f"{key}:target")
     if result.notifications_dir:
         lake_commit_record(
             dataset="notifications",

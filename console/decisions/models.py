@@ -7,6 +7,7 @@ from django.conf import settings
 from django.db import models
 
 from console import leases
+from console.model_fields import person
 from workers.engine import actions as A
 from workers.jobs import decisions as D
 
@@ -80,15 +81,11 @@ class ActionRequest(leases.LeasedRun):
     breakdown = models.JSONField(default=dict)  # {"queues": {q: n}, "groups": {g: n}}
     sample = models.JSONField(default=list)  # a few of the messages, as the approver sees them
 
-    requester = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
-    )
+    requester = person()
     created_at = models.DateTimeField(auto_now_add=True)
     status = leases.status_field(STATUSES, default=None)
     needs_approval = models.BooleanField()
-    decided_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+", null=True, blank=True
-    )
+    decided_by = person(optional=True)
     decided_at = models.DateTimeField(null=True, blank=True)
     decision_comment = models.TextField(blank=True, default="")
     expires_at = models.DateTimeField(null=True, blank=True)  # an approval is good until then
@@ -100,15 +97,11 @@ class ActionRequest(leases.LeasedRun):
     # Break-glass (R17): an approver or administrator executed the pending request alone, with a
     # reason; a second person reviews it afterwards (agrees, or disagrees with a reason) before
     # review_due_at, past which an alert is raised once.
-    break_glass_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+", null=True, blank=True
-    )
+    break_glass_by = person(optional=True)
     break_glass_at = models.DateTimeField(null=True, blank=True)
     break_glass_reason = models.TextField(blank=True, default="")
     review_due_at = models.DateTimeField(null=True, blank=True)
-    reviewed_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+", null=True, blank=True
-    )
+    reviewed_by = person(optional=True)
     reviewed_at = models.DateTimeField(null=True, blank=True)
     review_agrees = models.BooleanField(null=True, blank=True)
     review_comment = models.TextField(blank=True, default="")
@@ -139,9 +132,7 @@ class ActionRequest(leases.LeasedRun):
     siblings_ended = models.BigIntegerField(default=0)  # end with error: conversations' others
     notifications = models.BigIntegerField(default=0)
     cancel_requested = models.BooleanField(default=False)
-    cancelled_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+", null=True, blank=True
-    )
+    cancelled_by = person(optional=True)
     canary_commit = models.BigIntegerField(null=True, blank=True)  # events commit of the step
     canary_result = models.TextField(blank=True, default="")  # the last step's outcome, said
     # Per step, its outcome as the decisions sweeper last read it: step, size, delivered,

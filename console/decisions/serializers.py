@@ -13,6 +13,7 @@ from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from console.api import optional_comment
 from console.decisions import services
 from console.decisions.edit_serializers import (
     EditsSerializer,
@@ -556,9 +557,7 @@ class RequestQuerySerializer(serializers.Serializer):
 
 
 class CommentSerializer(serializers.Serializer):
-    comment = serializers.CharField(
-        required=False, allow_blank=True, default="", max_length=COMMENT_MAX
-    )
+    comment = optional_comment(COMMENT_MAX, default="")
 
     class Meta:
         ref_name = "ActionRequestComment"
@@ -581,12 +580,8 @@ class BreakGlassSerializer(serializers.Serializer):
 
 class ReviewSerializer(serializers.Serializer):
     agrees = serializers.BooleanField(help_text="true: you agree; false: you disagree.")
-    comment = serializers.CharField(
-        required=False,
-        allow_blank=True,
-        default="",
-        max_length=COMMENT_MAX,
-        help_text="Why: required when you disagree.",
+    comment = optional_comment(
+        COMMENT_MAX, default="", help_text="Why: required when you disagree."
     )
 
     class Meta:

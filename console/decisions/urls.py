@@ -1,6 +1,11 @@
 from django.urls import include, path
 
 from console.decisions import apis, approval_views, views
+from console.routes import verb_apis, verb_pages
+
+# What the approvers, the requester and a break-glass reviewer do to a request, on its page
+# (console.decisions.approval_views) and through the API.
+APPROVAL_VERBS = ("approve", "reject", "withdraw", "cancel", "break-glass", "review")
 
 # Under requests/<int:request_id>/.
 request_urls = [
@@ -8,12 +13,7 @@ request_urls = [
     path("ids.txt", views.request_ids, name="request-ids"),
     path("outcome", views.request_outcome_list, name="request-outcome"),
     path("retry", views.request_retry, name="request-retry"),
-    path("approve", approval_views.request_approve, name="request-approve"),
-    path("reject", approval_views.request_reject, name="request-reject"),
-    path("withdraw", approval_views.request_withdraw, name="request-withdraw"),
-    path("cancel", approval_views.request_cancel, name="request-cancel"),
-    path("break-glass", approval_views.request_break_glass, name="request-break-glass"),
-    path("review", approval_views.request_review, name="request-review"),
+    *verb_pages(approval_views, "request", APPROVAL_VERBS),
 ]
 
 urlpatterns = [
@@ -27,20 +27,12 @@ urlpatterns = [
 
 # Under /api/v1/requests/<str:request_id>/.
 api_request_urls = [
-    path("approve", apis.RequestApproveApi.as_view(), name="api-request-approve"),
-    path("reject", apis.RequestRejectApi.as_view(), name="api-request-reject"),
-    path("withdraw", apis.RequestWithdrawApi.as_view(), name="api-request-withdraw"),
-    path("cancel", apis.RequestCancelApi.as_view(), name="api-request-cancel"),
-    path("break-glass", apis.RequestBreakGlassApi.as_view(), name="api-request-break-glass"),
-    path("review", apis.RequestReviewApi.as_view(), name="api-request-review"),
-    path("ids", apis.RequestIdsApi.as_view(), name="api-request-ids"),
-    path("outcome", apis.RequestOutcomeApi.as_view(), name="api-request-outcome"),
+    *verb_apis(apis, "request", (*APPROVAL_VERBS, "ids", "outcome", "retry")),
     path(
         "outcome/messages",
         apis.RequestOutcomeMessagesApi.as_view(),
         name="api-request-outcome-messages",
     ),
-    path("retry", apis.RequestRetryApi.as_view(), name="api-request-retry"),
 ]
 
 # Under /api/v1/ (console/urls.py). Any text as the id, not <int:>: an id that is not a number

@@ -16,10 +16,9 @@ from django.core.exceptions import ValidationError
 from django.http import QueryDict
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from console.access.rights import approver_cooldown_until
+from console.access.rights import approver_cooldown_ends
 from console.browse.body import body_render
 from console.browse.services import message_body_read_record
 from console.decisions import selectors
@@ -374,7 +373,7 @@ def request_list(request):
 def _cooling(user):
     """Whether `user` is an approver still in their cool-down (console.access): not yet one who
     approves, nor breaks the glass."""
-    return approver_cooldown_until(user) > timezone.now()
+    return approver_cooldown_ends(user) is not None
 
 
 def _by_count(counts):
@@ -401,12 +400,12 @@ def request_detail(request, request_id):
     preview = r.patch_preview or []
     ids = r.scope.get("ids") if isinstance(r.scope.get("ids"), list) else []
     # An account in its approver cool-down sees when it may approve, not a button that refuses.
-    approve_from = approver_cooldown_until(user) if may_approve else None
-    cooling = approve_from is not None and approve_from > timezone.now()
+    approve_from = approver_cooldown_ends(user) if may_approve else None
+    cooling = approve_from is not None
     ctx = {
         "r": r,
         "scope_group": selectors.scope_group(scope=r.scope),
-        "approve_from": approve_from if cooling else None,
+        "approve_from": approve_from,
         "queues": queues,
         "more_queues": more_queues,
         "groups": groups,
@@ -449,7 +448,7 @@ def _break_glass_context(user, r, cooling):
     someone who may approve and is past their cool-down (its requester too); the review form
     once it was executed so, to someone else who may review it. The services check again."""
     breakable = r.status == R.PENDING and may_break_glass(user) and not cooling
-    reviewable = may_review(user, r) and approver_cooldown_until(user) <= timezone.now()
+    reviewable = may_review(user, r) and not _cooling(user)
     return {
         "may_break_glass": breakable,
         "break_glass_consequence": break_glass_consequence(r) if breakable else "",

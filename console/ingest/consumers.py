@@ -31,8 +31,13 @@ from django.utils import timezone
 from console.envnames import broker_variable_refusal
 from console.ingest.services import messages_ingest
 from console.queues.models import CONSUMER_STATES, BrokerSource
-from console.queues.sources import source_drained, source_heartbeat, source_state_set
-from workers.brokers.base import SourceConfig, SourceDown
+from console.queues.sources import (
+    source_connector_config,
+    source_drained,
+    source_heartbeat,
+    source_state_set,
+)
+from workers.brokers.base import SourceDown
 from workers.brokers.registry import KIND_TITLES, connector_loaded
 from workers.logcontext import log_context
 from workers.redaction import scrubbed, url_secrets
@@ -72,17 +77,7 @@ def source_config(source):
     url = os.environ.get(source.url_env)
     if not url:
         raise SourceDown(f"the environment variable {source.url_env} (the broker's URL) is not set")
-    return SourceConfig(
-        name=source.name,
-        kind=source.kind,
-        url_env=source.url_env,
-        url=url,
-        drained=source.broker_queue,
-        into=source.queue.name,
-        prefetch=source.prefetch,
-        batch_size=source.batch_size,
-        options=dict(source.options or {}),
-    )
+    return source_connector_config(source, url=url)
 
 
 class _Consumer:

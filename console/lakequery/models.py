@@ -3,12 +3,12 @@ and by body, run as a Spark job on the spark worker. The row holds the query's s
 heartbeat like a delivery run's (ARCHITECTURE: tasks may be lost, work may not); its result is a
 Parquet directory in the lake that becomes visible when the row records it as DONE."""
 
-from django.conf import settings
 from django.db import models
 from django.utils.dateparse import parse_datetime
 
 from console import leases
 from console.glossary import code_title
+from console.model_fields import person
 from console.moments import moment_text
 
 
@@ -26,9 +26,7 @@ class LakeQuery(leases.LeasedRun):
     KINDS = [(SEARCH, "search"), (WHY, "why do these fail")]
     kind = models.CharField(max_length=10, choices=KINDS, default=SEARCH)
 
-    requester = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
-    )
+    requester = person()
     created_at = models.DateTimeField(auto_now_add=True)
     # As cleaned by console.lakequery.criteria.lake_query_criteria_clean (JSON: times as text).
     criteria = models.JSONField()

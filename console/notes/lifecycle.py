@@ -29,6 +29,7 @@ from console.notes.models import (
 )
 from console.permissions import INVESTIGATE, needs_text
 from console.readmodels.models import FailureGroup
+from console.rows import from_row
 
 STATE_NAMES = dict(GROUP_STATES)
 # The audit action of a move to each state.
@@ -78,15 +79,7 @@ class Status:
 def _status(row, fingerprint):
     if row is None:
         return Status(fingerprint=fingerprint)
-    return Status(
-        fingerprint=row.fingerprint,
-        state=row.state,
-        since=row.since,
-        owner=row.owner_name,
-        changed_by=row.changed_by,
-        comment=row.comment,
-        reopened=row.reopened,
-    )
+    return from_row(Status, row, owner=row.owner_name)
 
 
 def failure_group(*, fingerprint):
@@ -181,24 +174,15 @@ def _move(row, fingerprint, *, to, by, owner=None, comment="", reopened=False):
     """Write the move (the row locked, or None for a group never moved) and its change."""
     now = timezone.now()
     before = row.state if row is not None else OPEN
-    values = dict(
-        state=to,
-        since=now,
-        owner=owner,
-        owner_name=owner.get_username() if owner is not None else "",
-        changed_by=by,
-        comment=comment,
-        reopened=reopened,
-    )
-    GroupStatus.objects.update_or_create(fingerprint=fingerprint, defaults=values)
-    GroupStatusChange.objects.create(
+    # The move's own fields (GroupMove), on the status and on its change alike.
+    move = dict(changed_by=by, comment=comment, reopened=reopened)
+    owner_name = owner.get_username() if owner is not None else ""
+    GroupStatus.objects.update_or_create(
         fingerprint=fingerprint,
-        from_state=before,
-        to_state=to,
-        at=now,
-        changed_by=by,
-        comment=comment,
-        reopened=reopened,
+        defaults=dict(state=to, since=now, owner=owner, owner_name=owner_name, **move),
+    )
+    GroupStatusChange.objects.create(
+        fingerprint=fingerprint, from_state=before, to_state=to, at=now, **move
     )
     return before
 

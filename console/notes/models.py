@@ -82,7 +82,20 @@ GROUP_STATES = [
 COMMENT_MAX = 1000
 
 
-class GroupStatus(models.Model):
+class GroupMove(models.Model):
+    """A move of a group's lifecycle, as its status keeps the last one and its changes each:
+    who made it (a username, or "refresh" for a reopen), with what comment."""
+
+    changed_by = models.CharField(max_length=150)
+    comment = models.CharField(max_length=COMMENT_MAX, blank=True, default="")
+    # Open again because a failure came after it was resolved (not by a person's hand).
+    reopened = models.BooleanField(default=False)
+
+    class Meta:
+        abstract = True
+
+
+class GroupStatus(GroupMove):
     """Where a failure group stands: acknowledged (someone owns it), resolved (a fix is out: a
     new failure of its pattern reopens it), ignored (muted: its failures still land and count,
     but raise no alert and stay off the dashboard's top list), or open again.
@@ -98,10 +111,6 @@ class GroupStatus(models.Model):
         settings.AUTH_USER_MODEL, null=True, blank=True, on_delete=models.SET_NULL, related_name="+"
     )
     owner_name = models.CharField(max_length=150, blank=True, default="")
-    changed_by = models.CharField(max_length=150)
-    comment = models.CharField(max_length=COMMENT_MAX, blank=True, default="")
-    # Open again because a failure came after it was resolved (not by a person's hand).
-    reopened = models.BooleanField(default=False)
 
     class Meta:
         indexes = [models.Index(fields=["state", "fingerprint"], name="ix_group_status_state")]
@@ -110,16 +119,13 @@ class GroupStatus(models.Model):
         return f"group {self.fingerprint} {self.state}"
 
 
-class GroupStatusChange(models.Model):
+class GroupStatusChange(GroupMove):
     """One move of a group's lifecycle: how long each state lasted is read from these."""
 
     fingerprint = models.CharField(max_length=64)
     from_state = models.CharField(max_length=12, choices=GROUP_STATES)
     to_state = models.CharField(max_length=12, choices=GROUP_STATES)
     at = models.DateTimeField()
-    changed_by = models.CharField(max_length=150)
-    comment = models.CharField(max_length=COMMENT_MAX, blank=True, default="")
-    reopened = models.BooleanField(default=False)
 
     class Meta:
         indexes = [models.Index(fields=["fingerprint", "at"], name="ix_group_change_at")]

@@ -3,6 +3,7 @@ a target, and what adding a note or changing an investigation sends."""
 
 from rest_framework import serializers
 
+from console.api import optional_comment
 from console.notes.lifecycle import STATE_NAMES
 from console.notes.models import COMMENT_MAX, GROUP, MESSAGE, NOTE_MAX, TICKET_URL_MAX
 
@@ -150,11 +151,8 @@ class GroupLifecycleSerializer(serializers.Serializer):
 
 class GroupStatusChangeSerializer(serializers.Serializer):
     state = serializers.ChoiceField(list(STATE_NAMES), help_text="where to move it")
-    comment = serializers.CharField(
-        required=False,
-        allow_blank=True,
-        max_length=COMMENT_MAX,
-        help_text="why, in plain text (a ticket, the release that fixes it)",
+    comment = optional_comment(
+        COMMENT_MAX, help_text="why, in plain text (a ticket, the release that fixes it)"
     )
 
     class Meta:

@@ -93,14 +93,14 @@ def _form_view(perm, form_class, change, not_done, done):
 note_add_view = _form_view(
     WRITE_NOTES, NoteForm, services.note_add, "The note is not added", "Your note is added."
 )
-investigation_take_view = _form_view(
+investigation_take = _form_view(
     INVESTIGATE,
     TicketForm,
     services.investigation_take,
     "Not taken",
     "It is under investigation by you now.",
 )
-investigation_ticket_view = _form_view(
+investigation_ticket = _form_view(
     INVESTIGATE,
     TicketForm,
     services.investigation_ticket_set,
@@ -110,7 +110,7 @@ investigation_ticket_view = _form_view(
 
 
 @_panel_form(VIEW_NOTES, INVESTIGATE)
-def investigation_hand_over_view(request, kind, target_id):
+def investigation_hand_over(request, kind, target_id):
     to = request.POST.get("to", "")[:150]
     return _carry_out(
         request,
@@ -124,7 +124,7 @@ def investigation_hand_over_view(request, kind, target_id):
 
 
 @_panel_form(VIEW_NOTES, INVESTIGATE)
-def investigation_release_view(request, kind, target_id):
+def investigation_release(request, kind, target_id):
     return _carry_out(
         request,
         kind,

@@ -26,6 +26,7 @@ from console.processes.models import (
 from console.processes.services import KEEP
 from console.queues.models import BrokerSource
 from console.queues.selectors import source_status_list
+from console.rows import from_row
 
 ALIVE, STALE, STOPPED = "alive", "stale", "stopped"
 STATES = (ALIVE, STALE, STOPPED)
@@ -73,17 +74,7 @@ def _shown(row, now):
         state = STALE
     else:
         state = ALIVE
-    return Process(
-        kind=row.kind,
-        host=row.host,
-        pid=row.pid,
-        started_at=row.started_at,
-        beat_at=row.beat_at,
-        stopped_at=row.stopped_at,
-        current=row.current,
-        state=state,
-        age=age,
-    )
+    return from_row(Process, row, state=state, age=age)
 
 
 def process_list(*, now=None):

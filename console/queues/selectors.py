@@ -11,8 +11,8 @@ from console.audit.models import AuditEntry
 from console.queues import counts
 from console.queues.models import INTAKE_ROUTES, POLICY_FIELDS, BrokerSource, Queue, QueueIntake
 from console.queues.policy_words import policy_sentences, relapse, relapse_words
-from console.queues.sources import HEARTBEAT_STALE
-from workers.brokers.base import SourceConfig
+from console.queues.sources import HEARTBEAT_STALE, source_connector_config
+from console.rows import from_row
 from workers.brokers.registry import KIND_TITLES, connector_loaded
 
 NOT_RUNNING = "not running"
@@ -152,19 +152,8 @@ def _parking(source):
     """Where a source's connector parks refusals; "" when its connector cannot be loaded here."""
     try:
         found = connector_loaded(source.kind)
-        return found.parking_name(
-            SourceConfig(
-                name=source.name,
-                kind=source.kind,
-                url_env=source.url_env,
-                url="",  # the URL stays with the consumer
-                drained=source.broker_queue,
-                into=source.queue.name,
-                prefetch=source.prefetch,
-                batch_size=source.batch_size,
-                options=dict(source.options or {}),
-            )
-        )
+        # The URL stays with the consumer.
+        return found.parking_name(source_connector_config(source, url=""))
     except Exception:
         # A kind whose connector is missing, or fails on a row, still leaves the page whole.
         return ""
@@ -179,25 +168,13 @@ def source_status_list(*, now=None):
         if not s.enabled:
             state = "disabled"
         found.append(
-            SourceStatus(
-                name=s.name,
-                kind=s.kind,
+            from_row(
+                SourceStatus,
+                s,
                 kind_title=KIND_TITLES.get(s.kind, s.kind),
-                broker_queue=s.broker_queue,
                 queue=s.queue.name,
                 redrive_queue=s.redrive_queue.name if s.redrive_queue else None,
-                enabled=s.enabled,
                 state=state,
-                state_since=s.state_since,
-                last_error=s.last_error,
-                retry_at=s.retry_at,
-                heartbeat_at=s.heartbeat_at,
-                drained=s.drained,
-                refused=s.refused,
-                last_drained_at=s.last_drained_at,
-                lag=s.lag,
-                lag_at=s.lag_at,
-                connected_to=s.connected_to,
                 parking=_parking(s),
             )
         )

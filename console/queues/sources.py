@@ -28,7 +28,7 @@ from console.audit.services import audit_record
 from console.envnames import broker_variable_refusal
 from console.queues.models import SOURCE_KINDS, BrokerSource, Queue
 from console.queues.signals import source_state_changed
-from workers.brokers.base import SourceDown
+from workers.brokers.base import SourceConfig, SourceDown
 from workers.brokers.registry import connector_loaded
 from workers.engine import policy as P
 
@@ -252,6 +252,22 @@ def sources_save(specs, *, actor):
 
 
 # --- The consumer's state ------------------------------------------------------------------------
+
+
+def source_connector_config(source, *, url):
+    """A source's row as its connector is handed it: `url` is read from the row's variable by
+    the consumer alone (a page that asks the connector something passes none)."""
+    return SourceConfig(
+        name=source.name,
+        kind=source.kind,
+        url_env=source.url_env,
+        url=url,
+        drained=source.broker_queue,
+        into=source.queue.name,
+        prefetch=source.prefetch,
+        batch_size=source.batch_size,
+        options=dict(source.options or {}),
+    )
 
 
 def source_state_set(*, name, state, error="", retry_at=None, where=None):

@@ -8,10 +8,9 @@ from django.shortcuts import get_object_or_404, render
 from django.views.decorators.http import require_GET, require_POST
 
 from console.permissions import CHANGE_QUEUE, VIEW_QUEUES, VIEW_STATS, perms_required
-from console.queues import selectors
+from console.queues import selectors, services
 from console.queues.forms import QueuePauseForm
 from console.queues.models import Queue
-from console.queues.services import queue_pause, queue_reenable
 from console.views import redirect_back
 
 
@@ -43,7 +42,7 @@ def queue_enable(request, name):
         # Read before enabling: afterwards the newest entry is this enabling.
         history = selectors.queue_history(names=[queue.name], per_queue=2)[queue.name]
         relapsed = selectors.queue_relapse(history=history, queue=queue)
-        queue_reenable(queue_ids=[queue.id], actor=request.user)
+        services.queue_reenable(queue_ids=[queue.id], actor=request.user)
         said = f"Queue {queue.name} is enabled again."
         if relapsed:
             # It stopped itself right after the last enabling: enabling alone may not be enough.
@@ -57,13 +56,13 @@ def queue_enable(request, name):
 @require_POST
 @login_required
 @perms_required(CHANGE_QUEUE)
-def queue_pause_view(request, name):
+def queue_pause(request, name):
     queue = get_object_or_404(Queue, name=name)
     form = QueuePauseForm(request.POST)
     if not form.is_valid():
         # Refused whole, never cut: the reason is what the alert and the audit trail say.
         messages.error(request, f"{' '.join(form.errors['reason'])} The queue is not paused.")
-    elif queue_pause(queue=queue, actor=request.user, reason=form.cleaned_data["reason"]):
+    elif services.queue_pause(queue=queue, actor=request.user, reason=form.cleaned_data["reason"]):
         messages.success(request, f"Queue {queue.name} is paused: nothing is delivered to it.")
     else:
         messages.info(request, f"Queue {queue.name} was already disabled.")

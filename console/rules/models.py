@@ -12,9 +12,10 @@ does through an action request (console.decisions), approved by the rule's own a
 request, its execution and the messages' history say so, and each application is recorded here
 and in the audit trail."""
 
-from django.conf import settings
 from django.db import models
 from django.db.models import Q
+
+from console.model_fields import person
 
 ARCHIVE = "archive"
 REDIRECT = "redirect"
@@ -62,20 +63,14 @@ class StandingRule(models.Model):
 
     status = models.CharField(max_length=12, choices=STATUSES, default=PROPOSED)
     from_file = models.BooleanField(default=False)  # proposed by loading a queue file
-    proposed_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+"
-    )
+    proposed_by = person()
     proposed_at = models.DateTimeField()
-    decided_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+", null=True, blank=True
-    )
+    decided_by = person(optional=True)
     decided_at = models.DateTimeField(null=True, blank=True)  # approved (active from) or not
     decision_comment = models.TextField(blank=True, default="")
     # How it ended: removed, withdrawn or stopped, by whom (nobody: stopped by its own retry, or
     # replaced), when and why.
-    ended_by = models.ForeignKey(
-        settings.AUTH_USER_MODEL, on_delete=models.PROTECT, related_name="+", null=True, blank=True
-    )
+    ended_by = person(optional=True)
     ended_at = models.DateTimeField(null=True, blank=True)
     end_comment = models.TextField(blank=True, default="")
     # When its application last looked at the quarantine, and what it found then.

@@ -3,6 +3,7 @@ what it did (its applications), and what proposing one or deciding on one sends.
 
 from rest_framework import serializers
 
+from console.api import optional_comment
 from console.decisions.services import MAX_CANARY, MAX_STEPS
 from console.rules.models import (
     ATTEMPTS_MAX,
@@ -139,12 +140,7 @@ class RuleProposeSerializer(serializers.Serializer):
 
 
 class RuleCommentSerializer(serializers.Serializer):
-    comment = serializers.CharField(
-        max_length=COMMENT_MAX,
-        required=False,
-        allow_blank=True,
-        help_text="required for a rejection and a removal",
-    )
+    comment = optional_comment(COMMENT_MAX, help_text="required for a rejection and a removal")
 
     class Meta:
         ref_name = "StandingRuleComment"

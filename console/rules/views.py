@@ -9,10 +9,9 @@ from django.core.exceptions import ValidationError
 from django.http import Http404
 from django.shortcuts import redirect, render
 from django.urls import reverse
-from django.utils import timezone
 from django.views.decorators.http import require_GET, require_http_methods, require_POST
 
-from console.access.rights import approver_cooldown_until
+from console.access.rights import approver_cooldown_ends
 from console.permissions import APPROVE_RULES, PROPOSE_RULES, VIEW_RULES, perms_required
 from console.readmodels.models import FailureGroup
 from console.rules import selectors, services
@@ -86,8 +85,9 @@ def rule_detail(request, rule_id):
     rule = _rule_or_404(rule_id)
     user = request.user
     may_approve = user.has_perm(APPROVE_RULES)
-    approve_from = approver_cooldown_until(user) if may_approve else None
-    cooling = approve_from is not None and approve_from > timezone.now()
+    # An account in its approver cool-down sees when it may approve, not a button that refuses.
+    approve_from = approver_cooldown_ends(user) if may_approve else None
+    cooling = approve_from is not None
     pending = rule.status == R.PROPOSED
     ctx = {
         "rule": rule,
@@ -97,7 +97,7 @@ def rule_detail(request, rule_id):
         "applications": selectors.rule_applications(rule=rule),
         "audit": selectors.rule_audit(rule=rule),
         "is_proposer": user.pk == rule.proposed_by_id,
-        "approve_from": approve_from if cooling and pending else None,
+        "approve_from": approve_from if pending else None,
         "may_decide": pending and may_approve and not cooling and user.pk != rule.proposed_by_id,
         "may_withdraw": pending and user.pk == rule.proposed_by_id,
         "may_remove": rule.status == R.ACTIVE and user.has_perm(PROPOSE_RULES),

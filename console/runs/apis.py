@@ -7,12 +7,12 @@ Refusals are {"detail": "<one readable sentence>"}, with {"errors": {parameter: 
 too for filters that are not valid (400); 401 without credentials, 403 without the permission."""
 
 from django.conf import settings
-from drf_spectacular.utils import extend_schema, extend_schema_serializer, inline_serializer
+from drf_spectacular.utils import extend_schema, extend_schema_serializer
 from rest_framework import serializers
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from console.api import BAD_FILTERS, ERRORS, answer, bad_filters
+from console.api import BAD_FILTERS, ERRORS, bad_filters, page_answer
 from console.permissions import VIEW_RUNS, has_perms
 from console.runs import selectors
 from console.runs.forms import CURSOR_MAX, KIND_CHOICES, STATE_CHOICES
@@ -125,19 +125,9 @@ class RunListApi(APIView):
         tags=["runs"],
         parameters=[FilterSerializer],
         responses={
-            200: answer(
-                inline_serializer(
-                    "RunPage",
-                    {
-                        "results": RunSerializer(many=True),
-                        "next_before": serializers.CharField(
-                            allow_null=True, help_text="`before` for the next (older) page."
-                        ),
-                        "lease_seconds": serializers.IntegerField(
-                            help_text="A running run whose heartbeat is older is stuck."
-                        ),
-                    },
-                ),
+            200: page_answer(
+                "RunPage",
+                RunSerializer(many=True),
                 {
                     "results": [
                         {
@@ -171,6 +161,12 @@ class RunListApi(APIView):
                     "next_before": "delivery:40,refresh:12,compaction:3,purge:2",
                     "lease_seconds": 300,
                 },
+                next_before=serializers.CharField(
+                    allow_null=True, help_text="`before` for the next (older) page."
+                ),
+                lease_seconds=serializers.IntegerField(
+                    help_text="A running run whose heartbeat is older is stuck."
+                ),
             ),
             400: BAD_FILTERS,
             **ERRORS,

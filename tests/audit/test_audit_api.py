@@ -10,7 +10,7 @@ from rest_framework.test import APIClient
 from console.audit.models import AuditEntry
 from tests.audit.trail import HASHED
 from tests.browse.conftest import api
-from tests.roles import ROLES, who
+from tests.roles import role_matrix
 
 APIS = [
     ("audit", "/api/v1/audit"),
@@ -19,8 +19,7 @@ APIS = [
 ]
 
 
-@pytest.mark.parametrize("role", ROLES, ids=who)
-@pytest.mark.parametrize(("name", "url"), APIS, ids=[a[0] for a in APIS])
+@role_matrix(("name", "url"), APIS)
 def test_each_audit_endpoint_answers_each_role_as_its_permissions_say(personas, role, name, url):
     response = api(personas[role] if role else None).get(url)
 

@@ -3,14 +3,13 @@
 
 import re
 
-import pytest
 from django.contrib.auth.models import Permission
 from django.urls import reverse
 
 from console.audit.models import AuditEntry
 from console.audit.services import audit_checkpoint
 from tests.browse.conftest import login
-from tests.roles import ROLES, assert_page_answers, who
+from tests.roles import assert_page_answers, role_matrix
 
 SCRIPT = "<script>alert(1)</script>"
 ATTR = '" onmouseover="alert(2)'
@@ -38,8 +37,7 @@ def _table(html):
     return html[html.index('id="audit-table"') : html.index("</table>")]
 
 
-@pytest.mark.parametrize("role", ROLES, ids=who)
-@pytest.mark.parametrize(("name", "method", "url", "allowed"), PAGES, ids=[p[0] for p in PAGES])
+@role_matrix(("name", "method", "url", "allowed"), PAGES)
 def test_each_audit_page_answers_each_role_as_its_permissions_say(
     personas, role, name, method, url, allowed
 ):

@@ -9,7 +9,7 @@ from django.urls import reverse
 
 from console.queues.models import Queue
 from tests.browse.conftest import api, login
-from tests.roles import ROLES, who
+from tests.roles import role_matrix
 
 META = {"viewer": 200, "operator": 200, "approver": 200, "admin": 200}
 BODY = {"operator": 200, "approver": 200}
@@ -48,8 +48,7 @@ def world(seeded):
     Queue.objects.filter(name="orders").update(enabled=False, disabled_reason="5 failures")
 
 
-@pytest.mark.parametrize("role", ROLES, ids=who)
-@pytest.mark.parametrize(("name", "method", "url", "allowed"), PAGES, ids=[p[0] for p in PAGES])
+@role_matrix(("name", "method", "url", "allowed"), PAGES)
 def test_each_page_answers_each_role_as_its_permissions_say(
     world, personas, role, name, method, url, allowed
 ):
@@ -69,8 +68,7 @@ def test_each_page_answers_each_role_as_its_permissions_say(
         assert response.status_code == allowed.get(role, 403), response.content[:300]
 
 
-@pytest.mark.parametrize("role", ROLES, ids=who)
-@pytest.mark.parametrize(("name", "method", "url", "allowed"), APIS, ids=[a[0] for a in APIS])
+@role_matrix(("name", "method", "url", "allowed"), APIS)
 def test_each_api_endpoint_answers_each_role_as_its_permissions_say(
     world, personas, role, name, method, url, allowed
 ):

@@ -4,14 +4,13 @@ for someone who may request an action, r, f and e open the request of a retry, a
 with error of the selected messages (or of the current row), to be confirmed there."""
 
 import re
-from datetime import timedelta
 from urllib.parse import parse_qs, urlparse
 
 import pytest
 from playwright.sync_api import expect
 
 from console.decisions.models import ActionRequest, Selection
-from tests.browse.conftest import T0, Index
+from tests.browser.quarantine import quarantined_orders
 
 pytestmark = [pytest.mark.slow]
 
@@ -19,11 +18,7 @@ pytestmark = [pytest.mark.slow]
 @pytest.fixture
 def quarantined(transactional_db, lake_root):
     """Four quarantined messages of orders, listed newest failure first: q-3, q-2, q-1, q-0."""
-    index = Index()
-    index.queue("orders")
-    for i in range(4):
-        index.row(f"q-{i}", last_failure_at=T0 + timedelta(minutes=i))
-    return [f"q-{i}" for i in reversed(range(4))]
+    return quarantined_orders([f"q-{i}" for i in range(4)])
 
 
 def _selected(page):

@@ -2,13 +2,11 @@
 box ticks the page, the selection is kept across pages in one sticky bar, and the bar acts on
 all of it at once, posting the ids (a URL would not hold them)."""
 
-from datetime import timedelta
-
 import pytest
 from playwright.sync_api import expect
 
 from console.decisions.models import ActionRequest
-from tests.browse.conftest import T0, Index
+from tests.browser.quarantine import quarantined_orders
 
 pytestmark = [pytest.mark.slow]
 
@@ -16,11 +14,7 @@ pytestmark = [pytest.mark.slow]
 @pytest.fixture
 def sixty(transactional_db, lake_root):
     """60 quarantined messages of orders, the newest failure first: m-59 … m-00."""
-    index = Index()
-    index.queue("orders")
-    for i in range(60):
-        index.row(f"m-{i:02d}", last_failure_at=T0 + timedelta(minutes=i))
-    return [f"m-{i:02d}" for i in reversed(range(60))]
+    return quarantined_orders([f"m-{i:02d}" for i in range(60)])
 
 
 def test_an_operator_selects_a_range_and_a_page_then_retries_them_all(personas, sixty, tab):

@@ -204,6 +204,12 @@ def test_reprocess_to_another_queue_moves_the_messages_there(desk):
     assert {desk.state(i)["state"] for i in ids} == {"DLVD"}
 
 
+def _lake_rows(dataset):
+    """Every row of the lake's commits of `dataset`."""
+    paths = LakeCommit.objects.filter(dataset=dataset).values_list("path", flat=True)
+    return lake().read_arrow(dataset, list(paths)).to_pylist()
+
+
 def test_an_edited_body_is_a_new_version_and_the_original_is_kept(desk):
     (message_id,) = quarantined(desk, 1)
     request = desk.execute(desk.request({"kind": "message", "id": message_id}, edited_body=b"ok"))
@@ -214,14 +220,7 @@ def test_an_edited_body_is_a_new_version_and_the_original_is_kept(desk):
     from console.browse.selectors import message_body
 
     assert message_body(message_id=message_id) == (b"ok", detail["content_type"] or "")
-    versions = (
-        lake()
-        .read_arrow(
-            "messages",
-            list(LakeCommit.objects.filter(dataset="messages").values_list("path", flat=True)),
-        )
-        .to_pylist()
-    )
+    versions = _lake_rows("messages")
     assert sorted((v["version"], v["body"]) for v in versions if v["message_id"] == message_id) == [
         (1, b"permanent"),
         (2, b"ok"),
@@ -270,14 +269,7 @@ def test_end_with_error_notifies_the_sender_and_ends_the_conversations_other_mes
     assert desk.state("s-1")["state"] == "ENDED"
     assert desk.state("s-1")["reason"] == "conversation ended with an error (message o-1)"
     assert desk.state("s-2")["state"] == "WAIT"  # another conversation
-    notes = (
-        lake()
-        .read_arrow(
-            "notifications",
-            list(LakeCommit.objects.filter(dataset="notifications").values_list("path", flat=True)),
-        )
-        .to_pylist()
-    )
+    notes = _lake_rows("notifications")
     assert [
         (n["message_id"], n["conversation_id"], n["sender"], n["code"], n["description"])
         for n in notes

@@ -11,7 +11,7 @@ from django.urls import reverse
 
 from tests.browse.conftest import api, login
 from tests.lakequery.conftest import done_query, result_row
-from tests.roles import ROLES, assert_page_answers, who
+from tests.roles import assert_page_answers, role_matrix
 
 SEE = {"viewer": 200, "operator": 200, "approver": 200, "admin": 200}
 BODY = {"operator": 200, "approver": 200}
@@ -64,10 +64,7 @@ APIS = [
 ]
 
 
-@pytest.mark.parametrize("role", ROLES, ids=who)
-@pytest.mark.parametrize(
-    ("name", "method", "url", "data", "allowed"), PAGES, ids=[p[0] for p in PAGES]
-)
+@role_matrix(("name", "method", "url", "data", "allowed"), PAGES)
 def test_each_page_answers_each_role_as_its_permissions_say(
     world, personas, role, name, method, url, data, allowed
 ):
@@ -77,10 +74,7 @@ def test_each_page_answers_each_role_as_its_permissions_say(
     assert_page_answers(response, role, allowed.get(role, 403))
 
 
-@pytest.mark.parametrize("role", ROLES, ids=who)
-@pytest.mark.parametrize(
-    ("name", "method", "url", "data", "allowed"), APIS, ids=[a[0] for a in APIS]
-)
+@role_matrix(("name", "method", "url", "data", "allowed"), APIS)
 def test_each_api_endpoint_answers_each_role_as_its_permissions_say(
     world, personas, role, name, method, url, data, allowed
 ):

@@ -10,7 +10,7 @@ from django.urls import reverse
 from console.notes import services
 from console.notes.models import GROUP, MESSAGE, Investigation, Note
 from tests.notes.conftest import api, login
-from tests.roles import ROLES, who
+from tests.roles import ROLES, role_matrix, who
 
 READERS = {"viewer", "operator", "approver", "admin", "auditor"}
 WRITERS = {"operator", "approver"}
@@ -96,8 +96,7 @@ PAGE_POSTS = [
 ]
 
 
-@pytest.mark.parametrize("role", ROLES, ids=who)
-@pytest.mark.parametrize(("name", "url", "fields"), PAGE_POSTS, ids=[p[0] for p in PAGE_POSTS])
+@role_matrix(("name", "url", "fields"), PAGE_POSTS)
 def test_the_panels_forms_answer_each_role_as_its_permissions_say(
     world, personas, role, name, url, fields
 ):

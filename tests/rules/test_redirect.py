@@ -25,6 +25,18 @@ def redirected(quarantine, rules):
     return rules.active("redirect", queue="orders", to_queue="orders-v2")
 
 
+@pytest.fixture
+def redirect_and_retry(quarantine, rules):
+    """A redirect of orders to orders-v2 and an auto-retry of the group, due at once; o-1
+    quarantined in orders when the retry was approved."""
+    quarantine.queue("orders-v2")
+    redirect = rules.active("redirect", queue="orders", to_queue="orders-v2")
+    retry = rules.active("auto_retry", group=GROUP_ID, delay_seconds=0, max_attempts=1)
+    quarantine.now = retry.decided_at
+    quarantine.quarantined("o-1")
+    return redirect, retry
+
+
 def reprocess(personas, ids, *, by="operator", **action):
     return action_request_create(
         actor=personas[by],
@@ -130,12 +142,10 @@ def test_the_request_page_and_the_api_name_the_redirect(redirected, personas):
     assert answer.json()["target_queue"] == "orders-v2"
 
 
-def test_an_auto_retry_of_a_redirected_queue_is_sent_on_too(quarantine, rules, personas):
-    quarantine.queue("orders-v2")
-    redirect = rules.active("redirect", queue="orders", to_queue="orders-v2")
-    retry = rules.active("auto_retry", group=GROUP_ID, delay_seconds=0, max_attempts=1)
-    quarantine.now = retry.decided_at
-    quarantine.quarantined("o-1")
+def test_an_auto_retry_of_a_redirected_queue_is_sent_on_too(
+    redirect_and_retry, quarantine, personas
+):
+    redirect, retry = redirect_and_retry
 
     application = auto_retry_apply(rule=retry, now=quarantine.now)
 
@@ -162,12 +172,10 @@ def test_a_redirect_whose_approver_lost_the_right_sends_nothing_on_and_stops(red
     assert not RuleApplication.objects.exists()
 
 
-def test_an_auto_retry_refused_its_request_says_why_on_its_page(quarantine, rules, personas):
-    quarantine.queue("orders-v2")
-    redirect = rules.active("redirect", queue="orders", to_queue="orders-v2")
-    retry = rules.active("auto_retry", group=GROUP_ID, delay_seconds=0, max_attempts=1)
-    quarantine.now = retry.decided_at
-    quarantine.quarantined("o-1")
+def test_an_auto_retry_refused_its_request_says_why_on_its_page(
+    redirect_and_retry, quarantine, personas
+):
+    redirect, retry = redirect_and_retry
     Queue.objects.filter(name="orders-v2").delete()
 
     assert auto_retry_apply(rule=retry, now=quarantine.now) is None
