@@ -201,39 +201,36 @@ NATS_SERVER = ("nats-server",)
 # per_request): one name each, so that `python -m bench`'s table reads across benchmarks.
 CPU_PER_MESSAGE = "cpu_us_per_msg"
 CPU_PER_REQUEST = "cpu_ms_per_request"
-TICKS = os.sysconf("SC_CLK_TCK")
 
 
 @dataclass(frozen=True)
 class ProcStat:
-    """What /proc/<pid>/stat says of a process."""
+    """What the kernel says of a process (psutil reads it from /proc/<pid>/stat)."""
 
     name: str
     ppid: int
-    start: int  # clock ticks after boot: with the pid, which process this is
+    start: float  # its creation time: with the pid, which process this is
     cpu: float  # seconds, user + system: its own and that of the children it has waited for
 
 
 def proc_stat(pid):
     """A process's ProcStat, or None when it is gone."""
     try:
-        raw = Path(f"/proc/{pid}/stat").read_text()
-    except OSError:
+        process = psutil.Process(pid)
+        with process.oneshot():
+            times = process.cpu_times()
+            return ProcStat(
+                name=process.name(),
+                ppid=process.ppid(),
+                start=process.create_time(),
+                cpu=times.user + times.system + times.children_user + times.children_system,
+            )
+    except psutil.Error:
         return None
-    # The name, in brackets, may hold spaces and brackets: the fields follow the last ")".
-    close = raw.rindex(")")
-    fields = raw[close + 2 :].split()
-    utime, stime, cutime, cstime = (int(v) for v in fields[11:15])
-    return ProcStat(
-        name=raw[raw.index("(") + 1 : close],
-        ppid=int(fields[1]),
-        start=int(fields[19]),
-        cpu=(utime + stime + cutime + cstime) / TICKS,
-    )
 
 
 def _pids():
-    return {int(entry) for entry in os.listdir("/proc") if entry.isdigit()}
+    return set(psutil.pids())
 
 
 def processes():
